@@ -1,0 +1,73 @@
+"""The provider interface the engine talks to. Plain Python: no Django, no Celery."""
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from agents_app.errors import DomainError
+
+
+@dataclass(frozen=True)
+class ToolSchema:
+    """A tool as offered to the model: wire name, description, JSON schema of its arguments."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ToolCallRequest:
+    """A tool call the model asked for."""
+
+    id: str
+    name: str
+    arguments: dict[str, Any]
+    # Set when the model's arguments were not a JSON object; the engine reports it as invalid.
+    arguments_error: str | None = None
+
+
+@dataclass(frozen=True)
+class Usage:
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
+@dataclass
+class LLMRequest:
+    messages: list[dict[str, Any]]
+    # Offered tools; the model may answer with tool_calls instead of content.
+    tools: list[ToolSchema] = field(default_factory=list)
+    # Ask for a JSON object matching this schema (json_schema → json_object → prompt fallback).
+    response_schema: dict[str, Any] | None = None
+    response_schema_name: str = "response"
+    # Seconds this whole call (retries included) may take.
+    timeout: float = 120.0
+    # Called with each piece of streamed content as it arrives.
+    on_token: Callable[[str], None] | None = None
+
+
+@dataclass
+class LLMResponse:
+    content: str
+    tool_calls: list[ToolCallRequest] = field(default_factory=list)
+    reasoning: str = ""
+    usage: Usage = field(default_factory=Usage)
+    model: str = ""
+    # The parsed JSON object when response_schema was given (not yet validated by the caller).
+    parsed: dict[str, Any] | None = None
+
+
+class LLMError(DomainError):
+    """An LLM call that failed after the provider's own retries. Codes: LLM_NOT_CONFIGURED,
+    RATE_LIMITED, CONNECTION_REFUSED, REQUEST_TIMEOUT, INVALID_RESPONSE, MAX_RETRIES_EXCEEDED."""
+
+
+class LLMProvider(Protocol):
+    def complete(self, request: LLMRequest) -> LLMResponse:
+        """Return the model's answer or raise LLMError. Retries transient failures itself."""
+        ...

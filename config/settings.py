@@ -1,0 +1,208 @@
+"""AgentDesk settings. Every value comes from the environment or `.env`; see .env.example."""
+
+import secrets
+
+import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+
+from config.env import (
+    BASE_DIR,
+    embedded_redis_url_file,
+    env_bool,
+    env_float,
+    env_int,
+    env_str,
+    load_dotenv,
+)
+
+load_dotenv(BASE_DIR / ".env")
+
+VAR_DIR = BASE_DIR / "var"
+VAR_DIR.mkdir(exist_ok=True)
+
+DEBUG = env_bool("DEBUG", True)
+
+
+def _secret_key() -> str:
+    key = env_str("SECRET_KEY")
+    if key:
+        return key
+    if not DEBUG:
+        raise ImproperlyConfigured("SECRET_KEY must be set when DEBUG is off.")
+    # Local use only: one key per checkout, kept out of version control in var/.
+    path = VAR_DIR / "secret_key"
+    if not path.exists():
+        path.write_text(secrets.token_urlsafe(50))
+        path.chmod(0o600)
+    return path.read_text().strip()
+
+
+SECRET_KEY = _secret_key()
+ALLOWED_HOSTS = [h.strip() for h in env_str("ALLOWED_HOSTS", "127.0.0.1,localhost").split(",") if h]
+CSRF_TRUSTED_ORIGINS = [o.strip() for o in env_str("CSRF_TRUSTED_ORIGINS").split(",") if o.strip()]
+
+INSTALLED_APPS = [
+    "daphne",
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "whitenoise.runserver_nostatic",
+    "django.contrib.staticfiles",
+    "channels",
+    "django_htmx",
+    "agents_app",
+    "tools_app",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+]
+
+ROOT_URLCONF = "config.urls"
+ASGI_APPLICATION = "config.asgi.application"
+WSGI_APPLICATION = None
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# --- Database ---------------------------------------------------------------
+DATABASES = {
+    "default": dj_database_url.parse(
+        env_str("DATABASE_URL") or f"sqlite:///{VAR_DIR / 'agentdesk.sqlite3'}",
+        conn_max_age=env_int("DATABASE_CONN_MAX_AGE", 0, minimum=0),
+    )
+}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # The web process and the workers share one file: WAL lets readers run beside a writer,
+    # IMMEDIATE takes the write lock at BEGIN so writers queue on the busy timeout instead of
+    # failing with "database is locked" when a read transaction tries to upgrade.
+    DATABASES["default"]["OPTIONS"] = {
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+        "transaction_mode": "IMMEDIATE",
+        "timeout": env_int("SQLITE_BUSY_TIMEOUT", 30, minimum=1),
+    }
+    # Tests run workers in other processes, so the test database must be a file.
+    DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test.sqlite3")}
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = VAR_DIR / "staticfiles"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
+}
+LOGIN_URL = "/admin/login/"
+
+# --- Redis: broker, channel layer ------------------------------------------
+def _redis_url() -> str:
+    url = env_str("REDIS_URL")
+    if url:
+        return url
+    # `uv run go` starts an embedded Valkey and records where; other commands find it there.
+    recorded = embedded_redis_url_file(VAR_DIR)
+    if recorded.exists():
+        return recorded.read_text().strip()
+    return ""
+
+
+REDIS_URL = _redis_url()
+
+CHANNEL_LAYERS = {
+    "default": {
+        "BACKEND": "channels_redis.core.RedisChannelLayer",
+        "CONFIG": {"hosts": [REDIS_URL or "redis://127.0.0.1:6379/0"]},
+    }
+}
+
+CELERY_BROKER_URL = REDIS_URL or "redis://127.0.0.1:6379/0"
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    # A message not acknowledged within this many seconds is delivered again; the run lease
+    # keeps a second delivery of a still-running run from executing it in parallel.
+    "visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 3600, minimum=1),
+    "unacked_restore_interval": env_int("CELERY_RESTORE_INTERVAL", 10, minimum=1),
+    "unacked_restore_throttle": 1,
+}
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+
+# --- LLM ----------------------------------------------------------------------
+LLM_BASE_URL = env_str("LLM_BASE_URL")
+LLM_API_KEY = env_str("LLM_API_KEY")
+LLM_MODEL = env_str("LLM_MODEL")
+LLM_REQUEST_TIMEOUT = env_float("LLM_REQUEST_TIMEOUT", 120.0, minimum=0.1)
+LLM_MAX_RETRIES = env_int("LLM_MAX_RETRIES", 5, minimum=0)
+LLM_RETRY_BASE_DELAY = env_float("LLM_RETRY_BASE_DELAY", 1.0, minimum=0.0)
+
+# --- Agent runs ---------------------------------------------------------------
+AGENT_PLAN_TIMEOUT = env_float("AGENT_PLAN_TIMEOUT", 120.0, minimum=0.1)
+AGENT_STEP_TIMEOUT = env_float("AGENT_STEP_TIMEOUT", 300.0, minimum=0.1)
+AGENT_VERIFY_TIMEOUT = env_float("AGENT_VERIFY_TIMEOUT", 120.0, minimum=0.1)
+AGENT_RUN_TIMEOUT = env_float("AGENT_RUN_TIMEOUT", 1800.0, minimum=1.0)
+AGENT_MAX_REPLANS = env_int("AGENT_MAX_REPLANS", 2, minimum=0)
+AGENT_MAX_STEPS = env_int("AGENT_MAX_STEPS", 50, minimum=1)
+AGENT_MAX_TOOL_ROUNDS = env_int("AGENT_MAX_TOOL_ROUNDS", 8, minimum=1)
+RUN_MAX_TOKENS = env_int("RUN_MAX_TOKENS", 200_000, minimum=1)
+RUN_MAX_TOOL_CALLS = env_int("RUN_MAX_TOOL_CALLS", 100, minimum=1)
+RUN_LEASE_SECONDS = env_float("RUN_LEASE_SECONDS", 30.0, minimum=1.0)
+WORKSPACE_ROOT = BASE_DIR / env_str("WORKSPACE_ROOT", str(VAR_DIR / "workspaces"))
+
+# --- Builtin tools --------------------------------------------------------------
+HTTP_TOOL_MAX_BYTES = env_int("HTTP_TOOL_MAX_BYTES", 1_000_000, minimum=1)
+HTTP_TOOL_TIMEOUT = env_float("HTTP_TOOL_TIMEOUT", 15.0, minimum=0.1)
+HTTP_TOOL_ALLOW_PRIVATE = env_bool("HTTP_TOOL_ALLOW_PRIVATE", False)
+FILE_TOOL_MAX_BYTES = env_int("FILE_TOOL_MAX_BYTES", 1_000_000, minimum=1)
+
+# --- API ------------------------------------------------------------------------
+TASK_MAX_CHARS = env_int("TASK_MAX_CHARS", 20_000, minimum=1)
+CONTEXT_MAX_BYTES = env_int("CONTEXT_MAX_BYTES", 1_000_000, minimum=1)
+API_MAX_WAIT = env_float("API_MAX_WAIT", 120.0, minimum=0.0)
+
+LOG_LEVEL = env_str("LOG_LEVEL", "INFO")
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": LOG_LEVEL},
+    "loggers": {"httpx": {"level": "WARNING"}, "httpcore": {"level": "WARNING"}},
+}

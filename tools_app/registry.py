@@ -1,0 +1,178 @@
+"""Every tool the agents can use, builtin or (later) from MCP servers, behind one interface."""
+
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+
+from agents_app.errors import DomainError
+
+
+class ApprovalLevel:
+    AUTO = "auto"
+    MODERATE = "moderate"
+    MANUAL = "manual"
+
+
+class SideEffects:
+    """What a call can touch; the approval work classifies risk from this."""
+
+    READ_ONLY = "read_only"
+    WORKSPACE_WRITE = "workspace_write"
+    EXTERNAL = "external"
+    CODE_EXECUTION = "code_execution"
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+    capabilities: frozenset[str]
+    domain: str
+    approval_level: str = ApprovalLevel.AUTO
+    side_effects: str = SideEffects.READ_ONLY
+    timeout: float = 30.0
+    source: str = "builtin"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "description": self.description,
+            "capabilities": sorted(self.capabilities),
+            "domain": self.domain,
+            "schema": self.input_schema,
+            "approval_level": self.approval_level,
+            "side_effects": self.side_effects,
+            "timeout": self.timeout,
+            "source": self.source,
+        }
+
+
+@dataclass(frozen=True)
+class ToolContext:
+    """What a call may use: the run's own workspace, and how long it has."""
+
+    run_id: int
+    workspace: Path
+    timeout: float
+
+
+@dataclass
+class ToolResult:
+    ok: bool
+    content: Any = None
+    error: str = ""
+    # Set by finish_task: the agent declares the task done with this answer.
+    finish: bool = False
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+class Tool:
+    """Base class: subclasses set `spec` and implement `run`. Raise ToolError for failures."""
+
+    spec: ToolSpec
+
+    def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
+        raise NotImplementedError
+
+
+class ToolError(Exception):
+    """A tool failed in a way the model should hear about (refused path, HTTP error...)."""
+
+
+class ToolRegistry:
+    """Tools by name, discoverable by capability and by domain (seed 000). Thread-safe."""
+
+    def __init__(self) -> None:
+        self._tools: dict[str, Tool] = {}
+        self._lock = threading.Lock()
+
+    def register(self, tool: Tool) -> None:
+        with self._lock:
+            self._tools[tool.spec.name] = tool
+
+    def unregister(self, name: str) -> None:
+        with self._lock:
+            self._tools.pop(name, None)
+
+    def get(self, name: str) -> Tool:
+        try:
+            return self._tools[name]
+        except KeyError:
+            raise DomainError(
+                "TOOL_NOT_FOUND",
+                f"Tool '{name}' not available",
+                {"requested_tool": name, "available_tools": self.names()},
+            ) from None
+
+    def names(self) -> list[str]:
+        return sorted(self._tools)
+
+    def all(self) -> list[Tool]:
+        return [self._tools[name] for name in self.names()]
+
+    def for_capabilities(self, capabilities: Iterable[str]) -> list[Tool]:
+        wanted = {c.upper() for c in capabilities}
+        return [t for t in self.all() if t.spec.capabilities & wanted]
+
+    def for_domain(self, domain: str) -> list[Tool]:
+        return [t for t in self.all() if t.spec.domain == domain]
+
+    def validate_arguments(self, name: str, arguments: Any) -> None:
+        """Raise DomainError(INVALID_ARGUMENTS) unless `arguments` fits the tool's schema."""
+        tool = self.get(name)
+        validator = jsonschema.Draft202012Validator(tool.spec.input_schema)
+        errors = sorted(validator.iter_errors(arguments), key=lambda e: list(e.path))
+        if errors:
+            raise DomainError(
+                "INVALID_ARGUMENTS",
+                f"Invalid arguments for tool '{name}': {errors[0].message}",
+                {
+                    "tool": name,
+                    "errors": [
+                        {"path": "/".join(str(p) for p in e.path), "message": e.message}
+                        for e in errors[:10]
+                    ],
+                },
+            )
+
+    def call(self, name: str, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
+        """Validate and run one call. Tool failures come back as ToolResult(ok=False), never raise;
+        an unknown tool or invalid arguments raise DomainError."""
+        tool = self.get(name)
+        self.validate_arguments(name, arguments)
+        try:
+            return tool.run(arguments, context)
+        except ToolError as exc:
+            return ToolResult(ok=False, error=str(exc))
+        except Exception as exc:  # a tool bug must fail the call, not the worker
+            return ToolResult(ok=False, error=f"{type(exc).__name__}: {exc}")
+
+
+_default_registry: ToolRegistry | None = None
+_default_lock = threading.Lock()
+
+
+def get_registry() -> ToolRegistry:
+    """The process-wide registry, with the builtin tools registered on first use."""
+    global _default_registry
+    with _default_lock:
+        if _default_registry is None:
+            from django.conf import settings
+
+            from tools_app.builtin import register_builtin_tools
+
+            registry = ToolRegistry()
+            register_builtin_tools(
+                registry,
+                file_max_bytes=settings.FILE_TOOL_MAX_BYTES,
+                http_max_bytes=settings.HTTP_TOOL_MAX_BYTES,
+                http_timeout=settings.HTTP_TOOL_TIMEOUT,
+                http_allow_private=settings.HTTP_TOOL_ALLOW_PRIVATE,
+            )
+            _default_registry = registry
+        return _default_registry
