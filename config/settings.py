@@ -17,8 +17,8 @@ from config.env import (
 
 load_dotenv(BASE_DIR / ".env")
 
-VAR_DIR = BASE_DIR / "var"
-VAR_DIR.mkdir(exist_ok=True)
+VAR_DIR = BASE_DIR / env_str("VAR_DIR", "var")
+VAR_DIR.mkdir(parents=True, exist_ok=True)
 
 DEBUG = env_bool("DEBUG", True)
 

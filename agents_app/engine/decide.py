@@ -1,0 +1,61 @@
+"""The one decision: given what the database records about a run, what happens next.
+
+Pure: no I/O. The driver loads a RunState, asks `next_action`, performs it, commits, repeats;
+a crash anywhere replays nothing, because the next delivery reads the same rows and decides
+the same thing.
+"""
+
+from dataclasses import dataclass
+
+DONE = frozenset({"completed", "failed", "skipped", "timeout"})
+BLOCKING = frozenset({"failed", "skipped", "timeout"})
+
+
+@dataclass(frozen=True)
+class StepState:
+    index: int
+    status: str
+    depends_on: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class RunState:
+    status: str
+    cancel_requested: bool = False
+    steps: tuple[StepState, ...] = ()
+
+
+@dataclass(frozen=True)
+class Action:
+    kind: str  # start | plan | skip | execute | begin_verify | verify | cancel | none
+    step_index: int | None = None
+    skip: tuple[int, ...] = ()
+
+
+def next_action(state: RunState) -> Action:
+    if state.status in {"succeeded", "failed", "cancelled"}:
+        return Action("none")
+    if state.cancel_requested:
+        return Action("cancel")
+    if state.status == "queued":
+        return Action("start")
+    if state.status == "planning":
+        return Action("plan")
+    if state.status == "verifying":
+        return Action("verify")
+    # running: skip what can no longer run, then the first runnable step in index order
+    # (dependencies only point backwards, so index order is a valid order).
+    by_index = {s.index: s for s in state.steps}
+    blocked = tuple(
+        s.index
+        for s in state.steps
+        if s.status == "pending" and any(by_index[d].status in BLOCKING for d in s.depends_on)
+    )
+    if blocked:
+        return Action("skip", skip=blocked)
+    for step in state.steps:
+        if step.status in DONE:
+            continue
+        if all(by_index[d].status == "completed" for d in step.depends_on):
+            return Action("execute", step_index=step.index)
+    return Action("begin_verify")

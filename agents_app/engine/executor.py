@@ -1,0 +1,175 @@
+"""Executing one step: the model works toward the step's objective with the step's tools."""
+
+import json
+import re
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from agents_app.engine.hooks import EngineHooks
+from agents_app.engine.llm import LLMError, LLMProvider, LLMRequest, ToolSchema
+from agents_app.engine.prompts import step_messages
+from agents_app.errors import DomainError
+from tools_app.registry import ToolContext, ToolRegistry
+
+FINISH_TOOL = "finish_task"
+TOOL_RESULT_CHARS = 20_000
+_WIRE_UNSAFE = re.compile(r"[^a-zA-Z0-9_-]")
+
+
+@dataclass(frozen=True)
+class StepInput:
+    index: int
+    total: int
+    objective: str
+    reasoning: str
+    tool_names: list[str]
+    # (index, objective, status, output) of the steps before this one.
+    earlier: list[tuple[int, str, str, str]]
+
+
+@dataclass(frozen=True)
+class StepOutcome:
+    status: str  # completed | failed | timeout
+    output: str = ""
+    error_code: str = ""
+    error: str = ""
+    # finish_task was called: the task is done and `output` is the final answer.
+    finished_task: bool = False
+
+
+def wire_name(tool: str) -> str:
+    """OpenAI function names allow [a-zA-Z0-9_-]; MCP tools are named `server.tool`."""
+    return _WIRE_UNSAFE.sub("__", tool)[:64]
+
+
+def execute_step(
+    *,
+    provider: LLMProvider,
+    registry: ToolRegistry,
+    hooks: EngineHooks,
+    task: str,
+    context: dict[str, Any],
+    step: StepInput,
+    workspace: Any,
+    run_id: int,
+    timeout: float,
+    max_rounds: int,
+) -> StepOutcome:
+    """Run the step to an outcome. A tool failure or invalid arguments fail the step; an LLM
+    failure raises LLMError (the run cannot go on without its model); StopRun propagates."""
+    deadline = time.monotonic() + timeout
+    offered = [name for name in step.tool_names if name != FINISH_TOOL]
+    if FINISH_TOOL in registry.names():
+        offered.append(FINISH_TOOL)
+    by_wire = {wire_name(name): name for name in offered}
+    schemas = [
+        ToolSchema(
+            name=wire_name(name),
+            description=registry.get(name).spec.description,
+            parameters=registry.get(name).spec.input_schema,
+        )
+        for name in offered
+    ]
+    messages = step_messages(
+        task=task,
+        context=context,
+        index=step.index,
+        total=step.total,
+        objective=step.objective,
+        reasoning=step.reasoning,
+        earlier=step.earlier,
+    )
+
+    def timed_out() -> StepOutcome:
+        return StepOutcome(
+            status="timeout", error_code="EXECUTION_TIMEOUT", error=f"step exceeded {timeout:g} s"
+        )
+
+    for _ in range(max_rounds):
+        hooks.checkpoint()
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return timed_out()
+        request = LLMRequest(
+            messages=messages,
+            tools=schemas,
+            timeout=remaining,
+            on_token=lambda text: hooks.on_token(text, phase="execution", step_index=step.index),
+        )
+        try:
+            response = provider.complete(request)
+        except LLMError as exc:
+            if exc.code == "REQUEST_TIMEOUT" and time.monotonic() >= deadline - 0.05:
+                return timed_out()
+            raise
+        hooks.on_llm_usage(response.usage, response.model)
+        if not response.tool_calls:
+            return StepOutcome(status="completed", output=response.content.strip())
+
+        messages.append(
+            {
+                "role": "assistant",
+                "content": response.content or None,
+                "tool_calls": [
+                    {
+                        "id": call.id,
+                        "type": "function",
+                        "function": {"name": call.name, "arguments": json.dumps(call.arguments)},
+                    }
+                    for call in response.tool_calls
+                ],
+            }
+        )
+        for call in response.tool_calls:
+            name = by_wire.get(call.name, call.name)
+            handle = hooks.before_tool_call(name, call.arguments)
+            failure = _refusal(registry, name, call, offered)
+            if failure is not None:
+                hooks.after_tool_call(handle, result=None, error_code=failure.code, error=failure.message)
+                return StepOutcome(status="failed", error_code=failure.code, error=failure.message)
+            hooks.checkpoint()
+            spec = registry.get(name).spec
+            tool_timeout = max(0.1, min(spec.timeout, deadline - time.monotonic()))
+            result = registry.call(
+                name,
+                call.arguments,
+                ToolContext(run_id=run_id, workspace=workspace, timeout=tool_timeout),
+            )
+            if not result.ok:
+                hooks.after_tool_call(handle, result=result, error_code="TOOL_FAILED", error=result.error)
+                return StepOutcome(
+                    status="failed", error_code="TOOL_FAILED", error=f"{name}: {result.error}"
+                )
+            hooks.after_tool_call(handle, result=result)
+            if result.finish:
+                answer = result.content.get("result", "") if isinstance(result.content, dict) else ""
+                return StepOutcome(status="completed", output=str(answer), finished_task=True)
+            content = json.dumps(result.content, ensure_ascii=False, default=str)
+            if len(content) > TOOL_RESULT_CHARS:
+                content = content[:TOOL_RESULT_CHARS] + " …[truncated]"
+            messages.append({"role": "tool", "tool_call_id": call.id, "content": content})
+        if time.monotonic() >= deadline:
+            return timed_out()
+
+    return StepOutcome(
+        status="failed",
+        error_code="MAX_RETRIES_EXCEEDED",
+        error=f"the step did not finish within {max_rounds} model turns",
+    )
+
+
+def _refusal(registry: ToolRegistry, name: str, call: Any, offered: list[str]) -> DomainError | None:
+    if name not in offered:
+        return DomainError(
+            "TOOL_NOT_FOUND",
+            f"Tool '{name}' is not available in this step",
+            {"requested_tool": name, "available_tools": offered},
+        )
+    if call.arguments_error:
+        return DomainError("INVALID_ARGUMENTS", f"{name}: {call.arguments_error}")
+    try:
+        registry.validate_arguments(name, call.arguments)
+    except DomainError as exc:
+        return exc
+    return None

@@ -1,0 +1,37 @@
+"""What the engine needs from whoever runs it: persistence, budgets, stop signals.
+
+The engine calls these at every point where the outside world may have changed; the Django
+driver (agents_app.execution) implements them with database writes.
+"""
+
+from typing import Any, Protocol
+
+from agents_app.engine.llm import Usage
+from tools_app.registry import ToolResult
+
+
+class StopRun(Exception):
+    """The run must stop now; `code` says why (cancelled, lease lost, deadline)."""
+
+    def __init__(self, code: str, message: str = ""):
+        super().__init__(message or code)
+        self.code = code
+
+
+class EngineHooks(Protocol):
+    def checkpoint(self) -> None:
+        """Raise StopRun if the run must not make another LLM or tool call."""
+
+    def on_llm_usage(self, usage: Usage, model: str) -> None:
+        """Record an LLM call's tokens; raise DomainError(BUDGET_EXCEEDED) past the budget."""
+
+    def on_token(self, text: str, *, phase: str, step_index: int | None) -> None:
+        """A piece of streamed model output."""
+
+    def before_tool_call(self, tool: str, arguments: dict[str, Any]) -> Any:
+        """Persist the call as running and return a handle; raise BUDGET_EXCEEDED past the budget."""
+
+    def after_tool_call(
+        self, handle: Any, *, result: ToolResult | None, error_code: str = "", error: str = ""
+    ) -> None:
+        """Persist the call's outcome."""

@@ -1,0 +1,105 @@
+"""Prompts for each phase. The markers (AGENTDESK:PLAN ...) let a scripted test LLM tell phases apart."""
+
+import json
+from typing import Any
+
+from tools_app.registry import ToolSpec
+
+CONTEXT_CHARS = 8_000
+OUTPUT_CHARS = 4_000
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit] + f"… [{len(text) - limit} more characters]"
+
+
+def _context_block(context: dict[str, Any]) -> str:
+    if not context:
+        return ""
+    return "\n\nContext (JSON):\n" + _clip(json.dumps(context, ensure_ascii=False), CONTEXT_CHARS)
+
+
+def tool_catalog(tools: list[ToolSpec]) -> str:
+    if not tools:
+        return "(no tools available)"
+    return "\n".join(
+        f"- {t.name}: {t.description} [capabilities: {', '.join(sorted(t.capabilities))}]"
+        for t in tools
+    )
+
+
+def plan_messages(
+    *, task: str, context: dict[str, Any], tools: list[ToolSpec], max_steps: int, history: str
+) -> list[dict[str, Any]]:
+    system = (
+        "AGENTDESK:PLAN\nYou are the planner of an autonomous agent. Break the user's task into "
+        f"at most {max_steps} concrete steps, in the order they must run. Each step names the tools "
+        "it may use (only names from the list below; an empty list for pure reasoning) and may "
+        "depend on earlier steps by their 0-based index. The last step should call finish_task "
+        "with the final answer when that tool is available.\n\nTools:\n"
+        + tool_catalog(tools)
+        + '\n\nAnswer with JSON only: {"steps": [{"objective": str, "tool_names": [str], '
+        '"reasoning": str, "depends_on": [int]}]}'
+    )
+    user = f"Task: {task}{_context_block(context)}"
+    if history:
+        user += "\n\nA previous plan did not complete the task. What happened:\n" + history
+        user += "\n\nMake a new plan that finishes the task, reusing what already succeeded."
+    return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+
+
+def step_messages(
+    *,
+    task: str,
+    context: dict[str, Any],
+    index: int,
+    total: int,
+    objective: str,
+    reasoning: str,
+    earlier: list[tuple[int, str, str, str]],
+) -> list[dict[str, Any]]:
+    done = "\n".join(
+        f"Step {i} ({status}): {obj}\nOutput: {_clip(out, OUTPUT_CHARS)}"
+        for i, obj, status, out in earlier
+    )
+    system = (
+        f"AGENTDESK:STEP {index}\nYou are executing step {index} of {total} of a plan for the task "
+        "below. Use the offered tools as needed, then answer with a short plain-text summary of "
+        "what this step produced; that text is the step's output. Files live in the run's "
+        "workspace; use paths relative to it. If this step completes the whole task, call "
+        f"finish_task with the final answer.\n\nTask: {task}{_context_block(context)}"
+    )
+    if done:
+        system += "\n\nEarlier steps:\n" + done
+    user = f"Step {index}: {objective}"
+    if reasoning:
+        user += f"\nWhy: {reasoning}"
+    return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+
+
+def verify_messages(
+    *, task: str, context: dict[str, Any], steps: list[tuple[int, str, str, str]], can_replan: bool
+) -> list[dict[str, Any]]:
+    report = "\n".join(
+        f"Step {i} ({status}): {obj}\nOutput: {_clip(out, OUTPUT_CHARS)}" for i, obj, status, out in steps
+    )
+    replan = (
+        "If it is not complete and a different plan could complete it, set should_replan."
+        if can_replan
+        else "No more replans are possible: judge what was done."
+    )
+    system = (
+        "AGENTDESK:VERIFY\nYou are the verifier of an autonomous agent. Judge whether the steps "
+        f"below completed the user's task. {replan} When complete, write the final answer for "
+        "the user in `response`.\n\nAnswer with JSON only: "
+        '{"task_complete": bool, "reasoning": str, "should_replan": bool, "response": str}'
+    )
+    user = f"Task: {task}{_context_block(context)}\n\nWhat was done:\n{report or '(nothing)'}"
+    return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+
+
+def invalid_output_message(error: str) -> dict[str, Any]:
+    return {
+        "role": "user",
+        "content": f"Your answer was not valid: {error}\nAnswer again with corrected JSON only.",
+    }

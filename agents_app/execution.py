@@ -1,0 +1,545 @@
+"""Executing a run from its rows: claim the lease, decide, perform, commit, repeat.
+
+The database is the program counter (docs/ARCHITECTURE.md): nothing here survives between two
+commits except the lease, so any worker can continue a run where another one stopped.
+"""
+
+import logging
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.db import DatabaseError, close_old_connections, connection
+from django.db.models import Q
+from django.utils import timezone
+
+from agents_app.engine.decide import RunState, StepState, next_action
+from agents_app.engine.executor import StepInput, execute_step
+from agents_app.engine.hooks import StopRun
+from agents_app.engine.llm import LLMProvider, Usage
+from agents_app.engine.planner import make_plan
+from agents_app.engine.verifier import verify
+from agents_app.errors import DomainError
+from agents_app.events import publish
+from agents_app.models import (
+    TERMINAL_STATUSES,
+    Plan,
+    Run,
+    RunStatus,
+    Step,
+    StepStatus,
+    ToolCall,
+    ToolCallStatus,
+)
+from agents_app.run_writer import LeaseLost, RunWriter, locked_run
+from agents_app.selectors import agent_result
+from tools_app.registry import ToolRegistry, ToolResult, get_registry
+
+logger = logging.getLogger(__name__)
+
+TOKEN_FLUSH_CHARS = 64
+TOKEN_FLUSH_SECONDS = 0.1
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What became of one delivery: `busy` means another worker holds a live lease."""
+
+    state: str  # finished | busy | lost | parked
+    retry_in: float = 0.0
+
+
+# --- the lease -------------------------------------------------------------------------------
+
+
+class Lease:
+    """A claim on one run, renewed by a daemon thread while the worker works."""
+
+    def __init__(self, run_id: int, token: str, seconds: float):
+        self.run_id = run_id
+        self.token = token
+        self.seconds = seconds
+        self.lost = threading.Event()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._renew, name=f"lease-{run_id}", daemon=True)
+
+    @classmethod
+    def claim(cls, run_id: int, seconds: float) -> "Lease | None":
+        """Claim the run unless a live lease is held: one conditional UPDATE, no race."""
+        token = uuid.uuid4().hex
+        now = timezone.now()
+        claimed = (
+            Run.objects.filter(pk=run_id)
+            .exclude(status__in=TERMINAL_STATUSES)
+            .filter(Q(lease_expires_at__isnull=True) | Q(lease_expires_at__lte=now))
+            .update(lease_owner=token, lease_expires_at=now + timedelta(seconds=seconds))
+        )
+        return cls(run_id, token, seconds) if claimed == 1 else None
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def _renew(self) -> None:
+        try:
+            while not self._stop.wait(self.seconds / 3):
+                try:
+                    renewed = Run.objects.filter(pk=self.run_id, lease_owner=self.token).update(
+                        lease_expires_at=timezone.now() + timedelta(seconds=self.seconds)
+                    )
+                except Exception:  # a blip; the next tick tries again before the lease expires
+                    logger.warning("lease renewal of run %s failed", self.run_id, exc_info=True)
+                    continue
+                if renewed == 0:
+                    self.lost.set()
+                    return
+        finally:
+            connection.close()
+
+    def release(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=5)
+        Run.objects.filter(pk=self.run_id, lease_owner=self.token).update(
+            lease_owner="", lease_expires_at=None
+        )
+
+
+# --- what the engine calls back --------------------------------------------------------------
+
+
+class DatabaseHooks:
+    """EngineHooks backed by the run's rows: every call and its outcome is committed."""
+
+    def __init__(self, run: Run, lease: Lease, step: Step | None = None):
+        self.run_id = run.pk
+        self.lease = lease
+        self.step = step
+        self.deadline = (run.started_at or timezone.now()) + timedelta(
+            seconds=settings.AGENT_RUN_TIMEOUT
+        )
+        self._buffer: list[str] = []
+        self._buffered = 0
+        self._last_flush = time.monotonic()
+        self._token_context: dict[str, Any] = {}
+
+    def checkpoint(self) -> None:
+        self.flush_tokens()
+        if self.lease.lost.is_set():
+            raise StopRun("LEASE_LOST")
+        if timezone.now() >= self.deadline:
+            raise StopRun(
+                "EXECUTION_TIMEOUT", f"the run exceeded {settings.AGENT_RUN_TIMEOUT:g} s"
+            )
+        cancel = Run.objects.filter(pk=self.run_id).values_list("cancel_requested", flat=True)
+        if cancel.first():
+            raise StopRun("CANCELLED")
+
+    def on_llm_usage(self, usage: Usage, model: str) -> None:
+        self.flush_tokens()
+        with locked_run(self.run_id, self.lease.token) as w:
+            run = w.run
+            w.set(
+                prompt_tokens=run.prompt_tokens + usage.prompt_tokens,
+                completion_tokens=run.completion_tokens + usage.completion_tokens,
+            )
+            w.event(
+                "llm_usage",
+                {
+                    "model": model,
+                    "prompt_tokens": usage.prompt_tokens,
+                    "completion_tokens": usage.completion_tokens,
+                    "step_index": self.step.index if self.step else None,
+                },
+            )
+        if run.total_tokens > run.max_tokens:
+            raise DomainError(
+                "BUDGET_EXCEEDED",
+                f"The run used {run.total_tokens} LLM tokens; its budget is {run.max_tokens}",
+                {"budget": "tokens", "used": run.total_tokens, "limit": run.max_tokens},
+            )
+
+    def on_token(self, text: str, *, phase: str, step_index: int | None) -> None:
+        context = {"phase": phase, "step_index": step_index}
+        if context != self._token_context:
+            self.flush_tokens()
+            self._token_context = context
+        self._buffer.append(text)
+        self._buffered += len(text)
+        if (
+            self._buffered >= TOKEN_FLUSH_CHARS
+            or time.monotonic() - self._last_flush >= TOKEN_FLUSH_SECONDS
+        ):
+            self.flush_tokens()
+
+    def flush_tokens(self) -> None:
+        """Tokens are not RunEvents: coalesced pieces go to the channel layer only."""
+        self._last_flush = time.monotonic()
+        if not self._buffer:
+            return
+        token = "".join(self._buffer)
+        self._buffer.clear()
+        self._buffered = 0
+        publish(self.run_id, [{"type": "run.token", "token": token, **self._token_context}])
+
+    def before_tool_call(self, tool: str, arguments: dict[str, Any]) -> tuple[int, float]:
+        assert self.step is not None
+        with locked_run(self.run_id, self.lease.token) as w:
+            run = w.run
+            if run.tool_calls_made >= run.max_tool_calls:
+                raise DomainError(
+                    "BUDGET_EXCEEDED",
+                    f"The run reached its budget of {run.max_tool_calls} tool calls",
+                    {"budget": "tool_calls", "used": run.tool_calls_made, "limit": run.max_tool_calls},
+                )
+            w.set(tool_calls_made=run.tool_calls_made + 1)
+            call = ToolCall.objects.create(
+                run_id=self.run_id,
+                step=self.step,
+                attempt=self.step.retry_count,
+                tool=tool,
+                arguments=arguments,
+            )
+            w.event(
+                "tool_call",
+                {
+                    "tool_call_id": call.pk,
+                    "step_index": self.step.index,
+                    "tool": tool,
+                    "arguments": arguments,
+                },
+            )
+        return call.pk, time.monotonic()
+
+    def after_tool_call(
+        self,
+        handle: tuple[int, float],
+        *,
+        result: ToolResult | None,
+        error_code: str = "",
+        error: str = "",
+    ) -> None:
+        call_id, started = handle
+        duration_ms = int((time.monotonic() - started) * 1000)
+        ok = result is not None and result.ok and not error_code
+        with locked_run(self.run_id, self.lease.token) as w:
+            ToolCall.objects.filter(pk=call_id).update(
+                status=ToolCallStatus.SUCCEEDED if ok else ToolCallStatus.FAILED,
+                result=result.content if result is not None else None,
+                error=error if error_code else "",
+                duration_ms=duration_ms,
+            )
+            w.event(
+                "tool_result",
+                {
+                    "tool_call_id": call_id,
+                    "step_index": self.step.index if self.step else None,
+                    "status": "succeeded" if ok else "failed",
+                    "result": result.content if ok else None,
+                    "error_code": error_code,
+                    "error": error,
+                    "duration_ms": duration_ms,
+                },
+            )
+
+
+# --- performing one decision ----------------------------------------------------------------
+
+
+class RunExecutor:
+    def __init__(self, run_id: int, lease: Lease, provider: LLMProvider, registry: ToolRegistry):
+        self.run_id = run_id
+        self.lease = lease
+        self.provider = provider
+        self.registry = registry
+
+    def load(self) -> tuple[Run, Plan | None, list[Step]]:
+        run = Run.objects.select_related("task").get(pk=self.run_id)
+        plan = Plan.objects.filter(run=run).order_by("-version").first()
+        steps = list(Step.objects.filter(plan=plan).order_by("index")) if plan else []
+        return run, plan, steps
+
+    def lock(self) -> Any:
+        return locked_run(self.run_id, self.lease.token)
+
+    def step_once(self) -> bool:
+        """Decide and perform one action; False when there is nothing left to do."""
+        run, plan, steps = self.load()
+        state = RunState(
+            status=run.status,
+            cancel_requested=run.cancel_requested,
+            steps=tuple(StepState(s.index, s.status, tuple(s.depends_on)) for s in steps),
+        )
+        action = next_action(state)
+        if action.kind == "none":
+            return False
+        try:
+            if action.kind == "cancel":
+                with self.lock() as w:
+                    finish(w, RunStatus.CANCELLED, "CANCELLED", "Cancelled by request")
+            elif action.kind == "start":
+                with self.lock() as w:
+                    w.transition(RunStatus.PLANNING)
+            elif action.kind == "plan":
+                self.plan(run, plan, steps)
+            elif action.kind == "skip":
+                with self.lock() as w:
+                    for index in action.skip:
+                        skip_step(w, steps[index], "a step it depends on did not complete")
+            elif action.kind == "execute":
+                self.execute(run, steps, steps[action.step_index])
+            elif action.kind == "begin_verify":
+                with self.lock() as w:
+                    w.transition(RunStatus.VERIFYING)
+            elif action.kind == "verify":
+                self.verify(run, steps)
+        except StopRun as stop:
+            if stop.code == "LEASE_LOST":
+                raise LeaseLost(str(stop)) from None
+            with self.lock() as w:
+                if stop.code == "CANCELLED":
+                    finish(w, RunStatus.CANCELLED, "CANCELLED", "Cancelled by request")
+                else:
+                    finish(w, RunStatus.FAILED, stop.code, str(stop))
+        except DomainError as exc:
+            with self.lock() as w:
+                finish(w, RunStatus.FAILED, exc.code, exc.message, exc.details)
+        except (LeaseLost, DatabaseError):
+            raise  # the next delivery continues from the rows
+        except Exception as exc:
+            logger.exception("run %s: unexpected error in %s", self.run_id, action.kind)
+            with self.lock() as w:
+                finish(w, RunStatus.FAILED, "INTERNAL_ERROR", f"{type(exc).__name__}: {exc}")
+        return True
+
+    def plan(self, run: Run, previous: Plan | None, previous_steps: list[Step]) -> None:
+        hooks = DatabaseHooks(run, self.lease)
+        output = make_plan(
+            provider=self.provider,
+            hooks=hooks,
+            task=run.task.text,
+            context=run.task.context,
+            tools=[t.spec for t in self.registry.all()],
+            max_steps=settings.AGENT_MAX_STEPS,
+            timeout=settings.AGENT_PLAN_TIMEOUT,
+            history=replan_history(run, previous_steps) if previous else "",
+        )
+        with self.lock() as w:
+            version = (previous.version if previous else 0) + 1
+            plan = Plan.objects.create(
+                run=w.run, version=version, reason=w.run.replan_reason, raw=output.model_dump()
+            )
+            Step.objects.bulk_create(
+                Step(
+                    plan=plan,
+                    run=w.run,
+                    index=index,
+                    objective=planned.objective,
+                    tool_names=planned.tool_names,
+                    reasoning=planned.reasoning,
+                    depends_on=planned.depends_on,
+                )
+                for index, planned in enumerate(output.steps)
+            )
+            w.event("plan_created", {"version": version, "steps": output.model_dump()["steps"]})
+            w.transition(RunStatus.RUNNING)
+            w.event(
+                "progress_update",
+                {"current_step": 0, "total_steps": len(output.steps), "percent": 0, "status": "running"},
+            )
+
+    def execute(self, run: Run, steps: list[Step], step: Step) -> None:
+        with self.lock() as w:
+            interrupted = step.status == StepStatus.RUNNING
+            step.retry_count += int(interrupted)
+            step.status = StepStatus.RUNNING
+            step.started_at = timezone.now()
+            step.save(update_fields=["status", "retry_count", "started_at"])
+            w.event(
+                "step_started",
+                {
+                    "index": step.index,
+                    "objective": step.objective,
+                    "retry_count": step.retry_count,
+                    "resumed_after_interruption": interrupted,
+                },
+            )
+        hooks = DatabaseHooks(run, self.lease, step)
+        earlier = [
+            (s.index, s.objective, s.status, s.output or s.error) for s in steps if s.index < step.index
+        ]
+        try:
+            outcome = execute_step(
+                provider=self.provider,
+                registry=self.registry,
+                hooks=hooks,
+                task=run.task.text,
+                context=run.task.context,
+                step=StepInput(
+                    index=step.index,
+                    total=len(steps),
+                    objective=step.objective,
+                    reasoning=step.reasoning,
+                    tool_names=list(step.tool_names),
+                    earlier=earlier,
+                ),
+                workspace=workspace_for(run.pk),
+                run_id=run.pk,
+                timeout=settings.AGENT_STEP_TIMEOUT,
+                max_rounds=settings.AGENT_MAX_TOOL_ROUNDS,
+            )
+        finally:
+            hooks.flush_tokens()
+        with self.lock() as w:
+            step.status = outcome.status
+            step.output = outcome.output
+            step.error = f"{outcome.error_code}: {outcome.error}" if outcome.error_code else ""
+            step.finished_at = timezone.now()
+            step.save(update_fields=["status", "output", "error", "finished_at"])
+            if outcome.status == StepStatus.COMPLETED:
+                w.event("step_completed", {"index": step.index, "output": step.output})
+            else:
+                w.event(
+                    "step_failed",
+                    {
+                        "index": step.index,
+                        "status": outcome.status,
+                        "error_code": outcome.error_code,
+                        "error": outcome.error,
+                    },
+                )
+            if outcome.finished_task:
+                w.set(final_response=outcome.output)
+                for later in steps:
+                    if later.index > step.index and later.status == StepStatus.PENDING:
+                        skip_step(w, later, "finish_task was called")
+            done = sum(1 for s in steps if s.is_done or s.pk == step.pk)
+            w.event(
+                "progress_update",
+                {
+                    "current_step": step.index + 1,
+                    "total_steps": len(steps),
+                    "percent": round(100 * done / len(steps)),
+                    "status": "running",
+                },
+            )
+
+    def verify(self, run: Run, steps: list[Step]) -> None:
+        can_replan = run.replans < settings.AGENT_MAX_REPLANS
+        verdict = verify(
+            provider=self.provider,
+            hooks=DatabaseHooks(run, self.lease),
+            task=run.task.text,
+            context=run.task.context,
+            steps=[(s.index, s.objective, s.status, s.output or s.error) for s in steps],
+            can_replan=can_replan,
+            timeout=settings.AGENT_VERIFY_TIMEOUT,
+        )
+        with self.lock() as w:
+            w.event("verification", verdict.model_dump())
+            if verdict.task_complete:
+                last_output = next((s.output for s in reversed(steps) if s.output), "")
+                w.set(final_response=verdict.response or w.run.final_response or last_output)
+                finish(w, RunStatus.SUCCEEDED)
+            elif verdict.should_replan and can_replan:
+                w.set(replans=w.run.replans + 1, replan_reason=verdict.reasoning)
+                w.event("replanned", {"replans": w.run.replans, "reason": verdict.reasoning})
+                w.transition(RunStatus.PLANNING)
+            else:
+                finish(
+                    w,
+                    RunStatus.FAILED,
+                    "VERIFICATION_FAILED",
+                    verdict.reasoning or "The verifier judged the task incomplete",
+                )
+
+
+def skip_step(w: RunWriter, step: Step, reason: str) -> None:
+    step.status = StepStatus.SKIPPED
+    step.error = reason
+    step.finished_at = timezone.now()
+    step.save(update_fields=["status", "error", "finished_at"])
+    w.event("step_skipped", {"index": step.index, "reason": reason})
+
+
+def finish(
+    w: RunWriter, status: str, code: str = "", message: str = "", details: Any = None
+) -> None:
+    """End the run: close unfinished steps, record the outcome and the AgentResult event."""
+    run = w.run
+    if run.is_terminal:
+        return
+    plan = Plan.objects.filter(run=run).order_by("-version").first()
+    if plan is not None:
+        now = timezone.now()
+        Step.objects.filter(plan=plan, status=StepStatus.RUNNING).update(
+            status=StepStatus.FAILED, error=f"{code}: {message}", finished_at=now
+        )
+        Step.objects.filter(plan=plan, status=StepStatus.PENDING).update(
+            status=StepStatus.SKIPPED, error=f"run ended: {code or status}", finished_at=now
+        )
+    if status != RunStatus.SUCCEEDED:
+        w.set(error_code=code, error_message=message)
+    w.transition(status)
+    if status == RunStatus.FAILED:
+        w.event("error", {"code": code, "message": message, "details": details or {}})
+    w.event("result", agent_result(run))
+
+
+def replan_history(run: Run, steps: list[Step]) -> str:
+    lines = [
+        f"Step {s.index} ({s.status}): {s.objective}\n  {(s.output or s.error)[:2000]}" for s in steps
+    ]
+    lines.append(f"Verifier: {run.replan_reason}")
+    return "\n".join(lines)
+
+
+def workspace_for(run_id: int) -> Path:
+    path = Path(settings.WORKSPACE_ROOT) / f"run-{run_id}"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+# --- the loop -------------------------------------------------------------------------------
+
+
+def execute_run(
+    run_id: int,
+    *,
+    provider: LLMProvider | None = None,
+    registry: ToolRegistry | None = None,
+) -> Outcome:
+    """Execute the run until it finishes, or return at once when another worker holds it.
+    Idempotent: a second delivery continues from the first step not completed."""
+    close_old_connections()
+    lease = Lease.claim(run_id, settings.RUN_LEASE_SECONDS)
+    if lease is None:
+        run = Run.objects.filter(pk=run_id).only("status", "lease_expires_at").first()
+        if run is None or run.is_terminal:
+            return Outcome("finished")
+        remaining = (run.lease_expires_at - timezone.now()).total_seconds() if run.lease_expires_at else 0
+        return Outcome("busy", retry_in=max(1.0, remaining))
+    lease.start()
+    try:
+        if provider is None:
+            from agents_app.engine.openai_provider import provider_from_settings
+
+            try:
+                provider = provider_from_settings()
+            except DomainError as exc:
+                with locked_run(run_id, lease.token) as w:
+                    finish(w, RunStatus.FAILED, exc.code, exc.message, exc.details)
+                return Outcome("finished")
+        executor = RunExecutor(run_id, lease, provider, registry or get_registry())
+        while executor.step_once():
+            pass
+        return Outcome("finished")
+    except LeaseLost:
+        logger.warning("run %s: lease lost to another worker; stopping", run_id)
+        return Outcome("lost")
+    finally:
+        lease.release()

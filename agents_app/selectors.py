@@ -1,0 +1,89 @@
+"""Reads, always scoped to the user who asks."""
+
+from typing import Any
+
+from django.db.models import Prefetch, QuerySet
+
+from agents_app.errors import DomainError
+from agents_app.models import Plan, Run, RunEvent, Step, ToolCall
+
+
+def runs_for(user: Any) -> QuerySet[Run]:
+    return Run.objects.filter(owner=user).select_related("task")
+
+
+def run_get(*, user: Any, run_id: int) -> Run:
+    """The user's run, or DomainError NOT_FOUND (also for another user's run)."""
+    run = runs_for(user).filter(pk=run_id).first()
+    if run is None:
+        raise DomainError("NOT_FOUND", f"Run {run_id} not found", {"run_id": run_id})
+    return run
+
+
+def run_detail(*, user: Any, run_id: int) -> Run:
+    """The run with its plans, their steps and each step's tool calls prefetched."""
+    run = run_get(user=user, run_id=run_id)
+    plans = Plan.objects.filter(run=run).prefetch_related(
+        Prefetch(
+            "steps",
+            queryset=Step.objects.order_by("index").prefetch_related(
+                Prefetch("tool_calls", queryset=ToolCall.objects.order_by("id"))
+            ),
+        )
+    )
+    run.plan_list = list(plans)
+    return run
+
+
+def run_events(*, run: Run, after: int = 0, limit: int = 500) -> list[RunEvent]:
+    return list(RunEvent.objects.filter(run=run, seq__gt=after).order_by("seq")[:limit])
+
+
+def current_plan(run: Run) -> Plan | None:
+    return Plan.objects.filter(run=run).order_by("-version").first()
+
+
+def agent_result(run: Run) -> dict[str, Any]:
+    """Seed 000's AgentResult for a run, from the steps of its latest plan."""
+    plan = current_plan(run)
+    steps = list(plan.steps.order_by("index").prefetch_related("tool_calls")) if plan else []
+    executed = []
+    for step in steps:
+        executed.append(
+            {
+                "step_index": step.index,
+                "objective": step.objective,
+                "status": step.status,
+                "tool_outputs": {
+                    call.tool: call.result if call.error == "" else {"error": call.error}
+                    for call in step.tool_calls.all()
+                    if call.attempt == step.retry_count
+                },
+                "output": step.output,
+                "error_message": step.error or None,
+                "retry_count": step.retry_count,
+                "execution_time": (
+                    (step.finished_at - step.started_at).total_seconds()
+                    if step.started_at and step.finished_at
+                    else None
+                ),
+            }
+        )
+    return {
+        "run_id": run.pk,
+        "task_description": run.task.text,
+        "status": run.status,
+        "success": run.status == "succeeded",
+        "response": run.final_response,
+        "executed_steps": executed,
+        "execution_time": run.duration_seconds(),
+        "replans": run.replans,
+        "final_error": (
+            {"code": run.error_code, "message": run.error_message} if run.error_code else None
+        ),
+        "usage": {
+            "prompt_tokens": run.prompt_tokens,
+            "completion_tokens": run.completion_tokens,
+            "tool_calls": run.tool_calls_made,
+        },
+    }

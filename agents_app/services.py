@@ -1,0 +1,96 @@
+"""State changes asked for by people (REST, pages, admin). Each is one transaction."""
+
+import json
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+
+from agents_app.errors import DomainError
+from agents_app.execution import finish
+from agents_app.models import Run, RunStatus, Task
+from agents_app.run_writer import locked_run
+
+
+def _validate_task(text: str, context: Any) -> None:
+    if not isinstance(text, str) or not text.strip():
+        raise DomainError("VALIDATION_ERROR", "The task text is empty", {"field": "task"})
+    if len(text) > settings.TASK_MAX_CHARS:
+        raise DomainError(
+            "VALIDATION_ERROR",
+            f"The task text is {len(text)} characters; at most {settings.TASK_MAX_CHARS} are allowed",
+            {"field": "task", "length": len(text), "max_length": settings.TASK_MAX_CHARS},
+        )
+    if not isinstance(context, dict):
+        raise DomainError("VALIDATION_ERROR", "The context must be a JSON object", {"field": "context"})
+    size = len(json.dumps(context, ensure_ascii=False).encode())
+    if size > settings.CONTEXT_MAX_BYTES:
+        raise DomainError(
+            "VALIDATION_ERROR",
+            f"The context is {size} bytes; at most {settings.CONTEXT_MAX_BYTES} are allowed",
+            {"field": "context", "size": size, "max_size": settings.CONTEXT_MAX_BYTES},
+        )
+
+
+def llm_missing_settings() -> list[str]:
+    return [name for name in ("LLM_BASE_URL", "LLM_MODEL") if not getattr(settings, name)]
+
+
+@transaction.atomic
+def task_submit(
+    *,
+    owner: Any,
+    text: str,
+    context: dict[str, Any] | None = None,
+    max_tokens: int | None = None,
+    max_tool_calls: int | None = None,
+) -> Run:
+    """Create a Task and its first Run and queue it for a worker. Returns the Run.
+    Raises DomainError VALIDATION_ERROR for bad input, LLM_NOT_CONFIGURED without an LLM."""
+    context = {} if context is None else context
+    _validate_task(text, context)
+    missing = llm_missing_settings()
+    if missing:
+        raise DomainError(
+            "LLM_NOT_CONFIGURED",
+            f"No LLM is configured: set {' and '.join(missing)} (see README: Connect an LLM)",
+            {"missing": missing},
+        )
+    task = Task.objects.create(
+        owner=owner, text=text, context=context, max_tokens=max_tokens, max_tool_calls=max_tool_calls
+    )
+    run = Run.objects.create(
+        task=task,
+        owner=owner,
+        max_tokens=max_tokens or settings.RUN_MAX_TOKENS,
+        max_tool_calls=max_tool_calls or settings.RUN_MAX_TOOL_CALLS,
+    )
+    with locked_run(run.pk) as w:
+        w.event("run_queued", {"task": text, "attempt": run.attempt})
+    run_enqueue(run_id=run.pk)
+    return run
+
+
+def run_enqueue(*, run_id: int) -> None:
+    """Queue execution once the current transaction commits (a worker must see the rows)."""
+    from agents_app.tasks import execute_run
+
+    transaction.on_commit(lambda: execute_run.delay(run_id))
+
+
+def run_cancel(*, run: Run) -> Run:
+    """Ask the run to stop. A queued run ends at once; a running one ends at its next
+    checkpoint (no new LLM or tool call starts). Raises DomainError CONFLICT when finished."""
+    with locked_run(run.pk) as w:
+        if w.run.is_terminal:
+            raise DomainError(
+                "CONFLICT",
+                f"Run {run.pk} already finished ({w.run.status})",
+                {"status": w.run.status},
+            )
+        if not w.run.cancel_requested:
+            w.set(cancel_requested=True)
+            w.event("cancel_requested", {})
+        if w.run.status == RunStatus.QUEUED and not w.run.lease_owner:
+            finish(w, RunStatus.CANCELLED, "CANCELLED", "Cancelled by request")
+    return w.run

@@ -1,0 +1,25 @@
+"""Celery tasks: an id in, one call, the retry policy. No ORM writes here."""
+
+from celery import shared_task
+from django.db import DatabaseError
+
+from agents_app import execution
+
+
+@shared_task(
+    bind=True,
+    acks_late=True,
+    reject_on_worker_lost=True,
+    autoretry_for=(DatabaseError,),
+    retry_backoff=True,
+    retry_backoff_max=60,
+    max_retries=None,
+    ignore_result=True,
+)
+def execute_run(self, run_id: int) -> str:
+    outcome = execution.execute_run(run_id)
+    if outcome.state == "busy":
+        # Another worker holds a live lease: come back when it would expire. If that worker
+        # died, this delivery takes the run over; if it finishes, this one finds it done.
+        raise self.retry(countdown=outcome.retry_in, max_retries=None)
+    return outcome.state

@@ -1,0 +1,247 @@
+"""The engine driven through the database with an in-process scripted LLM (no Celery)."""
+
+import pytest
+
+from agents_app.execution import execute_run
+from agents_app.models import Run, RunEvent, Step, ToolCall
+from tests.support.runs import BrokenTool, EchoTool, FinishTool, make_run, make_registry
+from tests.support.scripted_provider import ScriptedProvider, plan, step, verdict
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def run_with(owner, rules, registry=None, **run_kwargs):
+    run = make_run(owner, **run_kwargs)
+    provider = ScriptedProvider(rules)
+    outcome = execute_run(run.pk, provider=provider, registry=registry or make_registry())
+    run.refresh_from_db()
+    return run, provider, outcome
+
+
+def event_types(run):
+    return list(RunEvent.objects.filter(run=run).values_list("type", flat=True))
+
+
+def test_a_run_plans_executes_and_succeeds(owner):
+    echo = EchoTool()
+    run, _, outcome = run_with(
+        owner,
+        {
+            "AGENTDESK:PLAN": [plan(step("say hi", ["echo"]), step("summarise", [], [0]))],
+            "AGENTDESK:STEP 0": [
+                {"tool_calls": [{"name": "echo", "arguments": {"text": "hi"}}]},
+                {"content": "said hi"},
+            ],
+            "AGENTDESK:STEP 1": [{"content": "summary"}],
+            "AGENTDESK:VERIFY": [verdict(True, "all good")],
+        },
+        registry=make_registry(echo, FinishTool()),
+    )
+    assert outcome.state == "finished"
+    assert run.status == "succeeded"
+    assert run.final_response == "all good"
+    assert echo.calls == ["hi"]
+    assert [s.status for s in Step.objects.filter(run=run)] == ["completed", "completed"]
+    call = ToolCall.objects.get(run=run)
+    assert (call.tool, call.status, call.result) == ("echo", "succeeded", {"echo": "hi"})
+    assert run.tool_calls_made == 1
+    assert run.prompt_tokens > 0 and run.lease_owner == ""
+    types = event_types(run)
+    assert types[0] == "run_queued" and types[-1] == "result"
+    for expected in ["plan_created", "step_started", "tool_call", "tool_result", "step_completed",
+                     "progress_update", "verification"]:
+        assert expected in types
+    seqs = list(RunEvent.objects.filter(run=run).values_list("seq", flat=True))
+    assert seqs == list(range(1, len(seqs) + 1))
+
+
+def test_a_malformed_plan_is_retried_once_with_the_error_shown(owner):
+    run, provider, _ = run_with(
+        owner,
+        {
+            "AGENTDESK:PLAN": [{"content": "here is my plan: steps!"}, plan(step("think"))],
+            "AGENTDESK:STEP": [{"content": "thought"}],
+            "AGENTDESK:VERIFY": [verdict()],
+        },
+    )
+    assert run.status == "succeeded"
+    second_plan_request = provider.requests[1]
+    assert "not valid" in second_plan_request.messages[-1]["content"]
+
+
+def test_two_malformed_plans_fail_as_planning_failed(owner):
+    run, _, _ = run_with(owner, {"AGENTDESK:PLAN": [{"content": "no json"}]})
+    assert run.status == "failed"
+    assert run.error_code == "PLANNING_FAILED"
+    assert "error" in event_types(run)
+
+
+def test_a_plan_naming_an_unknown_tool_is_refused(owner):
+    run, provider, _ = run_with(owner, {"AGENTDESK:PLAN": [plan(step("x", ["no_such_tool"]))]})
+    assert run.error_code == "PLANNING_FAILED"
+    assert "no_such_tool" in provider.requests[1].messages[-1]["content"]
+
+
+def test_a_tool_failure_fails_the_step_and_skips_its_dependents(owner):
+    run, _, _ = run_with(
+        owner,
+        {
+            "AGENTDESK:PLAN": [plan(step("break", ["broken"]), step("after", [], [0]), step("other"))],
+            "AGENTDESK:STEP 0": [{"tool_calls": [{"name": "broken"}]}],
+            "AGENTDESK:STEP 2": [{"content": "independent work"}],
+            "AGENTDESK:VERIFY": [verdict(False, replan=False)],
+        },
+    )
+    steps = list(Step.objects.filter(run=run).order_by("index"))
+    assert [s.status for s in steps] == ["failed", "skipped", "completed"]
+    assert "the service said no" in steps[0].error
+    assert ToolCall.objects.get(run=run).status == "failed"
+    assert run.status == "failed" and run.error_code == "VERIFICATION_FAILED"
+
+
+def test_invalid_tool_arguments_fail_the_step(owner):
+    run, _, _ = run_with(
+        owner,
+        {
+            "AGENTDESK:PLAN": [plan(step("echo", ["echo"]))],
+            "AGENTDESK:STEP": [{"tool_calls": [{"name": "echo", "arguments": {"text": 5}}]}],
+            "AGENTDESK:VERIFY": [verdict(False)],
+        },
+    )
+    step_row = Step.objects.get(run=run)
+    assert step_row.status == "failed" and step_row.error.startswith("INVALID_ARGUMENTS")
+
+
+def test_a_verifier_asking_to_replan_makes_a_new_plan_version(owner):
+    run, _, _ = run_with(
+        owner,
+        {
+            "AGENTDESK:PLAN": [plan(step("first try")), plan(step("second try"))],
+            "AGENTDESK:STEP": [{"content": "meh"}, {"content": "great"}],
+            "AGENTDESK:VERIFY": [verdict(False, replan=True), verdict(True, "done twice")],
+        },
+    )
+    assert run.status == "succeeded" and run.replans == 1
+    assert list(run.plans.values_list("version", flat=True)) == [1, 2]
+    assert "replanned" in event_types(run)
+
+
+def test_replans_stop_after_the_maximum(owner, settings):
+    settings.AGENT_MAX_REPLANS = 2
+    run, _, _ = run_with(
+        owner,
+        {
+            "AGENTDESK:PLAN": [plan(step("try"))],
+            "AGENTDESK:STEP": [{"content": "meh"}],
+            "AGENTDESK:VERIFY": [verdict(False, replan=True)],
+        },
+    )
+    assert run.status == "failed" and run.error_code == "VERIFICATION_FAILED"
+    assert run.replans == 2 and run.plans.count() == 3
+
+
+def test_finish_task_skips_the_remaining_steps(owner):
+    run, _, _ = run_with(
+        owner,
+        {
+            "AGENTDESK:PLAN": [plan(step("finish", ["finish_task"]), step("never"))],
+            "AGENTDESK:STEP 0": [{"tool_calls": [{"name": "finish_task", "arguments": {"result": "42"}}]}],
+            "AGENTDESK:VERIFY": [verdict(True, "")],
+        },
+    )
+    assert run.status == "succeeded" and run.final_response == "42"
+    assert [s.status for s in Step.objects.filter(run=run).order_by("index")] == ["completed", "skipped"]
+
+
+def test_crossing_the_token_budget_ends_the_run_with_its_history(owner):
+    run, _, _ = run_with(
+        owner,
+        {
+            "AGENTDESK:PLAN": [{**plan(step("a"), step("b")), "usage": {"prompt_tokens": 50, "completion_tokens": 10}}],
+            "AGENTDESK:STEP": [{"content": "x", "usage": {"prompt_tokens": 100, "completion_tokens": 0}}],
+        },
+        max_tokens=100,
+    )
+    assert run.status == "failed" and run.error_code == "BUDGET_EXCEEDED"
+    assert run.total_tokens == 160
+    assert [s.status for s in Step.objects.filter(run=run).order_by("index")] == ["failed", "skipped"]
+
+
+def test_the_tool_call_budget_refuses_the_call_past_it(owner):
+    echo = EchoTool()
+    run, _, _ = run_with(
+        owner,
+        {
+            "AGENTDESK:PLAN": [plan(step("echo twice", ["echo"]))],
+            "AGENTDESK:STEP": [
+                {"tool_calls": [{"name": "echo", "arguments": {"text": "1"}}]},
+                {"tool_calls": [{"name": "echo", "arguments": {"text": "2"}}]},
+            ],
+        },
+        registry=make_registry(echo),
+        max_tool_calls=1,
+    )
+    assert run.error_code == "BUDGET_EXCEEDED"
+    assert echo.calls == ["1"] and run.tool_calls_made == 1
+
+
+def test_an_llm_failure_fails_the_run_with_its_code(owner):
+    run, _, _ = run_with(owner, {"AGENTDESK:PLAN": [{"error": "RATE_LIMITED"}]})
+    assert run.status == "failed" and run.error_code == "RATE_LIMITED"
+
+
+def test_a_cancel_request_stops_before_the_next_model_call(owner):
+    def cancel_then_answer(request):
+        Run.objects.filter(task__owner=owner).update(cancel_requested=True)
+        return {"content": "step done"}
+
+    run, provider, _ = run_with(
+        owner,
+        {
+            "AGENTDESK:PLAN": [plan(step("a"), step("b"))],
+            "AGENTDESK:STEP 0": [cancel_then_answer],
+            "AGENTDESK:STEP 1": [{"content": "must not run"}],
+        },
+    )
+    assert run.status == "cancelled"
+    assert not any("AGENTDESK:STEP 1" in r.messages[0]["content"] for r in provider.requests)
+    assert [s.status for s in Step.objects.filter(run=run).order_by("index")] == ["completed", "skipped"]
+
+
+def test_a_resumed_run_continues_from_the_first_step_not_completed(owner):
+    first = ScriptedProvider(
+        {
+            "AGENTDESK:PLAN": [plan(step("a"), step("b", depends_on=[0]))],
+            "AGENTDESK:STEP 0": [{"content": "a done"}],
+            "AGENTDESK:STEP 1": [{"error": "CONNECTION_REFUSED"}],
+        }
+    )
+    run = make_run(owner)
+    execute_run(run.pk, provider=first, registry=make_registry())
+    # Pretend the worker died in step 1 instead: put the run back as a crash would leave it.
+    Run.objects.filter(pk=run.pk).update(status="running", error_code="", finished_at=None)
+    Step.objects.filter(run=run, index=1).update(status="running", error="")
+    second = ScriptedProvider(
+        {"AGENTDESK:STEP 1": [{"content": "b done"}], "AGENTDESK:VERIFY": [verdict(True, "ok")]}
+    )
+    execute_run(run.pk, provider=second, registry=make_registry())
+    run.refresh_from_db()
+    steps = list(Step.objects.filter(run=run).order_by("index"))
+    assert run.status == "succeeded"
+    assert [(s.status, s.retry_count) for s in steps] == [("completed", 0), ("completed", 1)]
+    assert not any("AGENTDESK:STEP 0" in r.messages[0]["content"] for r in second.requests)
+
+
+def test_a_run_leased_by_another_worker_is_left_alone(owner):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    run = make_run(owner)
+    Run.objects.filter(pk=run.pk).update(
+        lease_owner="someone-else", lease_expires_at=timezone.now() + timedelta(seconds=30)
+    )
+    provider = ScriptedProvider({"AGENTDESK": [{"content": "never"}]})
+    outcome = execute_run(run.pk, provider=provider, registry=make_registry())
+    assert outcome.state == "busy" and 25 < outcome.retry_in <= 30
+    assert provider.requests == []

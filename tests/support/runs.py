@@ -1,0 +1,80 @@
+"""Making runs directly in the database, without the API or a queue."""
+
+from django.conf import settings
+
+from agents_app.models import Run, Task
+from agents_app.run_writer import locked_run
+from tools_app.registry import SideEffects, Tool, ToolError, ToolRegistry, ToolResult, ToolSpec
+
+
+def make_run(owner, text="Do the thing", *, max_tokens=None, max_tool_calls=None) -> Run:
+    task = Task.objects.create(owner=owner, text=text)
+    run = Run.objects.create(
+        task=task,
+        owner=owner,
+        max_tokens=max_tokens or settings.RUN_MAX_TOKENS,
+        max_tool_calls=max_tool_calls or settings.RUN_MAX_TOOL_CALLS,
+    )
+    with locked_run(run.pk) as w:
+        w.event("run_queued", {"task": text})
+    return run
+
+
+class EchoTool(Tool):
+    spec = ToolSpec(
+        name="echo",
+        description="Echo the text back.",
+        input_schema={
+            "type": "object",
+            "properties": {"text": {"type": "string"}},
+            "required": ["text"],
+            "additionalProperties": False,
+        },
+        capabilities=frozenset({"ECHO"}),
+        domain="testing",
+    )
+
+    def __init__(self):
+        self.calls = []
+
+    def run(self, arguments, context):
+        self.calls.append(arguments["text"])
+        return ToolResult(ok=True, content={"echo": arguments["text"]})
+
+
+class BrokenTool(Tool):
+    spec = ToolSpec(
+        name="broken",
+        description="Always fails.",
+        input_schema={"type": "object", "properties": {}},
+        capabilities=frozenset({"BREAK"}),
+        domain="testing",
+        side_effects=SideEffects.EXTERNAL,
+    )
+
+    def run(self, arguments, context):
+        raise ToolError("the service said no")
+
+
+class FinishTool(Tool):
+    spec = ToolSpec(
+        name="finish_task",
+        description="Finish.",
+        input_schema={
+            "type": "object",
+            "properties": {"result": {"type": "string"}},
+            "required": ["result"],
+        },
+        capabilities=frozenset({"FINISH"}),
+        domain="control",
+    )
+
+    def run(self, arguments, context):
+        return ToolResult(ok=True, content={"result": arguments["result"]}, finish=True)
+
+
+def make_registry(*tools: Tool) -> ToolRegistry:
+    registry = ToolRegistry()
+    for tool in tools or (EchoTool(), BrokenTool(), FinishTool()):
+        registry.register(tool)
+    return registry
