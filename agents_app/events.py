@@ -39,7 +39,9 @@ def publish(run_id: int, messages: list[dict[str, Any]]) -> None:
     try:
         async_to_sync(send_all)()
     except Exception:
-        logger.warning("could not publish %d event(s) of run %s", len(messages), run_id, exc_info=True)
+        logger.warning(
+            "could not publish %d event(s) of run %s", len(messages), run_id, exc_info=True
+        )
 
 
 def publish_events(run_id: int, events: list[Any]) -> None:

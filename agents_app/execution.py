@@ -132,9 +132,7 @@ class DatabaseHooks:
         if self.lease.lost.is_set():
             raise StopRun("LEASE_LOST")
         if timezone.now() >= self.deadline:
-            raise StopRun(
-                "EXECUTION_TIMEOUT", f"the run exceeded {settings.AGENT_RUN_TIMEOUT:g} s"
-            )
+            raise StopRun("EXECUTION_TIMEOUT", f"the run exceeded {settings.AGENT_RUN_TIMEOUT:g} s")
         cancel = Run.objects.filter(pk=self.run_id).values_list("cancel_requested", flat=True)
         if cancel.first():
             raise StopRun("CANCELLED")
@@ -194,7 +192,11 @@ class DatabaseHooks:
                 raise DomainError(
                     "BUDGET_EXCEEDED",
                     f"The run reached its budget of {run.max_tool_calls} tool calls",
-                    {"budget": "tool_calls", "used": run.tool_calls_made, "limit": run.max_tool_calls},
+                    {
+                        "budget": "tool_calls",
+                        "used": run.tool_calls_made,
+                        "limit": run.max_tool_calls,
+                    },
                 )
             w.set(tool_calls_made=run.tool_calls_made + 1)
             call = ToolCall.objects.create(
@@ -349,7 +351,12 @@ class RunExecutor:
             w.transition(RunStatus.RUNNING)
             w.event(
                 "progress_update",
-                {"current_step": 0, "total_steps": len(output.steps), "percent": 0, "status": "running"},
+                {
+                    "current_step": 0,
+                    "total_steps": len(output.steps),
+                    "percent": 0,
+                    "status": "running",
+                },
             )
 
     def execute(self, run: Run, steps: list[Step], step: Step) -> None:
@@ -370,7 +377,9 @@ class RunExecutor:
             )
         hooks = DatabaseHooks(run, self.lease, step)
         earlier = [
-            (s.index, s.objective, s.status, s.output or s.error) for s in steps if s.index < step.index
+            (s.index, s.objective, s.status, s.output or s.error)
+            for s in steps
+            if s.index < step.index
         ]
         try:
             outcome = execute_step(
@@ -492,7 +501,8 @@ def finish(
 
 def replan_history(run: Run, steps: list[Step]) -> str:
     lines = [
-        f"Step {s.index} ({s.status}): {s.objective}\n  {(s.output or s.error)[:2000]}" for s in steps
+        f"Step {s.index} ({s.status}): {s.objective}\n  {(s.output or s.error)[:2000]}"
+        for s in steps
     ]
     lines.append(f"Verifier: {run.replan_reason}")
     return "\n".join(lines)
@@ -521,7 +531,9 @@ def execute_run(
         run = Run.objects.filter(pk=run_id).only("status", "lease_expires_at").first()
         if run is None or run.is_terminal:
             return Outcome("finished")
-        remaining = (run.lease_expires_at - timezone.now()).total_seconds() if run.lease_expires_at else 0
+        remaining = (
+            (run.lease_expires_at - timezone.now()).total_seconds() if run.lease_expires_at else 0
+        )
         return Outcome("busy", retry_in=max(1.0, remaining))
     lease.start()
     try:

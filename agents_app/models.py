@@ -11,10 +11,14 @@ from django.utils import timezone
 class Task(models.Model):
     """What a person asked for. Each execution attempt is a Run."""
 
-    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="tasks")
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="tasks"
+    )
     text = models.TextField()
     context = models.JSONField(default=dict, blank=True)
-    max_tokens = models.PositiveIntegerField(null=True, blank=True, help_text="Overrides RUN_MAX_TOKENS.")
+    max_tokens = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Overrides RUN_MAX_TOKENS."
+    )
     max_tool_calls = models.PositiveIntegerField(
         null=True, blank=True, help_text="Overrides RUN_MAX_TOOL_CALLS."
     )
@@ -58,7 +62,9 @@ class Run(models.Model):
 
     task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="runs")
     # Denormalised from task.owner so every scoped read is one indexed filter.
-    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="runs")
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="runs"
+    )
     attempt = models.PositiveIntegerField(default=1)
     status = models.CharField(max_length=20, choices=RunStatus.choices, default=RunStatus.QUEUED)
     replans = models.PositiveIntegerField(default=0)
@@ -114,13 +120,17 @@ class Plan(models.Model):
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="plans")
     version = models.PositiveIntegerField()
-    reason = models.TextField(blank=True, help_text="Why this version was made (empty for the first).")
+    reason = models.TextField(
+        blank=True, help_text="Why this version was made (empty for the first)."
+    )
     raw = models.JSONField(default=dict, help_text="The validated plan as the model returned it.")
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
         ordering = ["run", "version"]
-        constraints = [models.UniqueConstraint(fields=["run", "version"], name="plan_version_unique")]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "version"], name="plan_version_unique")
+        ]
 
     def __str__(self) -> str:
         return f"Plan v{self.version} of run {self.run_id}"
@@ -177,7 +187,9 @@ class ToolCallStatus(models.TextChoices):
 class ToolCall(models.Model):
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="tool_calls")
     step = models.ForeignKey(Step, on_delete=models.CASCADE, related_name="tool_calls")
-    attempt = models.PositiveIntegerField(default=0, help_text="The step's retry_count at the call.")
+    attempt = models.PositiveIntegerField(
+        default=0, help_text="The step's retry_count at the call."
+    )
     tool = models.CharField(max_length=200)
     arguments = models.JSONField(default=dict)
     result = models.JSONField(null=True, blank=True)
@@ -218,7 +230,9 @@ API_KEY_PREFIX = "adk_"
 class ApiKey(models.Model):
     """A bearer key for mobile and script clients. Only its SHA-256 is stored."""
 
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_keys")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_keys"
+    )
     name = models.CharField(max_length=100)
     prefix = models.CharField(max_length=16, editable=False, help_text="Shown to tell keys apart.")
     key_hash = models.CharField(max_length=64, unique=True, editable=False)

@@ -22,7 +22,9 @@ def _validate_task(text: str, context: Any) -> None:
             {"field": "task", "length": len(text), "max_length": settings.TASK_MAX_CHARS},
         )
     if not isinstance(context, dict):
-        raise DomainError("VALIDATION_ERROR", "The context must be a JSON object", {"field": "context"})
+        raise DomainError(
+            "VALIDATION_ERROR", "The context must be a JSON object", {"field": "context"}
+        )
     size = len(json.dumps(context, ensure_ascii=False).encode())
     if size > settings.CONTEXT_MAX_BYTES:
         raise DomainError(
@@ -57,7 +59,11 @@ def task_submit(
             {"missing": missing},
         )
     task = Task.objects.create(
-        owner=owner, text=text, context=context, max_tokens=max_tokens, max_tool_calls=max_tool_calls
+        owner=owner,
+        text=text,
+        context=context,
+        max_tokens=max_tokens,
+        max_tool_calls=max_tool_calls,
     )
     run = Run.objects.create(
         task=task,

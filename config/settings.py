@@ -122,12 +122,14 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATIC_ROOT = VAR_DIR / "staticfiles"
+STATIC_ROOT.mkdir(exist_ok=True)
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
 }
 LOGIN_URL = "/admin/login/"
+
 
 # --- Redis: broker, channel layer ------------------------------------------
 def _redis_url() -> str:
@@ -206,3 +208,6 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
     "loggers": {"httpx": {"level": "WARNING"}, "httpcore": {"level": "WARNING"}},
 }
+# A context just over CONTEXT_MAX_BYTES must reach the API's own check (a clear 400), not
+# Django's generic refusal; far larger bodies are refused before they are read.
+DATA_UPLOAD_MAX_MEMORY_SIZE = 4 * CONTEXT_MAX_BYTES + 4 * TASK_MAX_CHARS

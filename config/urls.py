@@ -1,6 +1,10 @@
 from django.contrib import admin
-from django.urls import path
+from django.urls import path, re_path
+
+from config.api import api, api_not_found
 
 urlpatterns = [
     path("admin/", admin.site.urls),
+    path("api/", api.urls),
+    re_path(r"^api/(?P<rest>.*)$", api_not_found),
 ]

@@ -126,7 +126,9 @@ def execute_step(
             handle = hooks.before_tool_call(name, call.arguments)
             failure = _refusal(registry, name, call, offered)
             if failure is not None:
-                hooks.after_tool_call(handle, result=None, error_code=failure.code, error=failure.message)
+                hooks.after_tool_call(
+                    handle, result=None, error_code=failure.code, error=failure.message
+                )
                 return StepOutcome(status="failed", error_code=failure.code, error=failure.message)
             hooks.checkpoint()
             spec = registry.get(name).spec
@@ -137,13 +139,17 @@ def execute_step(
                 ToolContext(run_id=run_id, workspace=workspace, timeout=tool_timeout),
             )
             if not result.ok:
-                hooks.after_tool_call(handle, result=result, error_code="TOOL_FAILED", error=result.error)
+                hooks.after_tool_call(
+                    handle, result=result, error_code="TOOL_FAILED", error=result.error
+                )
                 return StepOutcome(
                     status="failed", error_code="TOOL_FAILED", error=f"{name}: {result.error}"
                 )
             hooks.after_tool_call(handle, result=result)
             if result.finish:
-                answer = result.content.get("result", "") if isinstance(result.content, dict) else ""
+                answer = (
+                    result.content.get("result", "") if isinstance(result.content, dict) else ""
+                )
                 return StepOutcome(status="completed", output=str(answer), finished_task=True)
             content = json.dumps(result.content, ensure_ascii=False, default=str)
             if len(content) > TOOL_RESULT_CHARS:
@@ -159,7 +165,9 @@ def execute_step(
     )
 
 
-def _refusal(registry: ToolRegistry, name: str, call: Any, offered: list[str]) -> DomainError | None:
+def _refusal(
+    registry: ToolRegistry, name: str, call: Any, offered: list[str]
+) -> DomainError | None:
     if name not in offered:
         return DomainError(
             "TOOL_NOT_FOUND",

@@ -27,7 +27,9 @@ def make_plan(
 
     def check(plan: PlanOutput) -> None:
         if len(plan.steps) > max_steps:
-            raise ValueError(f"the plan has {len(plan.steps)} steps; at most {max_steps} are allowed")
+            raise ValueError(
+                f"the plan has {len(plan.steps)} steps; at most {max_steps} are allowed"
+            )
         for index, step in enumerate(plan.steps):
             unknown = sorted(set(step.tool_names) - known)
             if unknown:

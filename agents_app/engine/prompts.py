@@ -81,7 +81,8 @@ def verify_messages(
     *, task: str, context: dict[str, Any], steps: list[tuple[int, str, str, str]], can_replan: bool
 ) -> list[dict[str, Any]]:
     report = "\n".join(
-        f"Step {i} ({status}): {obj}\nOutput: {_clip(out, OUTPUT_CHARS)}" for i, obj, status, out in steps
+        f"Step {i} ({status}): {obj}\nOutput: {_clip(out, OUTPUT_CHARS)}"
+        for i, obj, status, out in steps
     )
     replan = (
         "If it is not complete and a different plan could complete it, set should_replan."

@@ -54,7 +54,11 @@ def ask_structured(
                 raise DomainError(timeout_code, f"{phase} took longer than {timeout:g} s") from exc
             raise
         hooks.on_llm_usage(response.usage, response.model)
-        data = response.parsed if response.parsed is not None else extract_json_object(response.content)
+        data = (
+            response.parsed
+            if response.parsed is not None
+            else extract_json_object(response.content)
+        )
         try:
             if data is None:
                 raise ValueError("the answer contained no JSON object")

@@ -4,7 +4,7 @@ import pytest
 
 from agents_app.execution import execute_run
 from agents_app.models import Run, RunEvent, Step, ToolCall
-from tests.support.runs import BrokenTool, EchoTool, FinishTool, make_run, make_registry
+from tests.support.runs import EchoTool, FinishTool, make_registry, make_run
 from tests.support.scripted_provider import ScriptedProvider, plan, step, verdict
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -48,8 +48,15 @@ def test_a_run_plans_executes_and_succeeds(owner):
     assert run.prompt_tokens > 0 and run.lease_owner == ""
     types = event_types(run)
     assert types[0] == "run_queued" and types[-1] == "result"
-    for expected in ["plan_created", "step_started", "tool_call", "tool_result", "step_completed",
-                     "progress_update", "verification"]:
+    for expected in [
+        "plan_created",
+        "step_started",
+        "tool_call",
+        "tool_result",
+        "step_completed",
+        "progress_update",
+        "verification",
+    ]:
         assert expected in types
     seqs = list(RunEvent.objects.filter(run=run).values_list("seq", flat=True))
     assert seqs == list(range(1, len(seqs) + 1))
@@ -86,7 +93,9 @@ def test_a_tool_failure_fails_the_step_and_skips_its_dependents(owner):
     run, _, _ = run_with(
         owner,
         {
-            "AGENTDESK:PLAN": [plan(step("break", ["broken"]), step("after", [], [0]), step("other"))],
+            "AGENTDESK:PLAN": [
+                plan(step("break", ["broken"]), step("after", [], [0]), step("other"))
+            ],
             "AGENTDESK:STEP 0": [{"tool_calls": [{"name": "broken"}]}],
             "AGENTDESK:STEP 2": [{"content": "independent work"}],
             "AGENTDESK:VERIFY": [verdict(False, replan=False)],
@@ -145,26 +154,41 @@ def test_finish_task_skips_the_remaining_steps(owner):
         owner,
         {
             "AGENTDESK:PLAN": [plan(step("finish", ["finish_task"]), step("never"))],
-            "AGENTDESK:STEP 0": [{"tool_calls": [{"name": "finish_task", "arguments": {"result": "42"}}]}],
+            "AGENTDESK:STEP 0": [
+                {"tool_calls": [{"name": "finish_task", "arguments": {"result": "42"}}]}
+            ],
             "AGENTDESK:VERIFY": [verdict(True, "")],
         },
     )
     assert run.status == "succeeded" and run.final_response == "42"
-    assert [s.status for s in Step.objects.filter(run=run).order_by("index")] == ["completed", "skipped"]
+    assert [s.status for s in Step.objects.filter(run=run).order_by("index")] == [
+        "completed",
+        "skipped",
+    ]
 
 
 def test_crossing_the_token_budget_ends_the_run_with_its_history(owner):
     run, _, _ = run_with(
         owner,
         {
-            "AGENTDESK:PLAN": [{**plan(step("a"), step("b")), "usage": {"prompt_tokens": 50, "completion_tokens": 10}}],
-            "AGENTDESK:STEP": [{"content": "x", "usage": {"prompt_tokens": 100, "completion_tokens": 0}}],
+            "AGENTDESK:PLAN": [
+                {
+                    **plan(step("a"), step("b")),
+                    "usage": {"prompt_tokens": 50, "completion_tokens": 10},
+                }
+            ],
+            "AGENTDESK:STEP": [
+                {"content": "x", "usage": {"prompt_tokens": 100, "completion_tokens": 0}}
+            ],
         },
         max_tokens=100,
     )
     assert run.status == "failed" and run.error_code == "BUDGET_EXCEEDED"
     assert run.total_tokens == 160
-    assert [s.status for s in Step.objects.filter(run=run).order_by("index")] == ["failed", "skipped"]
+    assert [s.status for s in Step.objects.filter(run=run).order_by("index")] == [
+        "failed",
+        "skipped",
+    ]
 
 
 def test_the_tool_call_budget_refuses_the_call_past_it(owner):
@@ -205,7 +229,10 @@ def test_a_cancel_request_stops_before_the_next_model_call(owner):
     )
     assert run.status == "cancelled"
     assert not any("AGENTDESK:STEP 1" in r.messages[0]["content"] for r in provider.requests)
-    assert [s.status for s in Step.objects.filter(run=run).order_by("index")] == ["completed", "skipped"]
+    assert [s.status for s in Step.objects.filter(run=run).order_by("index")] == [
+        "completed",
+        "skipped",
+    ]
 
 
 def test_a_resumed_run_continues_from_the_first_step_not_completed(owner):

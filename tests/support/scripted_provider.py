@@ -41,7 +41,9 @@ class ScriptedProvider:
         ]
         usage = Usage(**reply.get("usage", {"prompt_tokens": 10, "completion_tokens": 5}))
         parsed = reply.get("json") if request.response_schema else None
-        return LLMResponse(content=content, tool_calls=calls, usage=usage, model="scripted", parsed=parsed)
+        return LLMResponse(
+            content=content, tool_calls=calls, usage=usage, model="scripted", parsed=parsed
+        )
 
 
 def plan(*steps: dict[str, Any]) -> dict[str, Any]:

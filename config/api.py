@@ -1,0 +1,131 @@
+"""The one NinjaAPI: routers from each app, auth, and seed 000's error envelope for every error."""
+
+import json
+import logging
+import uuid
+from typing import Any
+
+from django.core.exceptions import RequestDataTooBig
+from django.http import Http404, HttpRequest, HttpResponse
+from django.utils import timezone
+from ninja import NinjaAPI
+from ninja.errors import AuthenticationError, HttpError, ValidationError
+from ninja.parser import Parser
+from ninja.security import django_auth
+
+from agents_app.api import router as agents_router
+from agents_app.auth import ApiKeyAuth
+from agents_app.errors import ERROR_STATUS, DomainError
+from tools_app.api import router as tools_router
+
+logger = logging.getLogger(__name__)
+
+
+class JsonParser(Parser):
+    def parse_body(self, request: HttpRequest) -> Any:
+        try:
+            return json.loads(request.body or b"{}")
+        except ValueError as exc:
+            raise DomainError(
+                "VALIDATION_ERROR", "The request body is not valid JSON", {"error": str(exc)}
+            ) from None
+        except RequestDataTooBig:
+            raise DomainError("PAYLOAD_TOO_LARGE", "The request body is too large") from None
+
+
+api = NinjaAPI(
+    title="AgentDesk API",
+    version="1",
+    urls_namespace="api",
+    docs_url="/docs",
+    auth=[ApiKeyAuth(), django_auth],
+    parser=JsonParser(),
+)
+api.add_router("/v1", agents_router)
+api.add_router("/v1", tools_router)
+
+
+def error_body(code: str, message: str, details: Any = None, status: int | None = None) -> dict:
+    return {
+        "success": False,
+        "error": {
+            "code": code,
+            "message": message,
+            "http_status": status or ERROR_STATUS.get(code, 500),
+            "details": details if details is not None else {},
+            "trace_id": f"req-{uuid.uuid4().hex[:12]}",
+            "timestamp": timezone.now().isoformat(),
+        },
+    }
+
+
+def error_response(
+    request: HttpRequest, code: str, message: str, details: Any = None
+) -> HttpResponse:
+    body = error_body(code, message, details)
+    response = api.create_response(request, body, status=body["error"]["http_status"])
+    response["X-Trace-Id"] = body["error"]["trace_id"]
+    return response
+
+
+@api.exception_handler(DomainError)
+def on_domain_error(request: HttpRequest, exc: DomainError) -> HttpResponse:
+    return error_response(request, exc.code, exc.message, exc.details)
+
+
+@api.exception_handler(ValidationError)
+def on_validation_error(request: HttpRequest, exc: ValidationError) -> HttpResponse:
+    problems = [
+        {
+            "field": ".".join(
+                str(p) for p in e.get("loc", ()) if p not in ("body", "payload", "query")
+            ),
+            "message": e.get("msg", ""),
+        }
+        for e in exc.errors
+    ]
+    summary = "; ".join(f"{p['field'] or 'body'}: {p['message']}" for p in problems[:3])
+    return error_response(
+        request, "VALIDATION_ERROR", f"Invalid request: {summary}", {"errors": problems}
+    )
+
+
+@api.exception_handler(AuthenticationError)
+def on_authentication_error(request: HttpRequest, exc: AuthenticationError) -> HttpResponse:
+    return error_response(
+        request,
+        "UNAUTHORIZED",
+        "Authentication required: send 'Authorization: Bearer <API key>' or log in",
+    )
+
+
+@api.exception_handler(HttpError)
+def on_http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
+    code = {
+        401: "UNAUTHORIZED",
+        403: "FORBIDDEN",
+        404: "NOT_FOUND",
+        405: "METHOD_NOT_ALLOWED",
+        409: "CONFLICT",
+        413: "PAYLOAD_TOO_LARGE",
+    }.get(exc.status_code, "VALIDATION_ERROR")
+    return error_response(request, code, str(exc))
+
+
+@api.exception_handler(Http404)
+def on_not_found(request: HttpRequest, exc: Http404) -> HttpResponse:
+    return error_response(request, "NOT_FOUND", "Not found")
+
+
+@api.exception_handler(Exception)
+def on_unexpected(request: HttpRequest, exc: Exception) -> HttpResponse:
+    body = error_body("INTERNAL_ERROR", "An unexpected error occurred; quote the trace_id to staff")
+    logger.exception(
+        "API error %s on %s %s", body["error"]["trace_id"], request.method, request.path
+    )
+    return api.create_response(request, body, status=500)
+
+
+def api_not_found(request: HttpRequest, rest: str = "") -> HttpResponse:
+    """Unknown paths under /api/ answer with the envelope too, not an HTML page."""
+    return error_response(request, "NOT_FOUND", f"No API endpoint at {request.path}")
