@@ -1,0 +1,215 @@
+"""`uv run go` starts the whole stack, and stops all of it; `ensure_admin` makes the first login."""
+
+import contextlib
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from io import StringIO
+from pathlib import Path
+
+import pytest
+from django.contrib.auth import authenticate, get_user_model
+from django.core.management import call_command
+
+from config.env import BASE_DIR, embedded_redis_url_file
+
+START_TIMEOUT = 60.0
+STOP_TIMEOUT = 20.0
+
+
+class RunningGo:
+    """A `go` launcher in a subprocess, with its output collected by a thread."""
+
+    def __init__(self, env: dict[str, str]) -> None:
+        self.env = env
+        self.lines: list[str] = []
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "config.launcher"],
+            cwd=BASE_DIR,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        threading.Thread(target=self._collect, daemon=True).start()
+
+    def _collect(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self.lines.append(line)
+
+    @property
+    def output(self) -> str:
+        return "".join(self.lines)
+
+    def wait_for_output(self, text: str, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while text not in self.output:
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"`go` never printed {text!r}; its output:\n{self.output}")
+            time.sleep(0.2)
+
+    def descendants(self) -> list[tuple[int, str]]:
+        """Every process below the launcher, as (pid, start time) so a reused pid is not mistaken."""
+        found: list[tuple[int, str]] = []
+        parents = [self.process.pid]
+        while parents:
+            parent = parents.pop()
+            for children in Path(f"/proc/{parent}/task").glob("*/children"):
+                for pid in map(int, children.read_text().split()):
+                    found.append((pid, _start_time(pid)))
+                    parents.append(pid)
+        return found
+
+
+def _start_time(pid: int) -> str:
+    # Fields after the parenthesised command name; the start time is field 22 of the whole line.
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+
+
+def _is_running(pid: int, start_time: str) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except FileNotFoundError:
+        return False
+    return stat[19] == start_time and stat[0] != "Z"
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.fixture
+def go_env(tmp_path: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    env.pop("VALKEY_PORT", None)
+    env.update(
+        PORT=str(_free_port()),
+        HOST="127.0.0.1",
+        REDIS_URL="",  # empty rather than unset, so a REDIS_URL in .env is not picked up
+        VAR_DIR=str(tmp_path / "var"),
+        DATABASE_URL=f"sqlite:///{tmp_path / 'db.sqlite3'}",
+        ADMIN_PASSWORD="launcher-test-pass",
+        WORKER_CONCURRENCY="1",
+    )
+    return env
+
+
+@pytest.fixture
+def start_go(go_env: dict[str, str]) -> Iterator[Callable[[], RunningGo]]:
+    launched: list[RunningGo] = []
+
+    def start() -> RunningGo:
+        launched.append(RunningGo(go_env))
+        return launched[-1]
+
+    yield start
+    for go in launched:  # a failed test must not leave a server behind
+        if go.process.poll() is None:
+            leftovers = go.descendants()
+            go.process.kill()
+            go.process.wait()
+            for pid, _ in leftovers:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+
+
+def _celery_ping(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "celery", "-A", "config", "inspect", "ping", "--timeout=2",
+         f"--destination=agentdesk@{socket.gethostname()}"],
+        cwd=BASE_DIR, env=env, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("stop_signal", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_it_serves_runs_a_worker_and_stops_everything_on_a_signal(
+    start_go, go_env: dict[str, str], stop_signal: signal.Signals
+) -> None:
+    go = start_go()
+    go.wait_for_output("AgentDesk is running at", START_TIMEOUT)
+    port = go_env["PORT"]
+    assert (
+        f"running at http://127.0.0.1:{port}/ (API docs: http://127.0.0.1:{port}/api/docs)"
+        in go.output
+    )
+
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/admin/login/", timeout=10) as response:
+        assert response.status == 200
+
+    # The worker answers through the embedded Valkey, found via the url file like manage.py does.
+    url_file = embedded_redis_url_file(Path(go_env["VAR_DIR"]))
+    assert url_file.read_text().startswith("redis://127.0.0.1:")
+    deadline = time.monotonic() + 30
+    while (ping := _celery_ping(go_env)).returncode != 0 and time.monotonic() < deadline:
+        time.sleep(1)
+    assert "pong" in ping.stdout, ping.stdout + ping.stderr
+
+    children = go.descendants()
+    assert len(children) >= 4  # valkey, daphne, celery and its pool
+    go.process.send_signal(stop_signal)
+
+    assert go.process.wait(timeout=STOP_TIMEOUT) == 0, go.output
+    assert [pid for pid, started in children if _is_running(pid, started)] == []
+    assert not url_file.exists()
+
+
+@pytest.mark.integration
+def test_it_stops_everything_and_fails_when_the_web_server_dies(start_go) -> None:
+    go = start_go()
+    go.wait_for_output("AgentDesk is running at", START_TIMEOUT)
+    children = go.descendants()
+    web = next(pid for pid, _ in children if "daphne" in Path(f"/proc/{pid}/cmdline").read_text())
+
+    os.kill(web, signal.SIGKILL)
+
+    assert go.process.wait(timeout=STOP_TIMEOUT) == 1
+    assert "web exited unexpectedly with code -9" in go.output
+    assert [pid for pid, started in children if _is_running(pid, started)] == []
+
+
+@pytest.mark.django_db
+def test_ensure_admin_prints_a_generated_password_once(monkeypatch) -> None:
+    monkeypatch.delenv("ADMIN_PASSWORD", raising=False)
+    monkeypatch.delenv("ADMIN_USERNAME", raising=False)
+    first, second = StringIO(), StringIO()
+
+    call_command("ensure_admin", stdout=first)
+    call_command("ensure_admin", stdout=second)
+
+    password = re.search(r"password: (\S+)", first.getvalue()).group(1)
+    assert authenticate(username="admin", password=password).is_superuser
+    assert second.getvalue() == ""
+
+
+@pytest.mark.django_db
+def test_ensure_admin_uses_admin_password_without_printing_it(monkeypatch) -> None:
+    monkeypatch.setenv("ADMIN_USERNAME", "boss")
+    monkeypatch.setenv("ADMIN_PASSWORD", "a-long-chosen-password")
+    out = StringIO()
+
+    call_command("ensure_admin", stdout=out)
+
+    assert authenticate(username="boss", password="a-long-chosen-password").is_superuser
+    assert "a-long-chosen-password" not in out.getvalue()
+
+
+@pytest.mark.django_db
+def test_ensure_admin_leaves_an_existing_superuser_alone(monkeypatch) -> None:
+    get_user_model().objects.create_superuser("root", "", "pw-root-1234")
+    monkeypatch.setenv("ADMIN_PASSWORD", "ignored-password")
+
+    call_command("ensure_admin", stdout=StringIO())
+
+    assert list(get_user_model().objects.values_list("username", flat=True)) == ["root"]
