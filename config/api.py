@@ -1,20 +1,22 @@
 """The one NinjaAPI: routers from each app, auth, and seed 000's error envelope for every error."""
 
+import functools
 import json
 import logging
 import uuid
+from collections.abc import Callable
 from typing import Any
 
+from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseNotAllowed
 from django.utils import timezone
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.parser import Parser
-from ninja.security import django_auth
 
 from agents_app.api import router as agents_router
-from agents_app.auth import ApiKeyAuth
+from agents_app.auth import ApiKeyAuth, SessionAuth
 from agents_app.errors import ERROR_STATUS, DomainError
 from tools_app.api import router as tools_router
 
@@ -29,16 +31,45 @@ class JsonParser(Parser):
             raise DomainError(
                 "VALIDATION_ERROR", "The request body is not valid JSON", {"error": str(exc)}
             ) from None
-        except RequestDataTooBig:
-            raise DomainError("PAYLOAD_TOO_LARGE", "The request body is too large") from None
 
 
-api = NinjaAPI(
+def method_not_allowed_as_envelope(
+    view: Callable[..., HttpResponse],
+) -> Callable[..., HttpResponse]:
+    """ninja answers a wrong method with a bare text 405; clients get the envelope instead."""
+
+    @functools.wraps(view)
+    def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        response = view(request, *args, **kwargs)
+        if not isinstance(response, HttpResponseNotAllowed):
+            return response
+        allowed = sorted(m.strip() for m in response["Allow"].split(","))
+        envelope = error_response(
+            request,
+            "METHOD_NOT_ALLOWED",
+            f"{request.method} is not allowed on {request.path}; use {', '.join(allowed)}",
+            {"method": request.method, "allowed_methods": allowed},
+        )
+        envelope["Allow"] = ", ".join(allowed)
+        return envelope
+
+    return wrapper
+
+
+class AgentDeskAPI(NinjaAPI):
+    def _get_urls(self) -> list:
+        patterns = super()._get_urls()
+        for pattern in patterns:
+            pattern.callback = method_not_allowed_as_envelope(pattern.callback)
+        return patterns
+
+
+api = AgentDeskAPI(
     title="AgentDesk API",
     version="1",
     urls_namespace="api",
     docs_url="/docs",
-    auth=[ApiKeyAuth(), django_auth],
+    auth=[ApiKeyAuth(), SessionAuth()],
     parser=JsonParser(),
 )
 api.add_router("/v1", agents_router)
@@ -99,8 +130,22 @@ def on_authentication_error(request: HttpRequest, exc: AuthenticationError) -> H
     )
 
 
+@api.exception_handler(RequestDataTooBig)
+def on_request_too_big(request: HttpRequest, exc: RequestDataTooBig) -> HttpResponse:
+    # ninja reads request.body before the parser runs, so this arrives here, not in JsonParser.
+    return error_response(
+        request,
+        "PAYLOAD_TOO_LARGE",
+        f"The request body is larger than {settings.DATA_UPLOAD_MAX_MEMORY_SIZE} bytes",
+        {"max_bytes": settings.DATA_UPLOAD_MAX_MEMORY_SIZE},
+    )
+
+
 @api.exception_handler(HttpError)
 def on_http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
+    if isinstance(exc.__cause__, DomainError):
+        # ninja wraps JsonParser's errors in HttpError(400, "Cannot parse request body").
+        return on_domain_error(request, exc.__cause__)
     code = {
         401: "UNAUTHORIZED",
         403: "FORBIDDEN",

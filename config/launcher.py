@@ -30,7 +30,6 @@ POLL_INTERVAL = 0.2
 # Without a terminal, `uv run` passes on the Ctrl-C its process group already got: one press
 # arrives twice. A signal this soon after the first is that copy, not a second press.
 REPEAT_SIGNAL_WINDOW = 1.0
-DEFAULT_QUEUE = "celery"  # Celery's own default; settings do not rename it.
 WORKER_ARGS = ["-m", "celery", "-A", "config", "worker", "--loglevel=INFO", "-n", "agentdesk@%h"]
 
 
@@ -76,7 +75,7 @@ class Launcher:
         self.manage("ensure_admin")
         _ensure_port_free(host, port)
         self.spawn("web", ["-m", "daphne", "-b", host, "-p", str(port), "config.asgi:application"])
-        queue = f"--queues={DEFAULT_QUEUE}"
+        queue = f"--queues={os.environ.get('CELERY_QUEUE') or 'agentdesk'}"
         self.spawn("worker", [*WORKER_ARGS, f"--concurrency={concurrency}", queue])
         self.wait_until_serving(host, port)
         url = f"http://{host}:{port}"

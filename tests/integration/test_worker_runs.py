@@ -1,0 +1,220 @@
+"""Runs through a real Celery worker, real Redis and the scripted OpenAI-wire LLM server."""
+
+import json
+
+import pytest
+
+from agents_app.models import ApiKey, RunEvent, Step, ToolCall
+from agents_app.tasks import execute_run
+from tests.integration.conftest import wait_for, wait_for_run
+from tests.support.runs import make_run
+
+pytestmark = pytest.mark.integration
+
+
+def plan_reply(*steps):
+    return {"content": json.dumps({"steps": list(steps)})}
+
+
+def step(objective, tools=(), depends_on=()):
+    return {"objective": objective, "tool_names": list(tools), "depends_on": list(depends_on)}
+
+
+def verdict(complete=True, response="done", replan=False):
+    return {
+        "content": json.dumps(
+            {
+                "task_complete": complete,
+                "reasoning": "scripted",
+                "should_replan": replan,
+                "response": response,
+            }
+        )
+    }
+
+
+def append_line(path, line):
+    return {
+        "tool_calls": [
+            {
+                "name": "write_file",
+                "arguments": {"path": path, "content": line + "\n", "append": True},
+            }
+        ]
+    }
+
+
+@pytest.fixture
+def api_client(client, owner):
+    raw = ApiKey.generate()
+    key = ApiKey(user=owner, name="test")
+    key.set_key(raw)
+    key.save()
+    client.defaults["HTTP_AUTHORIZATION"] = f"Bearer {raw}"
+    return client
+
+
+def submit(api_client, text="Write a greeting to hello.txt"):
+    response = api_client.post(
+        "/api/v1/agent/task", json.dumps({"task": text}), content_type="application/json"
+    )
+    assert response.status_code == 202, response.content
+    return response.json()["run_id"]
+
+
+def test_a_task_posted_to_the_api_completes_on_a_worker(llm, start_worker, api_client):
+    llm.script(
+        [
+            {"match": "AGENTDESK:PLAN", "replies": [plan_reply(step("write it", ["write_file"]))]},
+            {
+                "match": "AGENTDESK:STEP 0",
+                "replies": [append_line("hello.txt", "hello"), {"content": "wrote hello.txt"}],
+            },
+            {"match": "AGENTDESK:VERIFY", "replies": [verdict(True, "hello.txt says hello")]},
+        ]
+    )
+    start_worker()
+    run_id = submit(api_client)
+    run = wait_for_run(run_id)
+    assert run.status == "succeeded", (run.error_code, run.error_message)
+    assert run.final_response == "hello.txt says hello"
+    detail = api_client.get(f"/api/v1/runs/{run_id}").json()
+    call = detail["plans"][0]["steps"][0]["tool_calls"][0]
+    assert (call["tool"], call["status"]) == ("write_file", "succeeded")
+    events = api_client.get(f"/api/v1/runs/{run_id}/events?after=0").json()["events"]
+    assert events[-1]["type"] == "result" and events[-1]["payload"]["success"] is True
+    # The model's answers were streamed (the worker asked with stream=true).
+    assert all(body.get("stream") for body in llm.requests)
+
+
+def test_a_run_replans_when_the_verifier_asks(llm, start_worker, api_client):
+    llm.script(
+        [
+            {
+                "match": "AGENTDESK:PLAN",
+                "replies": [plan_reply(step("first idea")), plan_reply(step("better idea"))],
+            },
+            {"match": "AGENTDESK:STEP 0", "replies": [{"content": "meh"}, {"content": "good"}]},
+            {
+                "match": "AGENTDESK:VERIFY",
+                "replies": [verdict(False, replan=True), verdict(True, "second plan worked")],
+            },
+        ]
+    )
+    start_worker()
+    run = wait_for_run(submit(api_client))
+    assert run.status == "succeeded" and run.replans == 1
+    assert list(run.plans.values_list("version", flat=True)) == [1, 2]
+    types = list(RunEvent.objects.filter(run=run).values_list("type", flat=True))
+    assert types.count("plan_created") == 2 and "replanned" in types
+
+
+def test_malformed_plans_fail_the_run_as_planning_failed(llm, start_worker, api_client):
+    llm.script([{"match": "AGENTDESK:PLAN", "replies": [{"content": "{not json"}], "repeat": True}])
+    start_worker()
+    run = wait_for_run(submit(api_client))
+    assert (run.status, run.error_code) == ("failed", "PLANNING_FAILED")
+    plan_requests = [b for b in llm.requests if "AGENTDESK:PLAN" in json.dumps(b["messages"])]
+    assert len(plan_requests) == 2  # retried once with the error shown, then failed
+
+
+def test_a_rate_limited_llm_fails_the_run_as_rate_limited(llm, start_worker, api_client):
+    llm.script([{"match": "AGENTDESK:PLAN", "replies": [{"status": 429}], "repeat": True}])
+    start_worker(LLM_MAX_RETRIES="2")
+    run = wait_for_run(submit(api_client))
+    assert (run.status, run.error_code) == ("failed", "RATE_LIMITED")
+
+
+def test_a_worker_without_an_llm_fails_the_run_clearly(llm, start_worker, owner):
+    start_worker(LLM_BASE_URL="", LLM_MODEL="")
+    run = make_run(owner)
+    execute_run.delay(run.pk)
+    run = wait_for_run(run.pk)
+    assert (run.status, run.error_code) == ("failed", "LLM_NOT_CONFIGURED")
+    assert "LLM_BASE_URL" in run.error_message
+
+
+def test_a_worker_killed_mid_run_resumes_without_repeating_a_completed_step(
+    llm, start_worker, owner, settings
+):
+    llm.script(
+        [
+            {
+                "match": "AGENTDESK:PLAN",
+                "replies": [
+                    plan_reply(step("log a", ["write_file"]), step("log b", ["write_file"], [0]))
+                ],
+            },
+            {
+                "match": "AGENTDESK:STEP 0",
+                "replies": [append_line("log.txt", "a"), {"content": "logged a"}],
+            },
+            {
+                "match": "AGENTDESK:STEP 1",
+                # The first attempt hangs until the worker is killed; the resumed one answers.
+                "replies": [
+                    {"delay": 60, "content": "too late"},
+                    append_line("log.txt", "b"),
+                    {"content": "logged b"},
+                ],
+            },
+            {"match": "AGENTDESK:VERIFY", "replies": [verdict(True, "a and b logged")]},
+        ]
+    )
+    first = start_worker("first")
+    run = make_run(owner)
+    execute_run.delay(run.pk)
+    wait_for(
+        lambda: Step.objects.filter(run=run, index=1, status="running").exists(),
+        message="step 1 to start",
+    )
+    first.kill()
+    start_worker("second")
+    run = wait_for_run(run.pk, timeout=90)
+
+    assert run.status == "succeeded", (run.error_code, run.error_message)
+    steps = list(Step.objects.filter(run=run).order_by("index"))
+    assert [(s.status, s.retry_count) for s in steps] == [("completed", 0), ("completed", 1)]
+    log = (settings.WORKSPACE_ROOT / f"run-{run.pk}" / "log.txt").read_text()
+    assert log == "a\nb\n"
+    assert ToolCall.objects.filter(step=steps[0]).count() == 1
+    step0_requests = [b for b in llm.requests if "AGENTDESK:STEP 0" in json.dumps(b["messages"])]
+    assert len(step0_requests) == 2  # the tool round and the answer, once
+    resumed = RunEvent.objects.get(
+        run=run, type="step_started", payload__index=1, payload__retry_count=1
+    )
+    assert resumed.payload["resumed_after_interruption"] is True
+
+
+def test_the_same_run_delivered_to_two_workers_executes_each_step_once(
+    llm, start_worker, owner, settings
+):
+    steps = [step(f"log {i}", ["write_file"]) for i in range(3)]
+    rules = [{"match": "AGENTDESK:PLAN", "replies": [plan_reply(*steps)]}]
+    for i in range(3):
+        rules.append(
+            {
+                "match": f"AGENTDESK:STEP {i}",
+                "replies": [
+                    {**append_line("log.txt", str(i)), "delay": 0.3},
+                    {"content": f"logged {i}", "delay": 0.3},
+                ],
+            }
+        )
+    rules.append({"match": "AGENTDESK:VERIFY", "replies": [verdict(True, "all logged")]})
+    llm.script(rules)
+    one, two = start_worker("one"), start_worker("two")
+    run = make_run(owner)
+    execute_run.delay(run.pk)
+    execute_run.delay(run.pk)
+    run = wait_for_run(run.pk, timeout=90)
+
+    assert run.status == "succeeded", (run.error_code, run.error_message)
+    assert (settings.WORKSPACE_ROOT / f"run-{run.pk}" / "log.txt").read_text() == "0\n1\n2\n"
+    assert ToolCall.objects.filter(run=run).count() == 3
+    assert all(s.retry_count == 0 for s in Step.objects.filter(run=run))
+    seqs = list(RunEvent.objects.filter(run=run).values_list("seq", flat=True))
+    assert seqs == list(range(1, len(seqs) + 1))
+    # Both deliveries arrived; the one that found the lease taken retried instead of running.
+    assert "execute_run" in one.log() and "execute_run" in two.log()
+    assert "retry" in (one.log() + two.log()).lower()

@@ -1,0 +1,518 @@
+"""A scripted stand-in for an LLM: a local HTTP server speaking the OpenAI chat-completions protocol.
+
+Tests script it in-process (`server.script([...])`) or over HTTP (`POST /_script`) when the
+code under test runs in another process, such as a Celery worker.
+
+A rule is `{"match": str | [str, ...], "replies": [reply, ...], "repeat": bool}`. A request
+matches when every `match` string occurs in the text of its messages (all roles, content only).
+The first matching rule with replies left pops its next reply; with `"repeat": True` the last
+reply is kept and returned again. Nothing matching → 500 "no scripted reply" naming the last
+message, so a failing test says what it was asked.
+
+A reply may hold:
+    content: str                 the answer text, streamed in a few pieces
+    chunks: [str, ...]           exact content pieces to stream instead of splitting `content`
+    tool_calls: [{"name": str, "arguments": dict | raw str, "id": str (optional)}]
+    reasoning: str               streamed as `reasoning_content` deltas before the content
+    usage: {"prompt_tokens": int, "completion_tokens": int}
+    status: int, error: str, retry_after: seconds   an error answer instead
+    delay: seconds               sleep before answering (timeouts)
+    chunk_delay: seconds         sleep between streamed chunks
+    drop: True                   close the connection without answering
+    truncate: True               stop the stream after the content, without finish or [DONE]
+    garbled: True                send a chunk that is not JSON
+
+Server options (`script(rules, options={...})`) imitate servers with fewer features:
+reject_json_schema, reject_response_format, reject_tools, reject_stream_options (each a 400
+naming the feature), and vague_errors (the 400 says only "Bad Request").
+
+Standalone: `python -m tests.support.llm_server --port 8199 [--script file.json]` serves
+DEMO_SCRIPT (or the file: a list of rules or {"rules": [...], "options": {...}}) until killed.
+"""
+
+import argparse
+import contextlib
+import copy
+import json
+import re
+import signal
+import socket
+import threading
+import time
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+DEFAULT_USAGE = {"prompt_tokens": 11, "completion_tokens": 7}
+
+_REJECTIONS = {
+    "reject_stream_options": "stream_options is not supported by this server",
+    "reject_tools": "tools are not supported by this server",
+    "reject_response_format": "response_format is not supported by this server",
+    "reject_json_schema": "response_format type 'json_schema' is not supported; use 'json_object'",
+}
+
+
+def messages_text(messages: list[dict[str, Any]]) -> str:
+    """The content of every message, joined: what rules match against."""
+    parts = []
+    for message in messages:
+        content = message.get("content")
+        if isinstance(content, str):
+            parts.append(content)
+        elif isinstance(content, list):
+            parts.extend(p.get("text", "") for p in content if isinstance(p, dict))
+    return "\n".join(parts)
+
+
+class ScriptedLLMServer:
+    """Start with `start()`, script with `script()`, read `requests`, end with `stop()`."""
+
+    def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
+        self._lock = threading.Lock()
+        self._rules: list[dict[str, Any]] = []
+        self._positions: list[int] = []
+        self._options: dict[str, Any] = {}
+        self._requests: list[dict[str, Any]] = []
+        self._stopping = threading.Event()
+        self._httpd = ThreadingHTTPServer((host, port), _Handler)
+        self._httpd.daemon_threads = True
+        self._httpd.scripted = self  # type: ignore[attr-defined]
+        self._thread: threading.Thread | None = None
+
+    @property
+    def base_url(self) -> str:
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host}:{port}/v1"
+
+    @property
+    def port(self) -> int:
+        return self._httpd.server_address[1]
+
+    def start(self) -> "ScriptedLLMServer":
+        # A short poll interval keeps stop() (and so each test's teardown) quick.
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever,
+            kwargs={"poll_interval": 0.02},
+            name="scripted-llm",
+            daemon=True,
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stopping.set()
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def __enter__(self) -> "ScriptedLLMServer":
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    def script(self, rules: list[dict[str, Any]], options: dict[str, Any] | None = None) -> None:
+        """Replace the rules and options; the recorded requests are kept."""
+        for rule in rules:
+            if not rule.get("replies"):
+                raise ValueError(f"rule {rule!r} has no replies")
+        with self._lock:
+            self._rules = copy.deepcopy(rules)
+            self._positions = [0] * len(rules)
+            self._options = dict(options or {})
+
+    def reset(self) -> None:
+        """Forget the rules, options and recorded requests."""
+        with self._lock:
+            self._rules, self._positions, self._options, self._requests = [], [], {}, []
+
+    @property
+    def requests(self) -> list[dict[str, Any]]:
+        """Every chat-completion body received, oldest first (rejected ones included)."""
+        with self._lock:
+            return copy.deepcopy(self._requests)
+
+    def _record(self, body: dict[str, Any]) -> None:
+        with self._lock:
+            self._requests.append(copy.deepcopy(body))
+
+    def _rejection(self, body: dict[str, Any]) -> str | None:
+        with self._lock:
+            options = dict(self._options)
+        response_format = body.get("response_format")
+        rejected = {
+            "reject_stream_options": "stream_options" in body,
+            "reject_tools": bool(body.get("tools")),
+            "reject_response_format": response_format is not None,
+            "reject_json_schema": isinstance(response_format, dict)
+            and response_format.get("type") == "json_schema",
+        }
+        for option, message in _REJECTIONS.items():
+            if options.get(option) and rejected[option]:
+                return "Bad Request" if options.get("vague_errors") else message
+        return None
+
+    def _next_reply(self, body: dict[str, Any]) -> dict[str, Any] | None:
+        text = messages_text(body.get("messages") or [])
+        with self._lock:
+            for number, rule in enumerate(self._rules):
+                match = rule.get("match", "")
+                needles = [match] if isinstance(match, str) else list(match)
+                if not all(needle in text for needle in needles):
+                    continue
+                replies, position = rule["replies"], self._positions[number]
+                if position < len(replies):
+                    if position < len(replies) - 1 or not rule.get("repeat"):
+                        self._positions[number] += 1
+                    return copy.deepcopy(replies[position])
+        return None
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server_version = "ScriptedLLM/1.0"
+
+    @property
+    def scripted(self) -> ScriptedLLMServer:
+        return self.server.scripted  # type: ignore[attr-defined]
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    # --- routing --------------------------------------------------------------------------
+
+    def do_GET(self) -> None:
+        path = self.path.split("?")[0].rstrip("/")
+        if path in ("/v1/models", "/models"):
+            self._send_json(200, {"object": "list", "data": [_model_entry()]})
+        elif path == "/_requests":
+            self._send_json(200, {"requests": self.scripted.requests})
+        else:
+            self._send_json(404, _error_body(f"no route GET {path}", "not_found"))
+
+    def do_POST(self) -> None:
+        path = self.path.split("?")[0].rstrip("/")
+        try:
+            body = self._read_json()
+        except ValueError as exc:
+            self._send_json(400, _error_body(f"request body is not JSON: {exc}"))
+            return
+        try:
+            if path in ("/v1/chat/completions", "/chat/completions"):
+                self._chat_completion(body)
+            elif path == "/_script":
+                self.scripted.script(body.get("rules", []), body.get("options"))
+                self._send_json(200, {"ok": True})
+            elif path == "/_reset":
+                self.scripted.reset()
+                self._send_json(200, {"ok": True})
+            else:
+                self._send_json(404, _error_body(f"no route POST {path}", "not_found"))
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client gave up (a timeout test); nothing to answer
+        except ValueError as exc:
+            self._send_json(400, _error_body(str(exc)))
+
+    # --- chat completions -----------------------------------------------------------------
+
+    def _chat_completion(self, body: dict[str, Any]) -> None:
+        self.scripted._record(body)
+        rejection = self.scripted._rejection(body)
+        if rejection is not None:
+            self._send_json(400, _error_body(rejection))
+            return
+        reply = self.scripted._next_reply(body)
+        if reply is None:
+            messages = body.get("messages") or [{}]
+            last = json.dumps(messages[-1], ensure_ascii=False)[:2000]
+            message = f"no scripted reply for this request; last message: {last}"
+            self._send_json(500, _error_body(message, "server_error"))
+            return
+        if reply.get("delay") and self.scripted._stopping.wait(float(reply["delay"])):
+            return
+        if reply.get("drop"):
+            self._drop()
+            return
+        if "status" in reply:
+            headers = {}
+            if "retry_after" in reply:
+                headers["Retry-After"] = str(reply["retry_after"])
+            message = reply.get("error") or f"scripted error {reply['status']}"
+            self._send_json(int(reply["status"]), _error_body(message), headers)
+            return
+        if body.get("stream"):
+            include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+            self._stream(reply, include_usage)
+        else:
+            self._send_json(200, _completion(reply))
+
+    def _stream(self, reply: dict[str, Any], include_usage: bool) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.close_connection = True
+        chunk_delay = float(reply.get("chunk_delay", 0))
+        completion_id = f"chatcmpl-{uuid.uuid4().hex[:12]}"
+
+        def send(data: str) -> None:
+            self.wfile.write(f"data: {data}\n\n".encode())
+            self.wfile.flush()
+            if chunk_delay:
+                self.scripted._stopping.wait(chunk_delay)
+
+        def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> None:
+            choice = {"index": 0, "delta": delta, "finish_reason": finish_reason}
+            send(json.dumps(_chunk(completion_id, [choice])))
+
+        chunk({"role": "assistant", "content": ""})
+        for piece in _pieces(reply.get("reasoning", "")):
+            chunk({"reasoning_content": piece})
+        if reply.get("garbled"):
+            send('{"id": "broken", "choices": [{"delta": {"content": "unterminated')
+            return
+        for piece in reply.get("chunks") or _pieces(reply.get("content", "")):
+            chunk({"content": piece})
+        if reply.get("truncate"):
+            return
+        tool_calls = reply.get("tool_calls") or []
+        for index, call in enumerate(tool_calls):
+            arguments = call.get("arguments", {})
+            raw = arguments if isinstance(arguments, str) else json.dumps(arguments)
+            head = {
+                "index": index,
+                "id": call.get("id") or f"call_{uuid.uuid4().hex[:12]}",
+                "type": "function",
+                "function": {"name": call["name"], "arguments": ""},
+            }
+            chunk({"tool_calls": [head]})
+            for fragment in _fragments(raw):
+                chunk({"tool_calls": [{"index": index, "function": {"arguments": fragment}}]})
+        chunk({}, "tool_calls" if tool_calls else "stop")
+        if include_usage:
+            send(json.dumps(_chunk(completion_id, [], usage=_usage(reply))))
+        send("[DONE]")
+
+    # --- plumbing -------------------------------------------------------------------------
+
+    def _read_json(self) -> dict[str, Any]:
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b"{}"
+        body = json.loads(raw or b"{}")
+        if not isinstance(body, dict):
+            raise ValueError("expected a JSON object")
+        return body
+
+    def _send_json(
+        self, status: int, body: dict[str, Any], headers: dict[str, str] | None = None
+    ) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(data)
+        self.wfile.flush()
+
+    def _drop(self) -> None:
+        self.close_connection = True
+        with contextlib.suppress(OSError):
+            self.connection.shutdown(socket.SHUT_RDWR)
+
+
+def _model_entry() -> dict[str, Any]:
+    return {"id": "scripted", "object": "model", "created": 0, "owned_by": "tests"}
+
+
+def _error_body(message: str, kind: str = "invalid_request_error") -> dict[str, Any]:
+    return {"error": {"message": message, "type": kind, "param": None, "code": None}}
+
+
+def _usage(reply: dict[str, Any]) -> dict[str, int]:
+    usage = {**DEFAULT_USAGE, **(reply.get("usage") or {})}
+    usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
+    return usage
+
+
+def _chunk(completion_id: str, choices: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
+    return {
+        "id": completion_id,
+        "object": "chat.completion.chunk",
+        "created": int(time.time()),
+        "model": "scripted",
+        "choices": choices,
+        **extra,
+    }
+
+
+def _completion(reply: dict[str, Any]) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": reply.get("content")}
+    if reply.get("reasoning"):
+        message["reasoning_content"] = reply["reasoning"]
+    tool_calls = reply.get("tool_calls") or []
+    if tool_calls:
+        message["tool_calls"] = [
+            {
+                "id": call.get("id") or f"call_{uuid.uuid4().hex[:12]}",
+                "type": "function",
+                "function": {
+                    "name": call["name"],
+                    "arguments": call["arguments"]
+                    if isinstance(call.get("arguments"), str)
+                    else json.dumps(call.get("arguments", {})),
+                },
+            }
+            for call in tool_calls
+        ]
+    return {
+        "id": f"chatcmpl-{uuid.uuid4().hex[:12]}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": "scripted",
+        "choices": [
+            {
+                "index": 0,
+                "message": message,
+                "finish_reason": "tool_calls" if tool_calls else "stop",
+            }
+        ],
+        "usage": _usage(reply),
+    }
+
+
+def _pieces(text: str, count: int = 4) -> list[str]:
+    """Split text into about `count` pieces at word boundaries, the way tokens arrive."""
+    words = re.findall(r"\s*\S+\s*", text) or ([text] if text else [])
+    size = max(1, -(-len(words) // count))
+    return ["".join(words[i : i + size]) for i in range(0, len(words), size)]
+
+
+def _fragments(raw: str, count: int = 3) -> list[str]:
+    size = max(1, -(-len(raw) // count))
+    return [raw[i : i + size] for i in range(0, len(raw), size)] or [""]
+
+
+# A script for a manual demo run: a one-step plan that writes answer.md, then a pass.
+DEMO_SCRIPT: list[dict[str, Any]] = [
+    {
+        "match": "AGENTDESK:ANALYZE",
+        "repeat": True,
+        "replies": [
+            {
+                "content": json.dumps(
+                    {
+                        "capabilities": ["FILE_WRITE"],
+                        "domain": "file_operations",
+                        "requires_remote": False,
+                        "complexity": "simple",
+                    }
+                )
+            }
+        ],
+    },
+    {
+        "match": "AGENTDESK:PLAN",
+        "repeat": True,
+        "replies": [
+            {
+                "reasoning": "One step is enough: write the answer to a file.",
+                "content": json.dumps(
+                    {
+                        "steps": [
+                            {
+                                "objective": "Write a short answer to answer.md",
+                                "tool_names": ["write_file"],
+                                "reasoning": "The user can open the file afterwards.",
+                                "depends_on": [],
+                            }
+                        ]
+                    }
+                ),
+            }
+        ],
+    },
+    {
+        "match": "AGENTDESK:VERIFY",
+        "repeat": True,
+        "replies": [
+            {
+                "content": json.dumps(
+                    {
+                        "task_complete": True,
+                        "reasoning": "The step wrote answer.md as planned.",
+                        "should_replan": False,
+                        "response": "Done: the answer is in answer.md.",
+                    }
+                )
+            }
+        ],
+    },
+    {
+        # After the tool ran its result is in the conversation: summarise.
+        "match": ["AGENTDESK:STEP", "bytes_written"],
+        "repeat": True,
+        "replies": [{"content": "Wrote the answer to answer.md."}],
+    },
+    {
+        "match": ["AGENTDESK:STEP", "answer.md"],
+        "repeat": True,
+        "replies": [
+            {
+                "reasoning": "I will write the file with write_file.",
+                "tool_calls": [
+                    {
+                        "name": "write_file",
+                        "arguments": {
+                            "path": "answer.md",
+                            "content": "# Answer\n\nThis file was written by the demo script.\n",
+                        },
+                    }
+                ],
+            }
+        ],
+    },
+    {
+        "match": "AGENTDESK:STEP",
+        "repeat": True,
+        "replies": [{"content": "Step done."}],
+    },
+]
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8199)
+    parser.add_argument("--script", help="JSON file: a list of rules or {rules, options}")
+    args = parser.parse_args(argv)
+
+    rules, options = DEMO_SCRIPT, {}
+    if args.script:
+        with open(args.script, encoding="utf-8") as handle:
+            loaded = json.load(handle)
+        if isinstance(loaded, list):
+            rules = loaded
+        else:
+            rules, options = loaded.get("rules", []), loaded.get("options", {})
+
+    server = ScriptedLLMServer(args.host, args.port)
+    server.script(rules, options)
+    server.start()
+    stopped = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stopped.set())
+    print(f"scripted LLM server: LLM_BASE_URL={server.base_url}", flush=True)
+    try:
+        while not stopped.wait(0.5):
+            pass
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.stop()
+
+
+if __name__ == "__main__":
+    main()

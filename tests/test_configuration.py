@@ -1,0 +1,76 @@
+import re
+import subprocess
+import sys
+
+from config.env import BASE_DIR
+
+READERS = re.compile(r'env_(?:str|bool|int|float)\(\s*"([A-Z_]+)"')
+SOURCES = [
+    "config/settings.py",
+    "config/launcher.py",
+    "agents_app/management/commands/ensure_admin.py",
+]
+
+
+def documented() -> set[str]:
+    lines = (BASE_DIR / ".env.example").read_text().splitlines()
+    return {line.split("=", 1)[0] for line in lines if re.match(r"^[A-Z_]+=", line)}
+
+
+def test_every_variable_the_code_reads_is_in_env_example():
+    read = set()
+    for source in SOURCES:
+        read |= set(READERS.findall((BASE_DIR / source).read_text()))
+    assert read, "the pattern found no variables; it must be broken"
+    assert read - documented() == set()
+
+
+def test_env_example_lists_nothing_the_code_ignores():
+    code = "".join((BASE_DIR / s).read_text() for s in SOURCES)
+    assert {name for name in documented() if f'"{name}"' not in code} == set()
+
+
+def test_debug_off_without_a_secret_key_refuses_to_start(tmp_path):
+    env = {"PATH": "/usr/bin:/bin", "DEBUG": "false", "SECRET_KEY": "", "VAR_DIR": str(tmp_path)}
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import django, os; os.environ['DJANGO_SETTINGS_MODULE']='config.settings'; django.setup()",
+        ],
+        cwd=BASE_DIR,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode != 0
+    assert "SECRET_KEY must be set when DEBUG is off" in result.stderr
+
+
+def test_a_malformed_number_names_the_variable(tmp_path):
+    env = {"PATH": "/usr/bin:/bin", "RUN_MAX_TOKENS": "lots", "VAR_DIR": str(tmp_path)}
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import django, os; os.environ['DJANGO_SETTINGS_MODULE']='config.settings'; django.setup()",
+        ],
+        cwd=BASE_DIR,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert "RUN_MAX_TOKENS must be an integer, got 'lots'" in result.stderr
+
+
+def test_create_api_key_prints_a_key_that_authenticates(owner, capsys):
+    from django.core.management import call_command
+
+    from agents_app.auth import user_for_api_key
+    from agents_app.models import ApiKey
+
+    call_command("create_api_key", "owner", "--name", "phone")
+    raw = capsys.readouterr().out.strip()
+    assert raw.startswith("adk_")
+    assert user_for_api_key(raw) == owner
+    assert ApiKey.objects.get(name="phone").key_hash != raw
