@@ -218,3 +218,46 @@ def test_the_same_run_delivered_to_two_workers_executes_each_step_once(
     # Both deliveries arrived; the one that found the lease taken retried instead of running.
     assert "execute_run" in one.log() and "execute_run" in two.log()
     assert "retry" in (one.log() + two.log()).lower()
+
+
+def test_a_frozen_worker_loses_its_lease_and_cannot_commit_after_a_takeover(
+    llm, start_worker, owner, settings
+):
+    llm.script(
+        [
+            {"match": "AGENTDESK:PLAN", "replies": [plan_reply(step("log", ["write_file"]))]},
+            {
+                "match": "AGENTDESK:STEP 0",
+                "replies": [
+                    {**append_line("log.txt", "frozen"), "delay": 2},
+                    append_line("log.txt", "taker"),
+                    {"content": "logged"},
+                ],
+            },
+            {"match": "AGENTDESK:VERIFY", "replies": [verdict(True, "logged once")]},
+        ]
+    )
+    frozen = start_worker("frozen")
+    run = make_run(owner)
+    execute_run.delay(run.pk)
+    wait_for(
+        lambda: Step.objects.filter(run=run, index=0, status="running").exists(),
+        message="step 0 to start",
+    )
+    frozen.pause()
+    try:
+        start_worker("taker")
+        run = wait_for_run(run.pk, timeout=90)
+        events_before = RunEvent.objects.filter(run=run).count()
+    finally:
+        frozen.resume()
+    wait_for(
+        lambda: "lease lost" in frozen.log(), timeout=30, message="the frozen worker to notice"
+    )
+
+    run.refresh_from_db()
+    assert run.status == "succeeded"
+    assert (settings.WORKSPACE_ROOT / f"run-{run.pk}" / "log.txt").read_text() == "taker\n"
+    assert RunEvent.objects.filter(run=run).count() == events_before
+    step0 = Step.objects.get(run=run, index=0)
+    assert (step0.status, step0.retry_count) == ("completed", 1)

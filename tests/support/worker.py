@@ -92,6 +92,15 @@ class Worker:
             os.killpg(self.process.pid, signal.SIGKILL)
             self.process.wait(timeout=10)
 
+    def pause(self) -> None:
+        """SIGSTOP the process group: the worker (and its lease renewal) freezes mid-call."""
+        assert self.process is not None
+        os.killpg(self.process.pid, signal.SIGSTOP)
+
+    def resume(self) -> None:
+        assert self.process is not None
+        os.killpg(self.process.pid, signal.SIGCONT)
+
     def stop(self) -> None:
         if not self.process or self.process.poll() is not None:
             return
