@@ -13,10 +13,9 @@ import math
 import re
 import threading
 import time
-import uuid
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 import httpx
@@ -27,10 +26,19 @@ from agents_app.engine.llm import (
     LLMError,
     LLMRequest,
     LLMResponse,
-    ToolCallRequest,
-    ToolSchema,
     Usage,
 )
+from agents_app.engine.openai_fallbacks import (
+    FORMAT_MODES,
+    _degrade_guesses,
+    _degrade_named,
+    _Features,
+    _tool_calls_from_text,
+    _tools_instructions,
+    _with_system_text,
+    _without_tool_roles,
+)
+from agents_app.engine.openai_stream import _StreamCollector
 
 logger = logging.getLogger(__name__)
 
@@ -43,18 +51,8 @@ MAX_BACKOFF = 60.0
 # Local servers ignore the key, but the SDK wants one.
 PLACEHOLDER_API_KEY = "not-needed"
 
-FORMAT_MODES = ("json_schema", "json_object", "prompt")
 _REJECTED_STATUSES = (400, 422)
 _TRANSIENT_STATUSES = (408,)
-
-
-@dataclass(frozen=True)
-class _Features:
-    """What a call sends. Each 400 degrades one of them; a success is remembered per endpoint."""
-
-    stream_options: bool = True
-    native_tools: bool = True
-    format_mode: str = "json_schema"
 
 
 _endpoint_features: dict[tuple[str, str], _Features] = {}
@@ -364,259 +362,7 @@ def _request_arguments(request: LLMRequest, features: _Features) -> dict[str, An
     return arguments
 
 
-def _with_system_text(messages: list[dict[str, Any]], text: str) -> list[dict[str, Any]]:
-    if not text:
-        return messages
-    if (
-        messages
-        and messages[0].get("role") == "system"
-        and isinstance(messages[0].get("content"), str)
-    ):
-        return [{**messages[0], "content": f"{messages[0]['content']}\n\n{text}"}, *messages[1:]]
-    return [{"role": "system", "content": text}, *messages]
-
-
-def _tools_instructions(tools: list[ToolSchema]) -> str:
-    lines = ["You can use these tools:"]
-    for tool in tools:
-        lines.append(f"- {tool.name}: {tool.description}")
-        lines.append(f"  arguments (JSON schema): {json.dumps(tool.parameters)}")
-    lines.append(
-        "\nAnswer with exactly one JSON object and nothing else.\n"
-        'To call tools: {"tool_calls": [{"name": "<tool name>", "arguments": {...}}]}\n'
-        'To give your final answer: {"final": "<your answer>"}'
-    )
-    return "\n".join(lines)
-
-
-def _without_tool_roles(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The conversation rewritten for a server without tools: it may reject the `tool` role and
-    `tool_calls` fields, so calls become assistant JSON and results become user text."""
-    names: dict[str, str] = {}
-    rewritten: list[dict[str, Any]] = []
-    for message in messages:
-        role = message.get("role")
-        if role == "assistant" and message.get("tool_calls"):
-            calls = []
-            for call in message["tool_calls"]:
-                function = call.get("function") or {}
-                names[call.get("id", "")] = function.get("name", "")
-                arguments, _ = _parse_arguments(function.get("arguments") or "")
-                calls.append({"name": function.get("name", ""), "arguments": arguments})
-            text = (message.get("content") or "").strip()
-            call_json = json.dumps({"tool_calls": calls})
-            rewritten.append({"role": "assistant", "content": f"{text}\n{call_json}".strip()})
-        elif role == "tool":
-            name = names.get(message.get("tool_call_id", ""), "tool")
-            result = f"Result of {name}:\n{message.get('content') or ''}"
-            previous = rewritten[-1] if rewritten else None
-            if previous is not None and previous.get("_tool_results"):
-                previous["content"] += f"\n\n{result}"
-            else:
-                rewritten.append({"role": "user", "content": result, "_tool_results": True})
-        else:
-            rewritten.append(message)
-    return [{k: v for k, v in m.items() if k != "_tool_results"} for m in rewritten]
-
-
 # --- what came back -------------------------------------------------------------------------
-
-
-class _StreamCollector:
-    """Accumulates streamed chunks: content (minus a leading think block), reasoning, tool calls."""
-
-    def __init__(self, on_token: Callable[[str], None] | None, *, live: bool = True) -> None:
-        self._on_token = on_token
-        self._live = live  # pass content on as it streams
-        self._content: list[str] = []
-        self._reasoning: list[str] = []
-        self._think = _ThinkSplitter()
-        self._calls: list[dict[str, Any]] = []
-        self._slots: dict[int, int] = {}
-        self.usage: Usage | None = None
-        self.model = ""
-        self.finished = False
-
-    def add(self, chunk: Any) -> None:
-        self.model = getattr(chunk, "model", None) or self.model
-        usage = getattr(chunk, "usage", None)
-        if usage is not None:
-            self.usage = Usage(
-                prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
-                completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
-            )
-        for choice in getattr(chunk, "choices", None) or []:
-            if getattr(choice, "index", 0) not in (0, None):
-                continue
-            if choice.finish_reason:
-                self.finished = True
-            delta = choice.delta
-            if delta is None:
-                continue
-            # Servers name it either way; some send both with the same text.
-            for name in ("reasoning_content", "reasoning"):
-                piece = getattr(delta, name, None)
-                if isinstance(piece, str) and piece:
-                    self._reasoning.append(piece)
-                    break
-            if delta.content:
-                self._content.append(delta.content)
-                visible = self._think.feed(delta.content)
-                if self._live:
-                    self.emit(visible)
-            for call in delta.tool_calls or []:
-                self._add_tool_call(call)
-
-    def _add_tool_call(self, call: Any) -> None:
-        index = call.index if call.index is not None else len(self._slots)
-        slot = self._slots.get(index)
-        entry = self._calls[slot] if slot is not None else None
-        # Some servers reuse index 0 for every call; a new id means a new call.
-        if entry is None or (call.id and entry["id"] and call.id != entry["id"] and entry["name"]):
-            entry = {"id": "", "name": "", "arguments": []}
-            self._slots[index] = len(self._calls)
-            self._calls.append(entry)
-        if call.id:
-            entry["id"] = call.id
-        function = call.function
-        if function is not None:
-            if function.name and function.name != entry["name"]:
-                entry["name"] += function.name
-            if function.arguments:
-                entry["arguments"].append(function.arguments)
-
-    def emit(self, text: str) -> None:
-        if not text or self._on_token is None:
-            return
-        try:
-            self._on_token(text)
-        except LLMError:
-            raise  # the caller's way to abort a call
-        except Exception:
-            logger.exception("on_token failed; not streaming the rest of this answer")
-            self._on_token = None
-
-    def finish(self) -> tuple[str, str]:
-        """The content and the reasoning, think blocks moved from the first to the second."""
-        rest = self._think.flush()
-        if self._live:
-            self.emit(rest)
-        content, thought = "".join(self._content), self._think.reasoning
-        if thought is None:
-            content, thought = _split_think(content)
-        else:
-            content = self._think.visible
-        reasoning = "\n".join(p for p in ("".join(self._reasoning).strip(), thought.strip()) if p)
-        return content, reasoning
-
-    def tool_calls(self) -> list[ToolCallRequest]:
-        calls = []
-        for entry in self._calls:
-            if not entry["name"]:
-                continue
-            arguments, error = _parse_arguments("".join(entry["arguments"]))
-            call_id = entry["id"] or f"call_{uuid.uuid4().hex[:12]}"
-            calls.append(ToolCallRequest(call_id, entry["name"], arguments, error))
-        return calls
-
-
-_OPEN_TAGS = ("<think>", "<thinking>")
-
-
-class _ThinkSplitter:
-    """Holds back a <think>…</think> (or <thinking>) block at the start of streamed content."""
-
-    def __init__(self) -> None:
-        self._state = "start"  # start → think → content, or start → content
-        self._buffer = ""
-        self._close = ""
-        self.reasoning: str | None = None  # set once a think block was seen
-        self.visible = ""
-
-    def feed(self, piece: str) -> str:
-        if self._state == "content":
-            return self._show(piece)
-        self._buffer += piece
-        if self._state == "start":
-            head = self._buffer.lstrip()
-            tag = next((t for t in _OPEN_TAGS if head.startswith(t)), None)
-            if tag is None:
-                if any(t.startswith(head) for t in _OPEN_TAGS):
-                    return ""  # "<thi" may still become a tag
-                self._state, text, self._buffer = "content", self._buffer, ""
-                return self._show(text)
-            self._state, self._close, self._buffer = "think", "</" + tag[1:], head[len(tag) :]
-        end = self._buffer.find(self._close)
-        if end == -1:
-            return ""
-        self.reasoning = self._buffer[:end]
-        rest, self._buffer, self._state = self._buffer[end + len(self._close) :], "", "content"
-        return self._show(rest.lstrip())
-
-    def flush(self) -> str:
-        if self._state == "think":  # never closed: all of it was thinking
-            self.reasoning, self._buffer = self._buffer, ""
-            return ""
-        text, self._buffer = self._buffer, ""
-        return self._show(text)
-
-    def _show(self, text: str) -> str:
-        if self.reasoning is not None and not self.visible:
-            text = text.lstrip()
-        self.visible += text
-        return text
-
-
-def _split_think(content: str) -> tuple[str, str]:
-    """Some chat templates open the think block themselves, so only `</think>` arrives."""
-    for close in ("</think>", "</thinking>"):
-        before, found, after = content.partition(close)
-        if found:
-            return after.lstrip(), before
-    return content, ""
-
-
-def _parse_arguments(raw: Any) -> tuple[dict[str, Any], str | None]:
-    if isinstance(raw, dict):
-        return raw, None
-    if not isinstance(raw, str):
-        return {}, f"tool arguments must be a JSON object, got {type(raw).__name__}"
-    if not raw.strip():
-        return {}, None
-    try:
-        value = json.loads(raw)
-        if isinstance(value, str):  # double-encoded by some models
-            value = json.loads(value)
-    except ValueError as exc:
-        return {}, f"tool arguments are not valid JSON ({exc}): {raw[:200]}"
-    if not isinstance(value, dict):
-        return {}, f"tool arguments must be a JSON object, got {type(value).__name__}: {raw[:200]}"
-    return value, None
-
-
-def _tool_calls_from_text(content: str) -> tuple[str, list[ToolCallRequest]]:
-    """Read the JSON answer asked for by _tools_instructions; plain text is a final answer."""
-    found = extract_json_object(content)
-    if found is None:
-        return content, []
-    if "name" in found and "arguments" in found and "tool_calls" not in found:
-        found = {"tool_calls": [found]}
-    items = found.get("tool_calls")
-    if isinstance(items, list) and items:
-        calls = []
-        for item in items:
-            if not isinstance(item, dict) or not isinstance(item.get("name"), str):
-                continue
-            arguments, error = _parse_arguments(item.get("arguments", {}))
-            calls.append(
-                ToolCallRequest(f"call_{uuid.uuid4().hex[:12]}", item["name"], arguments, error)
-            )
-        if calls:
-            return "", calls
-    if "final" in found:
-        final = found["final"]
-        return (final if isinstance(final, str) else json.dumps(final)), []
-    return content, []
 
 
 def _server_message(exc: openai.APIStatusError) -> str:
@@ -645,53 +391,7 @@ def _retry_after(headers: Any) -> float | None:
         return None
 
 
-# --- degrading features ---------------------------------------------------------------------
-
-
-def _next_format(features: _Features) -> _Features:
-    position = FORMAT_MODES.index(features.format_mode)
-    return replace(features, format_mode=FORMAT_MODES[min(position + 1, len(FORMAT_MODES) - 1)])
-
-
-def _degrade_named(features: _Features, request: LLMRequest, message: str) -> _Features | None:
-    """Drop the feature a 400 names, if it names one we sent."""
-    text = message.lower()
-    if features.stream_options and ("stream_options" in text or "include_usage" in text):
-        return replace(features, stream_options=False)
-    schema_words = ("response_format", "json_schema", "json_object", "grammar")
-    if (
-        request.response_schema is not None
-        and features.format_mode != "prompt"
-        and any(word in text for word in schema_words)
-    ):
-        return _next_format(features)
-    if request.tools and features.native_tools and ("tool" in text or "function" in text):
-        return replace(features, native_tools=False)
-    return None
-
-
-def _degrade_guesses(features: _Features, request: LLMRequest) -> list[_Features]:
-    """What to try, in turn, after a 400 that names nothing: each feature alone (the cheapest
-    loss first), then all of them, so a vague 400 does not cost more than it has to."""
-    guesses = []
-    if features.stream_options:
-        guesses.append(replace(features, stream_options=False))
-    if request.response_schema is not None:
-        degraded = features
-        while degraded.format_mode != "prompt":
-            degraded = _next_format(degraded)
-            guesses.append(degraded)
-    if request.tools and features.native_tools:
-        guesses.append(replace(features, native_tools=False))
-    everything = replace(
-        features,
-        stream_options=False,
-        native_tools=features.native_tools and not request.tools,
-        format_mode="prompt" if request.response_schema is not None else features.format_mode,
-    )
-    if everything != features and everything not in guesses:
-        guesses.append(everything)
-    return guesses
+# --- remembering what each endpoint lacks ---------------------------------------------------
 
 
 def _remember(endpoint: tuple[str, str], used: _Features, request: LLMRequest) -> None:
