@@ -65,15 +65,23 @@ def task_submit(
         max_tokens=max_tokens,
         max_tool_calls=max_tool_calls,
     )
+    run = run_create(task=task)
+    run_enqueue(run_id=run.pk)
+    return run
+
+
+def run_create(*, task: Task) -> Run:
+    """A new queued Run of `task` with the task's budgets (or the defaults) and its first
+    event. The caller enqueues it (run_enqueue) once it should start."""
     run = Run.objects.create(
         task=task,
-        owner=owner,
-        max_tokens=max_tokens or settings.RUN_MAX_TOKENS,
-        max_tool_calls=max_tool_calls or settings.RUN_MAX_TOOL_CALLS,
+        owner=task.owner,
+        attempt=task.runs.count() + 1,
+        max_tokens=task.max_tokens or settings.RUN_MAX_TOKENS,
+        max_tool_calls=task.max_tool_calls or settings.RUN_MAX_TOOL_CALLS,
     )
     with locked_run(run.pk) as w:
-        w.event("run_queued", {"task": text, "attempt": run.attempt})
-    run_enqueue(run_id=run.pk)
+        w.event("run_queued", {"task": task.text, "attempt": run.attempt})
     return run
 
 

@@ -33,14 +33,16 @@ class JsonParser(Parser):
             ) from None
 
 
-def method_not_allowed_as_envelope(
-    view: Callable[..., HttpResponse],
-) -> Callable[..., HttpResponse]:
-    """ninja answers a wrong method with a bare text 405; clients get the envelope instead."""
+def answer_in_envelope(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    """ninja's own views answer a wrong method with a bare text 405 and the API root with an
+    HTML 404; clients get the envelope instead."""
 
     @functools.wraps(view)
     def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-        response = view(request, *args, **kwargs)
+        try:
+            response = view(request, *args, **kwargs)
+        except Http404:
+            return api_not_found(request)
         if not isinstance(response, HttpResponseNotAllowed):
             return response
         allowed = sorted(m.strip() for m in response["Allow"].split(","))
@@ -60,7 +62,7 @@ class AgentDeskAPI(NinjaAPI):
     def _get_urls(self) -> list:
         patterns = super()._get_urls()
         for pattern in patterns:
-            pattern.callback = method_not_allowed_as_envelope(pattern.callback)
+            pattern.callback = answer_in_envelope(pattern.callback)
         return patterns
 
 
@@ -168,7 +170,9 @@ def on_unexpected(request: HttpRequest, exc: Exception) -> HttpResponse:
     logger.exception(
         "API error %s on %s %s", body["error"]["trace_id"], request.method, request.path
     )
-    return api.create_response(request, body, status=500)
+    response = api.create_response(request, body, status=500)
+    response["X-Trace-Id"] = body["error"]["trace_id"]
+    return response
 
 
 def api_not_found(request: HttpRequest, rest: str = "") -> HttpResponse:

@@ -30,36 +30,27 @@ def test_env_example_lists_nothing_the_code_ignores():
     assert {name for name in documented() if f'"{name}"' not in code} == set()
 
 
-def test_debug_off_without_a_secret_key_refuses_to_start(tmp_path):
-    env = {"PATH": "/usr/bin:/bin", "DEBUG": "false", "SECRET_KEY": "", "VAR_DIR": str(tmp_path)}
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            "import django, os; os.environ['DJANGO_SETTINGS_MODULE']='config.settings'; django.setup()",
-        ],
+def django_setup(tmp_path, **env):
+    """Start Django in a fresh process with only `env`; return the CompletedProcess."""
+    code = "import django, os; os.environ['DJANGO_SETTINGS_MODULE'] = 'config.settings'; django.setup()"
+    return subprocess.run(
+        [sys.executable, "-c", code],
         cwd=BASE_DIR,
-        env=env,
+        env={"PATH": "/usr/bin:/bin", "VAR_DIR": str(tmp_path), **env},
         capture_output=True,
         text=True,
     )
+
+
+def test_debug_off_without_a_secret_key_refuses_to_start(tmp_path):
+    result = django_setup(tmp_path, DEBUG="false", SECRET_KEY="")
     assert result.returncode != 0
     assert "SECRET_KEY must be set when DEBUG is off" in result.stderr
 
 
 def test_a_malformed_number_names_the_variable(tmp_path):
-    env = {"PATH": "/usr/bin:/bin", "RUN_MAX_TOKENS": "lots", "VAR_DIR": str(tmp_path)}
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            "import django, os; os.environ['DJANGO_SETTINGS_MODULE']='config.settings'; django.setup()",
-        ],
-        cwd=BASE_DIR,
-        env=env,
-        capture_output=True,
-        text=True,
-    )
+    result = django_setup(tmp_path, RUN_MAX_TOKENS="lots")
+    assert result.returncode != 0
     assert "RUN_MAX_TOKENS must be an integer, got 'lots'" in result.stderr
 
 

@@ -36,7 +36,9 @@ def run_against(server, owner, rules):
 
 def test_a_slow_planner_fails_the_run_as_planning_timeout(server, owner, settings):
     settings.AGENT_PLAN_TIMEOUT = 0.5
-    run = run_against(server, owner, [{"match": "AGENTDESK:PLAN", "replies": [{**PLAN, "delay": 2}]}])
+    run = run_against(
+        server, owner, [{"match": "AGENTDESK:PLAN", "replies": [{**PLAN, "delay": 2}]}]
+    )
     assert (run.status, run.error_code) == ("failed", "PLANNING_TIMEOUT")
 
 

@@ -1,23 +1,16 @@
 """Making runs directly in the database, without the API or a queue."""
 
-from django.conf import settings
-
 from agents_app.models import Run, Task
-from agents_app.run_writer import locked_run
+from agents_app.services import run_create
 from tools_app.registry import SideEffects, Tool, ToolError, ToolRegistry, ToolResult, ToolSpec
 
 
 def make_run(owner, text="Do the thing", *, max_tokens=None, max_tool_calls=None) -> Run:
-    task = Task.objects.create(owner=owner, text=text)
-    run = Run.objects.create(
-        task=task,
-        owner=owner,
-        max_tokens=max_tokens or settings.RUN_MAX_TOKENS,
-        max_tool_calls=max_tool_calls or settings.RUN_MAX_TOOL_CALLS,
+    """A queued run, as task_submit makes it, but not enqueued."""
+    task = Task.objects.create(
+        owner=owner, text=text, max_tokens=max_tokens, max_tool_calls=max_tool_calls
     )
-    with locked_run(run.pk) as w:
-        w.event("run_queued", {"task": text})
-    return run
+    return run_create(task=task)
 
 
 class EchoTool(Tool):
