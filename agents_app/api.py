@@ -188,16 +188,19 @@ def finished_response(request: HttpRequest, run: Run):
     result = selectors.agent_result(run)
     if run.status == RunStatus.SUCCEEDED:
         return Status(200, {"success": True, "result": result})
-    from config.api import api, error_body
+    from config.api import error_response
 
     code = run.error_code or "INTERNAL_ERROR"
     # A cancelled run is no server fault: 409, it ended before it could give a result.
     status = ERROR_STATUS.get(code) or (409 if run.status == RunStatus.CANCELLED else 500)
-    body = error_body(code, run.error_message or run.status, {"run_id": run.pk}, status)
-    body["result"] = result
-    response = api.create_response(request, body, status=status)
-    response["X-Trace-Id"] = body["error"]["trace_id"]
-    return response
+    return error_response(
+        request,
+        code,
+        run.error_message or run.status,
+        {"run_id": run.pk},
+        status=status,
+        extra={"result": result},
+    )
 
 
 @router.get("/runs", response=RunPage, summary="List your runs")

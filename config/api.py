@@ -93,9 +93,16 @@ def error_body(code: str, message: str, details: Any = None, status: int | None 
 
 
 def error_response(
-    request: HttpRequest, code: str, message: str, details: Any = None
+    request: HttpRequest,
+    code: str,
+    message: str,
+    details: Any = None,
+    *,
+    status: int | None = None,
+    extra: dict[str, Any] | None = None,
 ) -> HttpResponse:
-    body = error_body(code, message, details)
+    """The envelope as a response; `extra` adds top-level fields (a failed run's result)."""
+    body = {**error_body(code, message, details, status), **(extra or {})}
     response = api.create_response(request, body, status=body["error"]["http_status"])
     response["X-Trace-Id"] = body["error"]["trace_id"]
     return response
@@ -166,12 +173,10 @@ def on_not_found(request: HttpRequest, exc: Http404) -> HttpResponse:
 
 @api.exception_handler(Exception)
 def on_unexpected(request: HttpRequest, exc: Exception) -> HttpResponse:
-    body = error_body("INTERNAL_ERROR", "An unexpected error occurred; quote the trace_id to staff")
-    logger.exception(
-        "API error %s on %s %s", body["error"]["trace_id"], request.method, request.path
+    response = error_response(
+        request, "INTERNAL_ERROR", "An unexpected error occurred; quote the trace_id to staff"
     )
-    response = api.create_response(request, body, status=500)
-    response["X-Trace-Id"] = body["error"]["trace_id"]
+    logger.exception("API error %s on %s %s", response["X-Trace-Id"], request.method, request.path)
     return response
 
 
