@@ -24,13 +24,12 @@ def event_message(event: Any) -> dict[str, Any]:
     }
 
 
-def publish(run_id: int, messages: list[dict[str, Any]]) -> None:
+def publish(group: str, messages: list[dict[str, Any]]) -> None:
     """Best effort: the database already holds every event, and clients catch up by seq, so a
     Redis hiccup here must not fail the run."""
     layer = get_channel_layer()
     if layer is None or not messages:
         return
-    group = run_group(run_id)
 
     async def send_all() -> None:
         for message in messages:
@@ -39,10 +38,19 @@ def publish(run_id: int, messages: list[dict[str, Any]]) -> None:
     try:
         async_to_sync(send_all)()
     except Exception:
-        logger.warning(
-            "could not publish %d event(s) of run %s", len(messages), run_id, exc_info=True
-        )
+        logger.warning("could not publish %d message(s) to %s", len(messages), group, exc_info=True)
 
 
-def publish_events(run_id: int, events: list[Any]) -> None:
-    publish(run_id, [event_message(e) for e in events])
+def user_group(user_id: int) -> str:
+    return f"user.{user_id}"
+
+
+# Events that change what a run looks like in a list of runs (the dashboard).
+LISTED_EVENT_TYPES = frozenset({"run_queued", "run_status", "progress_update"})
+
+
+def publish_events(run: Any, events: list[Any]) -> None:
+    messages = [event_message(e) for e in events]
+    publish(run_group(run.pk), messages)
+    if any(e.type in LISTED_EVENT_TYPES for e in events):
+        publish(user_group(run.owner_id), [{"type": "run.changed", "run_id": run.pk}])

@@ -25,7 +25,7 @@ from agents_app.engine.llm import LLMProvider, Usage
 from agents_app.engine.planner import make_plan
 from agents_app.engine.verifier import verify
 from agents_app.errors import DomainError
-from agents_app.events import publish
+from agents_app.events import publish, run_group
 from agents_app.models import (
     TERMINAL_STATUSES,
     Plan,
@@ -161,8 +161,10 @@ class DatabaseHooks:
                 {"budget": "tokens", "used": run.total_tokens, "limit": run.max_tokens},
             )
 
-    def on_token(self, text: str, *, phase: str, step_index: int | None) -> None:
-        context = {"phase": phase, "step_index": step_index}
+    def on_token(
+        self, text: str, *, phase: str, step_index: int | None, reasoning: bool = False
+    ) -> None:
+        context = {"phase": phase, "step_index": step_index, "reasoning": reasoning}
         if context != self._token_context:
             self.flush_tokens()
             self._token_context = context
@@ -182,7 +184,9 @@ class DatabaseHooks:
         token = "".join(self._buffer)
         self._buffer.clear()
         self._buffered = 0
-        publish(self.run_id, [{"type": "run.token", "token": token, **self._token_context}])
+        publish(
+            run_group(self.run_id), [{"type": "run.token", "token": token, **self._token_context}]
+        )
 
     def before_tool_call(self, tool: str, arguments: dict[str, Any]) -> tuple[int, float]:
         assert self.step is not None
@@ -407,10 +411,14 @@ class RunExecutor:
             step.status = outcome.status
             step.output = outcome.output
             step.error = f"{outcome.error_code}: {outcome.error}" if outcome.error_code else ""
+            step.thinking = outcome.thinking
             step.finished_at = timezone.now()
-            step.save(update_fields=["status", "output", "error", "finished_at"])
+            step.save(update_fields=["status", "output", "error", "thinking", "finished_at"])
             if outcome.status == StepStatus.COMPLETED:
-                w.event("step_completed", {"index": step.index, "output": step.output})
+                w.event(
+                    "step_completed",
+                    {"index": step.index, "output": step.output, "thinking": step.thinking},
+                )
             else:
                 w.event(
                     "step_failed",
@@ -419,6 +427,7 @@ class RunExecutor:
                         "status": outcome.status,
                         "error_code": outcome.error_code,
                         "error": outcome.error,
+                        "thinking": step.thinking,
                     },
                 )
             if outcome.finished_task:

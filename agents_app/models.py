@@ -161,6 +161,7 @@ class Step(models.Model):
     status = models.CharField(max_length=10, choices=StepStatus.choices, default=StepStatus.PENDING)
     output = models.TextField(blank=True)
     error = models.TextField(blank=True)
+    thinking = models.TextField(blank=True, help_text="The model's reasoning while executing it.")
     # Attempts after the first: a step interrupted by a crash runs again and counts it here.
     retry_count = models.PositiveIntegerField(default=0)
     started_at = models.DateTimeField(null=True, blank=True)

@@ -59,7 +59,7 @@ class RunWriter:
             self.run.save(update_fields=sorted(self._fields))
         if self._events:
             RunEvent.objects.bulk_create(self._events)
-            transaction.on_commit(partial(publish_events, self.run.pk, list(self._events)))
+            transaction.on_commit(partial(publish_events, self.run, list(self._events)))
         self._fields.clear()
         self._events.clear()
 

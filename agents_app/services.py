@@ -73,6 +73,8 @@ def task_submit(
 def run_create(*, task: Task) -> Run:
     """A new queued Run of `task` with the task's budgets (or the defaults) and its first
     event. The caller enqueues it (run_enqueue) once it should start."""
+    # The task row is locked so two restarts at once cannot both take the same attempt number.
+    Task.objects.select_for_update().filter(pk=task.pk).first()
     run = Run.objects.create(
         task=task,
         owner=task.owner,
@@ -108,3 +110,19 @@ def run_cancel(*, run: Run) -> Run:
         if w.run.status == RunStatus.QUEUED and not w.run.lease_owner:
             finish(w, RunStatus.CANCELLED, "CANCELLED", "Cancelled by request")
     return w.run
+
+
+@transaction.atomic
+def run_restart(*, run: Run) -> Run:
+    """A new attempt of the run's task, queued. Returns the new Run. Raises DomainError
+    CONFLICT unless `run` has finished (succeeded, failed or cancelled)."""
+    with locked_run(run.pk) as w:
+        if not w.run.is_terminal:
+            raise DomainError(
+                "CONFLICT",
+                f"Run {run.pk} is still {w.run.status}; cancel it before restarting",
+                {"status": w.run.status},
+            )
+    new_run = run_create(task=run.task)
+    run_enqueue(run_id=new_run.pk)
+    return new_run

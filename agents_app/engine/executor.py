@@ -3,7 +3,7 @@
 import json
 import re
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from agents_app.engine.hooks import EngineHooks
@@ -36,6 +36,8 @@ class StepOutcome:
     error: str = ""
     # finish_task was called: the task is done and `output` is the final answer.
     finished_task: bool = False
+    # What the model thought on the way (reasoning fields and <think> blocks), for people.
+    thinking: str = ""
 
 
 def wire_name(tool: str) -> str:
@@ -58,6 +60,37 @@ def execute_step(
 ) -> StepOutcome:
     """Run the step to an outcome. A tool failure or invalid arguments fail the step; an LLM
     failure raises LLMError (the run cannot go on without its model); StopRun propagates."""
+    thoughts: list[str] = []
+    outcome = _execute_rounds(
+        provider=provider,
+        registry=registry,
+        hooks=hooks,
+        task=task,
+        context=context,
+        step=step,
+        workspace=workspace,
+        run_id=run_id,
+        timeout=timeout,
+        max_rounds=max_rounds,
+        thoughts=thoughts,
+    )
+    return replace(outcome, thinking="\n\n".join(t for t in thoughts if t))
+
+
+def _execute_rounds(
+    *,
+    provider: LLMProvider,
+    registry: ToolRegistry,
+    hooks: EngineHooks,
+    task: str,
+    context: dict[str, Any],
+    step: StepInput,
+    workspace: Any,
+    run_id: int,
+    timeout: float,
+    max_rounds: int,
+    thoughts: list[str],
+) -> StepOutcome:
     deadline = time.monotonic() + timeout
     offered = [name for name in step.tool_names if name != FINISH_TOOL]
     if FINISH_TOOL in registry.names():
@@ -96,6 +129,9 @@ def execute_step(
             tools=schemas,
             timeout=remaining,
             on_token=lambda text: hooks.on_token(text, phase="execution", step_index=step.index),
+            on_reasoning=lambda text: hooks.on_token(
+                text, phase="execution", step_index=step.index, reasoning=True
+            ),
         )
         try:
             response = provider.complete(request)
@@ -104,6 +140,7 @@ def execute_step(
                 return timed_out()
             raise
         hooks.on_llm_usage(response.usage, response.model)
+        thoughts.append(response.reasoning.strip())
         if not response.tool_calls:
             return StepOutcome(status="completed", output=response.content.strip())
 

@@ -25,8 +25,10 @@ class EngineHooks(Protocol):
     def on_llm_usage(self, usage: Usage, model: str) -> None:
         """Record an LLM call's tokens; raise DomainError(BUDGET_EXCEEDED) past the budget."""
 
-    def on_token(self, text: str, *, phase: str, step_index: int | None) -> None:
-        """A piece of streamed model output."""
+    def on_token(
+        self, text: str, *, phase: str, step_index: int | None, reasoning: bool = False
+    ) -> None:
+        """A piece of streamed model output (`reasoning`: of its thinking, not its answer)."""
 
     def before_tool_call(self, tool: str, arguments: dict[str, Any]) -> Any:
         """Persist the call as running and return a handle; raise BUDGET_EXCEEDED past the budget."""

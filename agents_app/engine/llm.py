@@ -49,6 +49,8 @@ class LLMRequest:
     timeout: float = 120.0
     # Called with each piece of streamed content as it arrives.
     on_token: Callable[[str], None] | None = None
+    # Called with each piece of streamed reasoning (reasoning_content) as it arrives.
+    on_reasoning: Callable[[str], None] | None = None
 
 
 @dataclass

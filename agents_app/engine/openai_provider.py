@@ -234,7 +234,9 @@ class OpenAICompatibleProvider:
         tools_in_prompt = bool(request.tools) and not features.native_tools
         # Streaming the JSON of a prompted tool call would show the user noise; the final
         # answer is passed on in one piece once it is known.
-        collector = _StreamCollector(request.on_token, live=not tools_in_prompt)
+        collector = _StreamCollector(
+            request.on_token, live=not tools_in_prompt, on_reasoning=request.on_reasoning
+        )
         stream = self._client.chat.completions.create(
             model=self.model, stream=True, timeout=timeout, **arguments
         )

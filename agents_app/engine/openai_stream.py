@@ -15,8 +15,15 @@ logger = logging.getLogger(__name__)
 class _StreamCollector:
     """Accumulates streamed chunks: content (minus a leading think block), reasoning, tool calls."""
 
-    def __init__(self, on_token: Callable[[str], None] | None, *, live: bool = True) -> None:
+    def __init__(
+        self,
+        on_token: Callable[[str], None] | None,
+        *,
+        live: bool = True,
+        on_reasoning: Callable[[str], None] | None = None,
+    ) -> None:
         self._on_token = on_token
+        self._on_reasoning = on_reasoning
         self._live = live  # pass content on as it streams
         self._content: list[str] = []
         self._reasoning: list[str] = []
@@ -48,6 +55,7 @@ class _StreamCollector:
                 piece = getattr(delta, name, None)
                 if isinstance(piece, str) and piece:
                     self._reasoning.append(piece)
+                    self._emit_reasoning(piece)
                     break
             if delta.content:
                 self._content.append(delta.content)
@@ -85,6 +93,17 @@ class _StreamCollector:
         except Exception:
             logger.exception("on_token failed; not streaming the rest of this answer")
             self._on_token = None
+
+    def _emit_reasoning(self, text: str) -> None:
+        if self._on_reasoning is None:
+            return
+        try:
+            self._on_reasoning(text)
+        except LLMError:
+            raise
+        except Exception:
+            logger.exception("on_reasoning failed; not streaming the rest of this reasoning")
+            self._on_reasoning = None
 
     def finish(self) -> tuple[str, str]:
         """The content and the reasoning, think blocks moved from the first to the second."""

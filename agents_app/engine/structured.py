@@ -46,6 +46,9 @@ def ask_structured(
             response_schema_name=model.__name__,
             timeout=remaining,
             on_token=lambda text: hooks.on_token(text, phase=phase, step_index=None),
+            on_reasoning=lambda text: hooks.on_token(
+                text, phase=phase, step_index=None, reasoning=True
+            ),
         )
         try:
             response = provider.complete(request)
