@@ -32,6 +32,8 @@ class RunLinks(Schema):
     self: str
     events: str
     cancel: str
+    restart: str
+    websocket: str
 
 
 class RunSummary(Schema):
@@ -133,7 +135,13 @@ class RunListQuery(Schema):
 
 def links(run: Run) -> dict[str, str]:
     base = f"/api/v1/runs/{run.pk}"
-    return {"self": base, "events": f"{base}/events", "cancel": f"{base}/cancel"}
+    return {
+        "self": base,
+        "events": f"{base}/events",
+        "cancel": f"{base}/cancel",
+        "restart": f"{base}/restart",
+        "websocket": f"/ws/api/runs/{run.pk}/",
+    }
 
 
 def summary(run: Run) -> dict[str, Any]:
@@ -240,7 +248,15 @@ def run_events(
     after: int = Query(0, ge=0),
     limit: int = Query(500, ge=1, le=1000),
 ):
+    """JSON pages of the log; with `Accept: text/event-stream`, server-sent events instead:
+    the log after `after` (or Last-Event-ID), then live events until the run's result."""
     run = selectors.run_get(user=request.user, run_id=run_id)
+    if "text/event-stream" in request.headers.get("Accept", ""):
+        from agents_app.feeds import parse_after
+        from agents_app.sse import event_stream_response
+
+        last_event_id = request.headers.get("Last-Event-ID")
+        return event_stream_response(run.pk, parse_after(last_event_id) if last_event_id else after)
     events = selectors.run_events(run=run, after=after, limit=limit + 1)
     has_more = len(events) > limit
     events = events[:limit]
@@ -251,6 +267,15 @@ def run_events(
         "last_seq": events[-1].seq if events else after,
         "has_more": has_more,
     }
+
+
+@router.post(
+    "/runs/{int:run_id}/restart", response={201: RunSummary}, summary="Restart a finished run"
+)
+def restart_run(request: HttpRequest, run_id: int):
+    """A new attempt of the run's task (201). 409 while the run is still going."""
+    run = selectors.run_get(user=request.user, run_id=run_id)
+    return Status(201, summary(services.run_restart(run=run)))
 
 
 @router.post("/runs/{int:run_id}/cancel", response=RunSummary, summary="Cancel a run")

@@ -1,6 +1,8 @@
 import pytest
 from django.contrib.auth import get_user_model
 
+from agents_app.models import ApiKey
+
 
 @pytest.fixture
 def owner(db):
@@ -26,3 +28,16 @@ def plain_static_storage(settings):
         **settings.STORAGES,
         "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
     }
+
+
+@pytest.fixture
+def api_key_for():
+    def make(user) -> bytes:
+        """A new API key of `user`, as an Authorization header value."""
+        raw = ApiKey.generate()
+        key = ApiKey(user=user, name="ws")
+        key.set_key(raw)
+        key.save()
+        return f"Bearer {raw}".encode()
+
+    return make

@@ -72,6 +72,8 @@ def test_the_list_summarises_each_run(owner, owner_client):
         "self": f"/api/v1/runs/{run.pk}",
         "events": f"/api/v1/runs/{run.pk}/events",
         "cancel": f"/api/v1/runs/{run.pk}/cancel",
+        "restart": f"/api/v1/runs/{run.pk}/restart",
+        "websocket": f"/ws/api/runs/{run.pk}/",
     }
 
 

@@ -34,6 +34,8 @@ def test_it_accepts_a_task_with_202_and_the_run_links(owner_client):
             "self": f"/api/v1/runs/{run.pk}",
             "events": f"/api/v1/runs/{run.pk}/events",
             "cancel": f"/api/v1/runs/{run.pk}/cancel",
+            "restart": f"/api/v1/runs/{run.pk}/restart",
+            "websocket": f"/ws/api/runs/{run.pk}/",
         },
     }
 

