@@ -1,5 +1,5 @@
 from django.contrib import admin
-from django.urls import path, re_path
+from django.urls import include, path, re_path
 
 from config.api import api, api_not_found
 
@@ -7,4 +7,5 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/", api.urls),
     re_path(r"^api/(?P<rest>.*)$", api_not_found),
+    path("", include("agents_app.urls")),
 ]

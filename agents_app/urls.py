@@ -1,0 +1,20 @@
+from django.contrib.auth import views as auth_views
+from django.urls import path
+
+from agents_app import views
+from tools_app.views import tool_list
+
+urlpatterns = [
+    path("", views.dashboard, name="dashboard"),
+    path(
+        "login/",
+        auth_views.LoginView.as_view(redirect_authenticated_user=True, next_page="dashboard"),
+        name="login",
+    ),
+    path("logout/", auth_views.LogoutView.as_view(next_page="login"), name="logout"),
+    path("tasks/new/", views.task_new, name="task_new"),
+    path("runs/<int:run_id>/", views.run_detail, name="run_detail"),
+    path("runs/<int:run_id>/cancel/", views.run_cancel, name="run_cancel"),
+    path("runs/<int:run_id>/restart/", views.run_restart, name="run_restart"),
+    path("tools/", tool_list, name="tool_list"),
+]

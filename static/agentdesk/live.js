@@ -1,0 +1,114 @@
+// Live pages: htmx's ws extension swaps the server's fragments in by id; this file keeps the
+// reconnect gap-free, never shows an event twice, and makes changes visible.
+(function () {
+  "use strict";
+
+  // A reconnect asks only for what the page is missing: the seq in its after= is the last one
+  // the page holds now, not the one it was first rendered with.
+  htmx.createWebSocket = function (url) {
+    var marker = document.getElementById("run-last-seq");
+    if (marker && marker.dataset.seq) {
+      url = url.replace(/([?&]after=)\d*/, "$1" + marker.dataset.seq);
+    }
+    var socket = new WebSocket(url, []);
+    socket.binaryType = htmx.config.wsBinaryType;
+    return socket;
+  };
+
+  // Form errors come back as 4xx/503 partials meant to be shown in place.
+  htmx.config.responseHandling = [
+    { code: "204", swap: false },
+    { code: "[23]..", swap: true },
+    { code: "(400|409|413|429|503)", swap: true, error: false },
+    { code: "[45]..", swap: false, error: true },
+    { code: "...", swap: false },
+  ];
+
+  function seqOf(element) {
+    return parseInt(element && element.dataset.seq, 10) || 0;
+  }
+
+  var previousWidth = null;
+  var logWasAtBottom = false;
+
+  document.addEventListener("htmx:oobBeforeSwap", function (event) {
+    var target = event.detail.target;
+    var fragment = event.detail.fragment;
+    if (!target || !fragment) return;
+    if (target.id === "event-log") {
+      logWasAtBottom = target.scrollHeight - target.scrollTop - target.clientHeight < 24;
+      // An event the page already lists (a replay overlapping a live message) is dropped.
+      Array.from(fragment.querySelectorAll ? fragment.querySelectorAll("li[id]") : []).forEach(
+        function (item) {
+          if (document.getElementById(item.id)) item.remove();
+        },
+      );
+    } else if (target.id === "run-last-seq") {
+      var incoming = fragment.querySelector ? fragment.querySelector("#run-last-seq") : fragment;
+      if (seqOf(incoming) < seqOf(target)) event.detail.shouldSwap = false;
+    } else if (target.id === "progress") {
+      var bar = target.querySelector(".progress-bar");
+      previousWidth = bar ? bar.style.width : null;
+    }
+  });
+
+  function flash(element) {
+    element.classList.remove("changed");
+    void element.offsetWidth; // restart the animation
+    element.classList.add("changed");
+  }
+
+  document.addEventListener("htmx:oobAfterSwap", function (event) {
+    var element = event.target;
+    if (!(element instanceof HTMLElement)) return;
+    if (element.id === "progress") {
+      var bar = element.querySelector(".progress-bar");
+      if (bar && previousWidth !== null && previousWidth !== bar.style.width) {
+        var width = bar.style.width;
+        bar.style.width = previousWidth;
+        requestAnimationFrame(function () {
+          requestAnimationFrame(function () {
+            bar.style.width = width;
+          });
+        });
+      }
+      previousWidth = null;
+    }
+    if (element.matches("#run-status, .step, tr[id^=run-row-]")) flash(element);
+  });
+
+  // The log follows new events unless the reader scrolled up to look at older ones.
+  document.addEventListener("htmx:wsAfterMessage", function () {
+    var log = document.getElementById("event-log");
+    if (log && logWasAtBottom) log.scrollTop = log.scrollHeight;
+    logWasAtBottom = false;
+  });
+
+  // A run started elsewhere (another tab, a restart) gets a row at the top of the dashboard.
+  document.addEventListener("htmx:oobErrorNoTarget", function (event) {
+    var content = event.detail.content;
+    var body = document.querySelector("#runs tbody");
+    if (!body || !content || !/^run-row-/.test(content.id || "")) return;
+    if ((parseInt(new URLSearchParams(location.search).get("page"), 10) || 1) > 1) return;
+    var empty = body.querySelector("tr.empty");
+    if (empty) empty.remove();
+    body.insertBefore(content, body.firstChild);
+    htmx.process(content);
+    flash(content);
+  });
+
+  function setLiveState(event, state) {
+    var indicator = event.target.querySelector && event.target.querySelector(".live-indicator");
+    if (indicator) indicator.dataset.state = state;
+  }
+
+  document.addEventListener("htmx:wsOpen", function (event) {
+    setLiveState(event, "live");
+  });
+  document.addEventListener("htmx:wsClose", function (event) {
+    setLiveState(event, "offline");
+  });
+  document.addEventListener("htmx:wsError", function (event) {
+    setLiveState(event, "offline");
+  });
+})();
