@@ -18,6 +18,7 @@ from django.db import DatabaseError, close_old_connections, connection
 from django.db.models import Q
 from django.utils import timezone
 
+from agents_app.engine.analysis import analyze_task, select_tools
 from agents_app.engine.decide import RunState, StepState, next_action
 from agents_app.engine.executor import StepInput, execute_step
 from agents_app.engine.hooks import StopRun
@@ -38,7 +39,7 @@ from agents_app.models import (
 )
 from agents_app.run_writer import LeaseLost, RunWriter, locked_run
 from agents_app.selectors import agent_result
-from tools_app.registry import ToolRegistry, ToolResult, get_registry
+from tools_app.registry import ToolRegistry, ToolResult, ToolSpec, get_registry
 
 logger = logging.getLogger(__name__)
 
@@ -322,6 +323,34 @@ class RunExecutor:
                 finish(w, RunStatus.FAILED, "INTERNAL_ERROR", f"{type(exc).__name__}: {exc}")
         return True
 
+    def offered_tools(self, run: Run, hooks: DatabaseHooks) -> list[ToolSpec]:
+        """Every tool, or with many tools only those the task analysis asks for."""
+        tools = [t.spec for t in self.registry.all()]
+        if len(tools) < settings.AGENT_ANALYSIS_MIN_TOOLS:
+            return tools
+        try:
+            analysis = analyze_task(
+                provider=self.provider,
+                hooks=hooks,
+                task=run.task.text,
+                context=run.task.context,
+                tools=tools,
+                timeout=settings.AGENT_PLAN_TIMEOUT,
+            )
+        except DomainError as exc:
+            if exc.code == "BUDGET_EXCEEDED":
+                raise
+            with self.lock() as w:
+                w.event("task_analysis", {"error": f"{exc.code}: {exc.message}", "tools": "all"})
+            return tools
+        offered = select_tools(tools, analysis)
+        with self.lock() as w:
+            w.event(
+                "task_analysis",
+                {**analysis.model_dump(), "tools": [t.name for t in offered]},
+            )
+        return offered
+
     def plan(self, run: Run, previous: Plan | None, previous_steps: list[Step]) -> None:
         hooks = DatabaseHooks(run, self.lease)
         output = make_plan(
@@ -329,7 +358,7 @@ class RunExecutor:
             hooks=hooks,
             task=run.task.text,
             context=run.task.context,
-            tools=[t.spec for t in self.registry.all()],
+            tools=self.offered_tools(run, hooks),
             max_steps=settings.AGENT_MAX_STEPS,
             timeout=settings.AGENT_PLAN_TIMEOUT,
             history=replan_history(run, previous_steps) if previous else "",

@@ -188,6 +188,9 @@ AGENT_RUN_TIMEOUT = env_float("AGENT_RUN_TIMEOUT", 1800.0, minimum=1.0)
 AGENT_MAX_REPLANS = env_int("AGENT_MAX_REPLANS", 2, minimum=0)
 AGENT_MAX_STEPS = env_int("AGENT_MAX_STEPS", 50, minimum=1)
 AGENT_MAX_TOOL_ROUNDS = env_int("AGENT_MAX_TOOL_ROUNDS", 8, minimum=1)
+# With at least this many tools, the model first names the capabilities a task needs and the
+# planner sees only matching tools (seed 000's task analysis).
+AGENT_ANALYSIS_MIN_TOOLS = env_int("AGENT_ANALYSIS_MIN_TOOLS", 10, minimum=1)
 RUN_MAX_TOKENS = env_int("RUN_MAX_TOKENS", 200_000, minimum=1)
 RUN_MAX_TOOL_CALLS = env_int("RUN_MAX_TOOL_CALLS", 100, minimum=1)
 RUN_LEASE_SECONDS = env_float("RUN_LEASE_SECONDS", 30.0, minimum=1.0)
@@ -198,6 +201,14 @@ HTTP_TOOL_MAX_BYTES = env_int("HTTP_TOOL_MAX_BYTES", 1_000_000, minimum=1)
 HTTP_TOOL_TIMEOUT = env_float("HTTP_TOOL_TIMEOUT", 15.0, minimum=0.1)
 HTTP_TOOL_ALLOW_PRIVATE = env_bool("HTTP_TOOL_ALLOW_PRIVATE", False)
 FILE_TOOL_MAX_BYTES = env_int("FILE_TOOL_MAX_BYTES", 1_000_000, minimum=1)
+
+# --- MCP servers ------------------------------------------------------------------
+# How often a process re-reads the server list (admin changes take effect within this).
+MCP_POLL_INTERVAL = env_float("MCP_POLL_INTERVAL", 5.0, minimum=0.1)
+# How often each live session is pinged.
+MCP_HEALTH_INTERVAL = env_float("MCP_HEALTH_INTERVAL", 30.0, minimum=0.1)
+# How long a worker's first run waits for the servers to connect before planning.
+MCP_STARTUP_WAIT = env_float("MCP_STARTUP_WAIT", 15.0, minimum=0.0)
 
 # --- API ------------------------------------------------------------------------
 TASK_MAX_CHARS = env_int("TASK_MAX_CHARS", 20_000, minimum=1)

@@ -272,3 +272,52 @@ def test_a_run_leased_by_another_worker_is_left_alone(owner):
     outcome = execute_run(run.pk, provider=provider, registry=make_registry())
     assert outcome.state == "busy" and 25 < outcome.retry_in <= 30
     assert provider.requests == []
+
+
+def test_task_analysis_offers_the_planner_only_matching_tools(owner, settings):
+    settings.AGENT_ANALYSIS_MIN_TOOLS = 2
+    run, provider, _ = run_with(
+        owner,
+        {
+            "AGENTDESK:ANALYZE": [{"json": {"capabilities": ["echo"], "domain": "nowhere"}}],
+            "AGENTDESK:PLAN": [plan(step("say it", ["echo"]))],
+            "AGENTDESK:STEP": [{"content": "said"}],
+            "AGENTDESK:VERIFY": [verdict()],
+        },
+    )
+    plan_prompt = next(r for r in provider.requests if "AGENTDESK:PLAN" in r.messages[0]["content"])
+    catalog = plan_prompt.messages[0]["content"]
+    assert "- echo:" in catalog and "- finish_task:" in catalog and "- broken:" not in catalog
+    analysis = RunEvent.objects.get(run=run, type="task_analysis").payload
+    assert analysis["tools"] == ["echo", "finish_task"]
+    assert run.status == "succeeded"
+
+
+def test_a_failed_analysis_offers_every_tool(owner, settings):
+    settings.AGENT_ANALYSIS_MIN_TOOLS = 2
+    run, provider, _ = run_with(
+        owner,
+        {
+            "AGENTDESK:ANALYZE": [{"error": "INVALID_RESPONSE"}],
+            "AGENTDESK:PLAN": [plan(step("break it", ["broken"]))],
+            "AGENTDESK:STEP": [{"content": "did not need it"}],
+            "AGENTDESK:VERIFY": [verdict()],
+        },
+    )
+    plan_prompt = next(r for r in provider.requests if "AGENTDESK:PLAN" in r.messages[0]["content"])
+    assert "- broken:" in plan_prompt.messages[0]["content"]
+    assert RunEvent.objects.get(run=run, type="task_analysis").payload["tools"] == "all"
+    assert run.status == "succeeded"
+
+
+def test_few_tools_need_no_analysis(owner):
+    run, provider, _ = run_with(
+        owner,
+        {
+            "AGENTDESK:PLAN": [plan(step("think"))],
+            "AGENTDESK:STEP": [{"content": "thought"}],
+            "AGENTDESK:VERIFY": [verdict()],
+        },
+    )
+    assert not any("AGENTDESK:ANALYZE" in r.messages[0]["content"] for r in provider.requests)
+    assert not RunEvent.objects.filter(run=run, type="task_analysis").exists()
