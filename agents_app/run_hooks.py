@@ -1,0 +1,161 @@
+"""DatabaseHooks: the engine's window on the world, backed by the run's rows."""
+
+import time
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.utils import timezone
+
+from agents_app.engine.hooks import StopRun
+from agents_app.engine.llm import Usage
+from agents_app.errors import DomainError
+from agents_app.events import publish, run_group
+from agents_app.lease import Lease
+from agents_app.models import Run, Step, ToolCall, ToolCallStatus
+from agents_app.run_writer import locked_run
+from tools_app.registry import ToolResult
+
+TOKEN_FLUSH_CHARS = 64
+TOKEN_FLUSH_SECONDS = 0.1
+
+
+class DatabaseHooks:
+    """EngineHooks backed by the run's rows: every call and its outcome is committed."""
+
+    def __init__(self, run: Run, lease: Lease, step: Step | None = None):
+        self.run_id = run.pk
+        self.lease = lease
+        self.step = step
+        self.deadline = (run.started_at or timezone.now()) + timedelta(
+            seconds=settings.AGENT_RUN_TIMEOUT
+        )
+        self._buffer: list[str] = []
+        self._buffered = 0
+        self._last_flush = time.monotonic()
+        self._token_context: dict[str, Any] = {}
+
+    def checkpoint(self) -> None:
+        self.flush_tokens()
+        if self.lease.lost.is_set():
+            raise StopRun("LEASE_LOST")
+        if timezone.now() >= self.deadline:
+            raise StopRun("EXECUTION_TIMEOUT", f"the run exceeded {settings.AGENT_RUN_TIMEOUT:g} s")
+        cancel = Run.objects.filter(pk=self.run_id).values_list("cancel_requested", flat=True)
+        if cancel.first():
+            raise StopRun("CANCELLED")
+
+    def on_llm_usage(self, usage: Usage, model: str) -> None:
+        self.flush_tokens()
+        with locked_run(self.run_id, self.lease.token) as w:
+            run = w.run
+            w.set(
+                prompt_tokens=run.prompt_tokens + usage.prompt_tokens,
+                completion_tokens=run.completion_tokens + usage.completion_tokens,
+            )
+            w.event(
+                "llm_usage",
+                {
+                    "model": model,
+                    "prompt_tokens": usage.prompt_tokens,
+                    "completion_tokens": usage.completion_tokens,
+                    "step_index": self.step.index if self.step else None,
+                },
+            )
+        if run.total_tokens > run.max_tokens:
+            raise DomainError(
+                "BUDGET_EXCEEDED",
+                f"The run used {run.total_tokens} LLM tokens; its budget is {run.max_tokens}",
+                {"budget": "tokens", "used": run.total_tokens, "limit": run.max_tokens},
+            )
+
+    def on_token(
+        self, text: str, *, phase: str, step_index: int | None, reasoning: bool = False
+    ) -> None:
+        context = {"phase": phase, "step_index": step_index, "reasoning": reasoning}
+        if context != self._token_context:
+            self.flush_tokens()
+            self._token_context = context
+        self._buffer.append(text)
+        self._buffered += len(text)
+        if (
+            self._buffered >= TOKEN_FLUSH_CHARS
+            or time.monotonic() - self._last_flush >= TOKEN_FLUSH_SECONDS
+        ):
+            self.flush_tokens()
+
+    def flush_tokens(self) -> None:
+        """Tokens are not RunEvents: coalesced pieces go to the channel layer only."""
+        self._last_flush = time.monotonic()
+        if not self._buffer:
+            return
+        token = "".join(self._buffer)
+        self._buffer.clear()
+        self._buffered = 0
+        publish(
+            run_group(self.run_id), [{"type": "run.token", "token": token, **self._token_context}]
+        )
+
+    def before_tool_call(self, tool: str, arguments: dict[str, Any]) -> tuple[int, float]:
+        assert self.step is not None
+        with locked_run(self.run_id, self.lease.token) as w:
+            run = w.run
+            if run.tool_calls_made >= run.max_tool_calls:
+                raise DomainError(
+                    "BUDGET_EXCEEDED",
+                    f"The run reached its budget of {run.max_tool_calls} tool calls",
+                    {
+                        "budget": "tool_calls",
+                        "used": run.tool_calls_made,
+                        "limit": run.max_tool_calls,
+                    },
+                )
+            w.set(tool_calls_made=run.tool_calls_made + 1)
+            call = ToolCall.objects.create(
+                run_id=self.run_id,
+                step=self.step,
+                attempt=self.step.retry_count,
+                tool=tool,
+                arguments=arguments,
+            )
+            w.event(
+                "tool_call",
+                {
+                    "tool_call_id": call.pk,
+                    "step_index": self.step.index,
+                    "tool": tool,
+                    "arguments": arguments,
+                },
+            )
+        return call.pk, time.monotonic()
+
+    def after_tool_call(
+        self,
+        handle: tuple[int, float],
+        *,
+        result: ToolResult | None,
+        error_code: str = "",
+        error: str = "",
+    ) -> None:
+        call_id, started = handle
+        duration_ms = int((time.monotonic() - started) * 1000)
+        ok = result is not None and result.ok and not error_code
+        with locked_run(self.run_id, self.lease.token) as w:
+            ToolCall.objects.filter(pk=call_id).update(
+                status=ToolCallStatus.SUCCEEDED if ok else ToolCallStatus.FAILED,
+                result=result.content if result is not None else None,
+                error=error if error_code else "",
+                duration_ms=duration_ms,
+            )
+            w.event(
+                "tool_result",
+                {
+                    "tool_call_id": call_id,
+                    "step_index": self.step.index if self.step else None,
+                    "status": "succeeded" if ok else "failed",
+                    "result": result.content if ok else None,
+                    "error_code": error_code,
+                    "error": error,
+                    "duration_ms": duration_ms,
+                },
+            )
