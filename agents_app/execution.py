@@ -378,7 +378,13 @@ def execute_run(
                 with locked_run(run_id, lease.token) as w:
                     finish(w, RunStatus.FAILED, exc.code, exc.message, exc.details)
                 return Outcome("finished")
-        executor = RunExecutor(run_id, lease, provider, registry or get_registry())
+        if registry is None:
+            registry = get_registry()
+            # This process's MCP sessions: started once, after any fork, then kept open.
+            from tools_app.mcp_client import ensure_pool
+
+            ensure_pool(registry, wait=settings.MCP_STARTUP_WAIT)
+        executor = RunExecutor(run_id, lease, provider, registry)
         while executor.step_once():
             pass
         return Outcome("finished")

@@ -201,6 +201,7 @@ HTTP_TOOL_MAX_BYTES = env_int("HTTP_TOOL_MAX_BYTES", 1_000_000, minimum=1)
 HTTP_TOOL_TIMEOUT = env_float("HTTP_TOOL_TIMEOUT", 15.0, minimum=0.1)
 HTTP_TOOL_ALLOW_PRIVATE = env_bool("HTTP_TOOL_ALLOW_PRIVATE", False)
 FILE_TOOL_MAX_BYTES = env_int("FILE_TOOL_MAX_BYTES", 1_000_000, minimum=1)
+MCP_CONFIG_PATH = BASE_DIR / env_str("MCP_CONFIG_PATH", "mcp_config.json")
 
 # --- MCP servers ------------------------------------------------------------------
 # How often a process re-reads the server list (admin changes take effect within this).
