@@ -73,7 +73,9 @@ def test_it_discovers_and_calls_tools_over_stdio(pool):
     assert summed.ok and "5" in summed.content["text"]
 
 
-@pytest.mark.parametrize(("mode", "transport"), [("streamableHttp", "streamable_http"), ("sse", "sse")])
+@pytest.mark.parametrize(
+    ("mode", "transport"), [("streamableHttp", "streamable_http"), ("sse", "sse")]
+)
 def test_it_discovers_and_calls_tools_over_http(pool, tmp_path, mode, transport):
     http = EverythingHttpServer(mode, tmp_path).start()
     try:
@@ -115,7 +117,9 @@ def test_a_call_past_the_servers_timeout_fails_clearly(pool):
     running = pool()
     running.wait_ready(60)
     started = time.monotonic()
-    result = call(running, "everything.trigger-long-running-operation", {"duration": 10, "steps": 2})
+    result = call(
+        running, "everything.trigger-long-running-operation", {"duration": 10, "steps": 2}
+    )
     assert not result.ok and "timed out after 1 s" in result.error
     assert time.monotonic() - started < 5
 
@@ -190,7 +194,9 @@ def test_disabling_a_server_in_the_database_closes_its_session(pool):
 
 
 def test_python_servers_from_pypi_work_too(pool, tmp_path):
-    MCPServer.objects.create(name="time", transport="stdio", command=python_server("mcp-server-time"))
+    MCPServer.objects.create(
+        name="time", transport="stdio", command=python_server("mcp-server-time")
+    )
     running = pool()
     running.wait_ready(60)
     assert MCPServer.objects.get(name="time").status == "active"
