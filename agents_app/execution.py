@@ -33,6 +33,7 @@ from agents_app.run_hooks import DatabaseHooks
 from agents_app.run_writer import LeaseLost, RunWriter, locked_run
 from agents_app.selectors import agent_result
 from tools_app.registry import ToolRegistry, ToolSpec, get_registry
+from tools_app.selectors import configured_specs
 
 logger = logging.getLogger(__name__)
 
@@ -119,7 +120,7 @@ class RunExecutor:
 
     def offered_tools(self, run: Run, hooks: DatabaseHooks) -> list[ToolSpec]:
         """Every tool, or with many tools only those the task analysis asks for."""
-        tools = [t.spec for t in self.registry.all()]
+        tools = configured_specs(self.registry)
         if len(tools) < settings.AGENT_ANALYSIS_MIN_TOOLS:
             return tools
         try:

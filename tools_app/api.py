@@ -6,6 +6,7 @@ from django.http import HttpRequest
 from ninja import Router, Schema
 
 from tools_app.registry import get_registry
+from tools_app.selectors import tool_catalog
 
 router = Router(tags=["tools"])
 
@@ -17,11 +18,6 @@ class ToolList(Schema):
 
 @router.get("/tools", response=ToolList, summary="List available tools")
 def list_tools(request: HttpRequest, capability: str | None = None, domain: str | None = None):
-    """All tools, or those with a capability / in a domain (seed 000 discovery)."""
-    registry = get_registry()
-    tools = registry.all()
-    if capability:
-        tools = [t for t in registry.for_capabilities([capability])]
-    if domain:
-        tools = [t for t in tools if t.spec.domain == domain]
-    return {"tools": [t.spec.as_dict() for t in tools]}
+    """Builtin and MCP tools with schema, capabilities, domain, approval level and, for MCP
+    tools, their server's status; or those with a capability / in a domain (seed 000)."""
+    return {"tools": tool_catalog(get_registry(), capability=capability, domain=domain)}

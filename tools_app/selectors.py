@@ -1,0 +1,59 @@
+"""Reads of the tool catalogue: what the code and the servers offer, as staff configured it."""
+
+from dataclasses import replace
+from typing import Any
+
+from tools_app.models import Tool, ToolSource
+from tools_app.registry import ToolRegistry, ToolSpec
+
+
+def configured_specs(registry: ToolRegistry) -> list[ToolSpec]:
+    """The registry's tools with staff's edits applied (capabilities, domain, approval level)
+    and the tools staff disabled left out. A tool without a row yet is taken as registered."""
+    rows = {row.name: row for row in Tool.objects.all()}
+    specs = []
+    for tool in registry.all():
+        row = rows.get(tool.spec.name)
+        if row is None:
+            specs.append(tool.spec)
+        elif row.enabled:
+            specs.append(
+                replace(
+                    tool.spec,
+                    capabilities=frozenset(row.capabilities) or tool.spec.capabilities,
+                    domain=row.domain or tool.spec.domain,
+                    approval_level=row.effective_approval_level,
+                )
+            )
+    return specs
+
+
+def tool_catalog(
+    registry: ToolRegistry, *, capability: str | None = None, domain: str | None = None
+) -> list[dict[str, Any]]:
+    """Every usable tool for people and clients: the builtin ones from the code, and the MCP
+    tools the workers discovered (from their rows, with their server's status)."""
+    builtin = [
+        {**spec.as_dict(), "server": None}
+        for spec in configured_specs(registry)
+        if spec.source == ToolSource.BUILTIN
+    ]
+    remote = [
+        {
+            **row.tool_spec().as_dict(),
+            "server": {
+                "name": row.server.name,
+                "status": row.server.status,
+                "last_error": row.server.last_error,
+            },
+        }
+        for row in Tool.objects.filter(
+            source=ToolSource.MCP, enabled=True, server__enabled=True
+        ).select_related("server")
+    ]
+    tools = sorted(builtin + remote, key=lambda t: t["name"])
+    if capability:
+        tools = [t for t in tools if capability.upper() in t["capabilities"]]
+    if domain:
+        tools = [t for t in tools if t["domain"] == domain]
+    return tools
