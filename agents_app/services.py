@@ -70,6 +70,7 @@ def task_submit(
     return run
 
 
+@transaction.atomic
 def run_create(*, task: Task) -> Run:
     """A new queued Run of `task` with the task's budgets (or the defaults) and its first
     event. The caller enqueues it (run_enqueue) once it should start."""

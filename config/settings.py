@@ -151,7 +151,11 @@ REDIS_URL = _redis_url()
 CHANNEL_LAYERS = {
     "default": {
         "BACKEND": "channels_redis.core.RedisChannelLayer",
-        "CONFIG": {"hosts": [REDIS_URL or "redis://127.0.0.1:6379/0"]},
+        "CONFIG": {
+            "hosts": [REDIS_URL or "redis://127.0.0.1:6379/0"],
+            # Deployments (or test sessions) sharing one Redis keep their groups apart.
+            "prefix": env_str("CHANNEL_PREFIX", "agentdesk"),
+        },
     }
 }
 

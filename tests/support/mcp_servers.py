@@ -26,8 +26,16 @@ def ensure_node_servers() -> Path:
     if not (modules / "server-everything").exists() or not (modules / "server-filesystem").exists():
         NODE_DIR.mkdir(exist_ok=True)
         subprocess.run(
-            ["npm", "install", "--no-audit", "--no-fund", "--silent", "--prefix", str(NODE_DIR),
-             *NPM_PACKAGES],
+            [
+                "npm",
+                "install",
+                "--no-audit",
+                "--no-fund",
+                "--silent",
+                "--prefix",
+                str(NODE_DIR),
+                *NPM_PACKAGES,
+            ],
             check=True,
             timeout=600,
         )
@@ -86,7 +94,9 @@ class EverythingHttpServer:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                raise RuntimeError(f"server-everything {self.mode} exited: {self.log_path.read_text()}")
+                raise RuntimeError(
+                    f"server-everything {self.mode} exited: {self.log_path.read_text()}"
+                )
             with socket.socket() as s:
                 if s.connect_ex(("127.0.0.1", self.port)) == 0:
                     return self

@@ -59,7 +59,8 @@ class WebServer:
             if self.process.poll() is not None:
                 raise RuntimeError(f"daphne exited: {self.log()[-3000:]}")
             try:
-                httpx.get(f"{self.url}/api/v1/health", timeout=1)
+                # The health check itself waits a second for worker pings.
+                httpx.get(f"{self.url}/api/v1/health", timeout=5)
                 return self
             except httpx.HTTPError:
                 time.sleep(0.1)

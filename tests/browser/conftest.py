@@ -1,0 +1,110 @@
+"""Chromium, driven by Playwright, against the stack `uv run go` runs: daphne with DEBUG off
+after collectstatic, a Celery worker and Redis, all on pytest-django's test database. The LLM
+is the scripted server, the one stand-in.
+
+daphne and the worker start once per module. That is safe with `transactional_db` flushing the
+tables between tests because neither keeps anything between two requests or two tasks but their
+connections, and each test waits for the worker to go idle before the flush.
+"""
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from agents_app.models import Run
+from tests.browser.remote import BrowserThread, Remote
+from tests.integration.conftest import wait_for
+from tests.support.llm_server import ScriptedLLMServer
+from tests.support.web import WebServer
+from tests.support.worker import Worker
+
+WAIT_MS = 30_000  # generous for a busy machine; the scripts themselves are fast
+VIEWPORT = {"width": 1280, "height": 900}
+
+
+@dataclass
+class Stack:
+    url: str
+    web: WebServer
+    worker: Worker
+    llm: ScriptedLLMServer
+    log_dir: Path
+    env: dict[str, str]
+    workers_started: int = 1
+
+    def restart_worker(self) -> None:
+        self.worker.kill()
+        self.workers_started += 1
+        self.worker = Worker(f"browser-{self.workers_started}", self.log_dir, **self.env).start()
+
+
+@pytest.fixture(scope="session")
+def browser():
+    thread = BrowserThread()
+    browser = thread.launch()
+    yield browser
+    browser.close()
+    thread.stop()
+
+
+@pytest.fixture(scope="session")
+def llm_server():
+    server = ScriptedLLMServer().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def stack_processes(django_db_setup, llm_server, tmp_path_factory):
+    # Both need the LLM: daphne refuses a task when none is configured, the worker calls it.
+    env = {"LLM_BASE_URL": llm_server.base_url, "LLM_MODEL": "scripted"}
+    log_dir = tmp_path_factory.mktemp("stack")
+    web = WebServer(log_dir, **env).start()
+    try:
+        worker = Worker("browser-1", log_dir, **env).start()
+    except Exception:
+        web.stop()
+        raise
+    stack = Stack(web.url, web, worker, llm_server, log_dir, env)
+    yield stack
+    stack.worker.stop()
+    web.stop()
+
+
+def _worker_idle() -> bool:
+    return not Run.objects.exclude(lease_owner="").exists()
+
+
+@pytest.fixture
+def stack(stack_processes, transactional_db):
+    """The running stack, with the scripted LLM reset for this test."""
+    stack_processes.llm.reset()
+    yield stack_processes
+    # A run still on the worker would write into the next test's tables after the flush.
+    try:
+        wait_for(_worker_idle, timeout=30, message="the worker to finish this test's runs")
+    except AssertionError:
+        stack_processes.restart_worker()
+        raise
+
+
+@pytest.fixture
+def page(browser, stack):
+    """A fresh browser context (no cookies) on the stack, 1280×900; fails on uncaught JS errors."""
+    context = browser.new_context(base_url=stack.url, viewport=VIEWPORT)
+    context.set_default_timeout(WAIT_MS)
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    yield page
+    context.close()
+    assert not errors, f"JavaScript errors on the page: {errors}"
+
+
+def log_in(page: Remote, username: str, password: str) -> None:
+    page.goto("/login/")
+    page.fill("#id_username", username)
+    page.fill("#id_password", password)
+    page.click("#login-form button[type=submit]")
+    page.wait_for_url("/")

@@ -1,0 +1,93 @@
+"""Playwright's sync API in a thread of its own, driven from the test's thread.
+
+The sync API keeps an asyncio loop running in the thread that uses it, and Django refuses ORM
+calls from a thread with a running loop (SynchronousOnlyOperation), pytest-django's flush after
+each transactional test included. So the browser lives in its own thread, and tests hold
+`Remote` proxies that run every attribute read and call there: Playwright code reads as usual,
+and the test's thread stays free for the ORM.
+"""
+
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from playwright.sync_api import expect as playwright_expect
+from playwright.sync_api import sync_playwright
+
+CHROMIUM = "/usr/bin/chromium"  # Debian's; Playwright never downloads a browser here
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+class BrowserThread:
+    """One thread that owns Playwright and Chromium; `call` runs a function there."""
+
+    def __init__(self) -> None:
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="playwright")
+        self._playwright: Any = None
+
+    def call(self, function: Any, *args: Any, **kwargs: Any) -> Any:
+        return self._executor.submit(function, *args, **kwargs).result()
+
+    def launch(self) -> "Remote":
+        def start() -> Any:
+            self._playwright = sync_playwright().start()
+            return self._playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+
+        return Remote(self.call(start), self)
+
+    def stop(self) -> None:
+        if self._playwright is not None:
+            self.call(self._playwright.stop)
+        self._executor.shutdown()
+
+
+def _unwrap(value: Any) -> Any:
+    if isinstance(value, Remote):
+        return value._target
+    if isinstance(value, list | tuple):
+        return type(value)(_unwrap(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _unwrap(v) for k, v in value.items()}
+    return value
+
+
+class Remote:
+    """A Playwright object that lives in the browser thread."""
+
+    def __init__(self, target: Any, thread: BrowserThread) -> None:
+        self._target = target
+        self._thread = thread
+
+    def _wrap(self, value: Any) -> Any:
+        if isinstance(value, list):
+            return [self._wrap(v) for v in value]
+        if type(value).__module__.startswith("playwright."):
+            return Remote(value, self._thread)
+        return value
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):  # not Playwright's API; also keeps copy/pickle from recursing
+            raise AttributeError(name)
+        value = self._thread.call(getattr, self._target, name)
+        if not callable(value):
+            return self._wrap(value)
+
+        def method(*args: Any, **kwargs: Any) -> Any:
+            return self._wrap(self._thread.call(value, *_unwrap(args), **_unwrap(kwargs)))
+
+        return method
+
+    def __repr__(self) -> str:
+        return f"Remote({self._thread.call(repr, self._target)})"
+
+
+def expect(actual: Remote, message: str | None = None) -> Remote:
+    """Playwright's `expect`, for a Remote page or locator."""
+    return Remote(actual._thread.call(playwright_expect, actual._target, message), actual._thread)
