@@ -138,3 +138,31 @@ class DashboardConsumer(AsyncWebsocketConsumer):
     def row(self, run_id: int) -> str:
         run = Run.objects.filter(pk=run_id, owner_id=self.user_id).select_related("task").first()
         return fragments.render_run_row(run=run) if run else ""
+
+
+class ServersConsumer(AsyncWebsocketConsumer):
+    """The header's MCP server panel, re-rendered whenever a server's status changes."""
+
+    joined = False
+
+    async def connect(self) -> None:
+        user = self.scope.get("user")
+        if user is None or not user.is_authenticated:
+            await self.close(code=UNAUTHORIZED)
+            return
+        from tools_app.mcp_store import MCP_STATUS_GROUP
+
+        await self.channel_layer.group_add(MCP_STATUS_GROUP, self.channel_name)
+        self.joined = True
+        await self.accept()
+        await self.mcp_status({})  # whatever changed since the page was rendered
+
+    async def disconnect(self, code: int) -> None:
+        if self.joined:
+            from tools_app.mcp_store import MCP_STATUS_GROUP
+
+            await self.channel_layer.group_discard(MCP_STATUS_GROUP, self.channel_name)
+
+    async def mcp_status(self, message: dict[str, Any]) -> None:
+        html = await database_sync_to_async(fragments.render_servers_panel)(user=self.scope["user"])
+        await self.send(text_data=html)

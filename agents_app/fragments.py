@@ -401,3 +401,14 @@ def render_run_row(*, run: Run) -> str:
     return render_to_string(
         "agents/partials/run_row.html", {"run": run, "progress": progress, "oob": True}
     )
+
+
+def render_servers_panel(*, user: Any) -> str:
+    """The MCP server dropdown's summary and body, as out-of-band swaps (the dropdown's open
+    state is kept)."""
+    from tools_app.templatetags.tools_panel import panel_context
+
+    context = {**panel_context(), "oob": True, "user": user}
+    return render_to_string("tools/partials/servers_summary.html", context) + render_to_string(
+        "tools/partials/servers_body.html", context
+    )

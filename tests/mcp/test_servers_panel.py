@@ -1,0 +1,60 @@
+"""The header's MCP server panel: statuses, why a server is broken, live over a WebSocket."""
+
+import pytest
+from asgiref.sync import async_to_sync, sync_to_async
+from channels.testing import WebsocketCommunicator
+
+from config.asgi import application
+from tests.streams.test_page_sockets import session_headers
+from tools_app.mcp_store import DatabaseStore
+from tools_app.models import MCPServer
+
+
+@pytest.fixture
+def servers(db):
+    good = MCPServer.objects.create(name="good", transport="stdio", command="node")
+    good.mark("active", tool_count=3)
+    bad = MCPServer.objects.create(name="bad", transport="stdio", command="node")
+    bad.mark("broken", error="spawn node ENOENT", stderr_tail="line one\nfatal: no such file")
+    return good, bad
+
+
+@pytest.mark.django_db
+def test_every_page_shows_the_servers_and_why_one_is_broken(client, owner, servers):
+    client.force_login(owner)
+    html = client.get("/").content.decode()
+    assert 'id="servers-summary"' in html and "1 active · 1 broken" in html
+    assert "spawn node ENOENT" in html and "fatal: no such file" in html
+    assert 'ws-connect="/ws/servers/"' in html
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_status_change_reaches_open_pages(owner, servers):
+    good, _ = servers
+    headers = session_headers(owner)
+
+    async def scenario():
+        socket = WebsocketCommunicator(application, "/ws/servers/", headers=headers)
+        assert (await socket.connect())[0]
+        first = await socket.receive_from(5)
+        await sync_to_async(DatabaseStore().record_broken)(
+            good.pk, "the server closed the connection", "bye"
+        )
+        second = await socket.receive_from(5)
+        await socket.disconnect()
+        return first, second
+
+    first, second = async_to_sync(scenario)()
+    assert "1 active · 1 broken" in first and 'hx-swap-oob="true"' in first
+    assert "0 active · 2 broken" in second and "the server closed the connection" in second
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_panel_socket_needs_a_login():
+    async def scenario():
+        socket = WebsocketCommunicator(
+            application, "/ws/servers/", headers=[(b"origin", b"http://127.0.0.1")]
+        )
+        return await socket.connect()
+
+    assert async_to_sync(scenario)()[0] is False

@@ -1,0 +1,20 @@
+from django import template
+
+from tools_app.models import MCPServer
+
+register = template.Library()
+
+
+def panel_context() -> dict:
+    servers = list(MCPServer.objects.order_by("name"))
+    return {
+        "servers": servers,
+        "active": sum(s.status == "active" for s in servers),
+        "broken": sum(s.status == "broken" for s in servers),
+    }
+
+
+@register.inclusion_tag("tools/partials/servers_panel.html")
+def servers_panel() -> dict:
+    """The header's MCP server dropdown: each server's status, and why a broken one is broken."""
+    return panel_context()
