@@ -72,6 +72,8 @@ class Launcher:
             os.environ["REDIS_URL"] = self.start_valkey()
         self.manage("migrate", "--noinput")
         self.manage("collectstatic", "--noinput")
+        # mcp_config.json (MCP_CONFIG_PATH), when present and changed since its last import.
+        self.manage("mcp_config", "import", "--if-exists", "--if-changed")
         self.manage("ensure_admin")
         _ensure_port_free(host, port)
         self.spawn("web", ["-m", "daphne", "-b", host, "-p", str(port), "config.asgi:application"])

@@ -7,7 +7,8 @@ from typing import Any, TypeVar
 from django.db import close_old_connections, connection, transaction
 
 from agents_app.events import publish
-from tools_app.models import MCPServer, ServerConfigError, ServerStatus, sync_server_tools
+from tools_app.discovery import sync_server_tools
+from tools_app.models import MCPServer, ServerConfigError, ServerStatus
 from tools_app.registry import ToolSpec
 
 MCP_STATUS_GROUP = "mcp.servers"
@@ -29,7 +30,8 @@ def in_own_connection(function: Callable[..., Result]) -> Callable[..., Result]:
     return wrapper
 
 
-def notify(server_id: int) -> None:
+def notify(server_id: int | None = None) -> None:
+    """Tell open pages that a server's status changed (they re-render the server panel)."""
     publish(MCP_STATUS_GROUP, [{"type": "mcp.status", "server_id": server_id}])
 
 
