@@ -9,8 +9,13 @@ django_asgi_app = get_asgi_application()
 # Imported after Django is set up: the consumers use models.
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
+from agents_app.mcp_server import with_mcp  # noqa: E402
 from agents_app.routing import websocket_urlpatterns  # noqa: E402
 
 application = ProtocolTypeRouter(
-    {"http": django_asgi_app, "websocket": URLRouter(websocket_urlpatterns)}
+    {
+        # /mcp is AgentDesk's own MCP server (agents_app/mcp_server.py); the rest is Django.
+        "http": with_mcp(django_asgi_app),
+        "websocket": URLRouter(websocket_urlpatterns),
+    }
 )

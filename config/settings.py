@@ -212,6 +212,9 @@ MCP_CONFIG_PATH = BASE_DIR / env_str("MCP_CONFIG_PATH", "mcp_config.json")
 MCP_POLL_INTERVAL = env_float("MCP_POLL_INTERVAL", 5.0, minimum=0.1)
 # How often each live session is pinged.
 MCP_HEALTH_INTERVAL = env_float("MCP_HEALTH_INTERVAL", 30.0, minimum=0.1)
+# Seconds before the first reconnect to a failed server (doubling up to 30); a tool call to
+# it reconnects at once.
+MCP_RECONNECT_DELAY = env_float("MCP_RECONNECT_DELAY", 0.5, minimum=0.0)
 # How long a worker's first run waits for the servers to connect before planning.
 MCP_STARTUP_WAIT = env_float("MCP_STARTUP_WAIT", 15.0, minimum=0.0)
 

@@ -149,7 +149,7 @@ class ServerConnection:
         self.task: asyncio.Task | None = None
 
     async def run(self) -> None:
-        backoff = BACKOFF_FIRST
+        backoff = self.pool.reconnect_delay
         while not self.closing:
             stdio = self.config.transport == "stdio"
             with (
@@ -163,7 +163,7 @@ class ServerConnection:
                 await self.pool.broken(self, self.last_error, stderr_tail(errlog))
             self.attempted.set()
             if connected:
-                backoff = BACKOFF_FIRST
+                backoff = self.pool.reconnect_delay
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.wake.wait(), backoff)
             self.wake.clear()
@@ -262,8 +262,17 @@ class MCPTool(Tool):
 class MCPPool:
     """The process's MCP sessions. `store` is where discoveries and statuses are written."""
 
-    def __init__(self, registry: Any, store: Any, *, poll_interval: float, health_interval: float):
+    def __init__(
+        self,
+        registry: Any,
+        store: Any,
+        *,
+        poll_interval: float,
+        health_interval: float,
+        reconnect_delay: float = BACKOFF_FIRST,
+    ):
         self.registry = registry
+        self.reconnect_delay = reconnect_delay
         self.store = store
         self.poll_interval = poll_interval
         self.health_interval = health_interval
@@ -388,6 +397,7 @@ def ensure_pool(registry: Any, *, wait: float = 0.0) -> MCPPool:
                 DatabaseStore(),
                 poll_interval=settings.MCP_POLL_INTERVAL,
                 health_interval=settings.MCP_HEALTH_INTERVAL,
+                reconnect_delay=settings.MCP_RECONNECT_DELAY,
             )
             _pool.start()
             atexit.register(_pool.close)

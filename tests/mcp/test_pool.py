@@ -27,9 +27,15 @@ pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 def pool():
     pools = []
 
-    def start(*, poll=0.5, health=30.0):
+    def start(*, poll=0.5, health=30.0, reconnect_delay=0.5):
         registry = ToolRegistry()
-        started = MCPPool(registry, DatabaseStore(), poll_interval=poll, health_interval=health)
+        started = MCPPool(
+            registry,
+            DatabaseStore(),
+            poll_interval=poll,
+            health_interval=health,
+            reconnect_delay=reconnect_delay,
+        )
         started.start()
         pools.append(started)
         return started
@@ -143,7 +149,7 @@ def server_pid(marker: str) -> int:
 
 def test_a_stdio_server_killed_mid_call_fails_the_call_shows_broken_and_comes_back(pool):
     server = stdio_server()
-    running = pool()
+    running = pool(reconnect_delay=30)  # only the next call brings it back
     running.wait_ready(60)
     outcome = {}
 

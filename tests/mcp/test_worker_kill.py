@@ -1,0 +1,99 @@
+"""A stdio MCP server killed under a real worker: the call fails clearly, the server shows
+broken with its stderr, and the same worker (not restarted) reconnects for the next call."""
+
+import json
+import os
+import signal
+import uuid
+
+import pytest
+
+from agents_app.models import Step, ToolCall
+from agents_app.tasks import execute_run
+from tests.integration.conftest import wait_for, wait_for_run
+from tests.integration.test_worker_runs import plan_reply, step, verdict
+from tests.support.mcp_servers import everything_stdio_args, node
+from tests.support.runs import make_run
+from tools_app.models import MCPServer
+
+pytestmark = pytest.mark.integration
+
+
+def pid_with_marker(marker: str) -> int | None:
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/environ", "rb") as f:
+                    if marker.encode() in f.read():
+                        return int(entry)
+            except OSError:
+                continue
+    return None
+
+
+def test_a_killed_server_breaks_one_call_and_the_same_worker_reconnects(llm, start_worker, owner):
+    marker = f"AGENTDESK_TEST_SERVER={uuid.uuid4().hex}"
+    server = MCPServer.objects.create(
+        name="everything",
+        transport="stdio",
+        command=node(),
+        args=everything_stdio_args(),
+        env={"AGENTDESK_TEST_SERVER": marker.split("=", 1)[1]},
+    )
+    long_call = {
+        "name": "everything__trigger-long-running-operation",
+        "arguments": {"duration": 30, "steps": 3},
+    }
+    echo_call = {"name": "everything__echo", "arguments": {"message": "still here"}}
+    llm.script(
+        [
+            {
+                "match": ["AGENTDESK:PLAN", "first"],
+                "replies": [
+                    plan_reply(step("wait long", ["everything.trigger-long-running-operation"]))
+                ],
+            },
+            {
+                "match": ["AGENTDESK:PLAN", "second"],
+                "replies": [plan_reply(step("echo", ["everything.echo"]))],
+            },
+            {"match": ["AGENTDESK:STEP 0", "wait long"], "replies": [{"tool_calls": [long_call]}]},
+            {
+                "match": ["AGENTDESK:STEP 0", "echo"],
+                "replies": [{"tool_calls": [echo_call]}, {"content": "echoed"}],
+            },
+            {"match": ["AGENTDESK:VERIFY", "first"], "replies": [verdict(False)]},
+            {"match": ["AGENTDESK:VERIFY", "second"], "replies": [verdict(True, "echoed")]},
+        ]
+    )
+    # Slow background reconnects, so the broken state can be seen; a call reconnects at once.
+    worker = start_worker(MCP_RECONNECT_DELAY="20")
+    first = make_run(owner, "first task")
+    execute_run.delay(first.pk)
+    wait_for(
+        lambda: ToolCall.objects.filter(run=first, status="running").exists(),
+        60,
+        message="the long call",
+    )
+    os.kill(
+        wait_for(lambda: pid_with_marker(marker), 10, message="the server process"), signal.SIGKILL
+    )
+
+    first = wait_for_run(first.pk, 60)
+    call = ToolCall.objects.get(run=first)
+    assert call.status == "failed" and "closed the connection" in call.error, call.error
+    assert Step.objects.get(run=first).error.startswith("TOOL_FAILED")
+    wait_for(lambda: MCPServer.objects.get(pk=server.pk).status == "broken", 10, message="broken")
+    broken = MCPServer.objects.get(pk=server.pk)
+    assert "closed the connection" in broken.last_error
+    assert broken.stderr_tail.strip(), "the server's stderr is shown"
+
+    second = make_run(owner, "second task")
+    execute_run.delay(second.pk)
+    second = wait_for_run(second.pk, 60)
+    assert second.status == "succeeded", (second.error_code, second.error_message)
+    assert "still here" in json.dumps(ToolCall.objects.get(run=second).result)
+    wait_for(
+        lambda: MCPServer.objects.get(pk=server.pk).status == "active", 10, message="active again"
+    )
+    assert worker.process.poll() is None  # the same worker, never restarted
