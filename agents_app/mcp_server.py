@@ -11,6 +11,7 @@ Stateless and JSON-only: a request carries everything it needs (no Mcp-Session-I
 stream to resume), so any daphne process behind a load balancer can answer any request.
 """
 
+import inspect
 import json
 import logging
 from collections.abc import Callable
@@ -20,7 +21,7 @@ from asgiref.sync import ThreadSensitiveContext
 from channels.db import database_sync_to_async
 from django.conf import settings
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
@@ -35,8 +36,13 @@ from agents_app.errors import DomainError
 from agents_app.models import RunStatus
 from config.api import error_body
 from tools_app.registry import get_registry
+from tools_app.selectors import tool_catalog
 
 logger = logging.getLogger(__name__)
+# A session manager starts and stops with every request here (see session_manager()); its
+# INFO lines about that would be two log lines per request saying nothing.
+logging.getLogger("mcp.server.streamable_http_manager").setLevel(logging.WARNING)
+logging.getLogger("mcp.server.streamable_http").setLevel(logging.WARNING)
 
 MCP_PATH = "/mcp"
 SCOPE_USER = "user"
@@ -65,6 +71,12 @@ class RunList(Schema):
     results: list[RunSummary]
 
 
+class ToolServer(BaseModel):
+    name: str
+    status: str
+    last_error: str
+
+
 class AgentTool(BaseModel):
     # `schema` would shadow BaseModel.schema; the wire name stays REST's "schema".
     model_config = ConfigDict(populate_by_name=True)
@@ -78,6 +90,9 @@ class AgentTool(BaseModel):
     side_effects: str
     timeout: float
     source: str
+    server: ToolServer | None = Field(
+        default=None, description="For an MCP tool, its server and that server's status."
+    )
 
 
 class AgentToolList(BaseModel):
@@ -90,32 +105,31 @@ class AgentDeskMCP(MCPServer):
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context | None = None
     ) -> Any:
-        if name not in {tool.name for tool in await self.list_tools()}:
+        names = sorted(tool.name for tool in await self.list_tools())
+        if name not in names:
             return error_result(
                 DomainError(
                     "TOOL_NOT_FOUND",
                     f"Tool '{name}' not available",
-                    {"requested_tool": name, "available_tools": sorted(self.tool_names)},
+                    {"requested_tool": name, "available_tools": names},
                 )
             )
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
-            # The SDK wraps whatever the tool raised; __cause__ is the original.
+            # The SDK wraps whatever the tool raised; __cause__ is the original. A plain
+            # ToolError over a ValidationError is the arguments failing the input schema; an
+            # UnexpectedToolError over one is our own output failing its model: a bug.
             cause = exc.__cause__
             if isinstance(cause, DomainError):
                 return error_result(cause)
-            if isinstance(cause, ValidationError):
+            if isinstance(cause, ValidationError) and not isinstance(exc, UnexpectedToolError):
                 return error_result(arguments_error(cause))
             body = error_body(
                 "INTERNAL_ERROR", "An unexpected error occurred; quote the trace_id to staff"
             )
             logger.error("MCP tool %s failed: %s", name, body["error"]["trace_id"], exc_info=cause)
             return error_result_body(body)
-
-    @property
-    def tool_names(self) -> list[str]:
-        return [tool.name for tool in self._tool_manager.list_tools()]
 
 
 def error_result(error: DomainError) -> CallToolResult:
@@ -125,7 +139,7 @@ def error_result(error: DomainError) -> CallToolResult:
 def error_result_body(body: dict[str, Any]) -> CallToolResult:
     """The envelope REST answers with, as the text of an `isError` result."""
     return CallToolResult(
-        content=[TextContent(type="text", text=json.dumps(body, ensure_ascii=False))],
+        content=[TextContent(type="text", text=json.dumps(body, ensure_ascii=False, default=str))],
         is_error=True,
     )
 
@@ -143,6 +157,7 @@ def arguments_error(exc: ValidationError) -> DomainError:
 server = AgentDeskMCP(
     "agentdesk",
     title="AgentDesk",
+    version="1",
     instructions=(
         "Hand tasks to AgentDesk's agents and follow their runs. submit_task queues a run; "
         "poll get_run until its status is succeeded, failed or cancelled, then read `result`."
@@ -150,6 +165,17 @@ server = AgentDeskMCP(
 )
 
 READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+RunId = Annotated[int, Field(description="The run's id (run_id from submit_task or list_runs).")]
+
+
+def tool(annotations: ToolAnnotations) -> Callable[[Callable], Callable]:
+    """Register an AgentDesk tool; its docstring, dedented, is what clients read."""
+
+    def register(fn: Callable) -> Callable:
+        server.add_tool(fn, description=inspect.cleandoc(fn.__doc__ or ""), annotations=annotations)
+        return fn
+
+    return register
 
 
 def caller(ctx: Context) -> Any:
@@ -166,14 +192,16 @@ async def in_django(fn: Callable[..., T], *args: Any) -> T:
     return await database_sync_to_async(fn)(*args)
 
 
-@server.tool(annotations=ToolAnnotations(destructive_hint=False, open_world_hint=True))
+@tool(annotations=ToolAnnotations(destructive_hint=False, open_world_hint=True))
 async def submit_task(
     ctx: Context,
     task: Annotated[str, Field(description="What the agent should do.")],
     context: Annotated[
         dict[str, Any] | None, Field(description="Any JSON object the agent may use, < 1 MB.")
     ] = None,
-    max_tokens: Annotated[int | None, Field(ge=1, description="LLM token budget of the run.")] = None,
+    max_tokens: Annotated[
+        int | None, Field(ge=1, description="LLM token budget of the run.")
+    ] = None,
     max_tool_calls: Annotated[int | None, Field(ge=1, description="Tool call budget.")] = None,
 ) -> SubmittedRun:
     """Queue a task for an agent. Returns the new run's id, status (queued) and links;
@@ -192,8 +220,8 @@ async def submit_task(
     return await in_django(submit, caller(ctx))
 
 
-@server.tool(annotations=READ_ONLY)
-async def get_run(ctx: Context, run_id: int) -> RunWithResult:
+@tool(annotations=READ_ONLY)
+async def get_run(ctx: Context, run_id: RunId) -> RunWithResult:
     """One of your runs with its plans, steps and tool calls, and the AgentResult once it
     has finished."""
 
@@ -211,12 +239,12 @@ async def get_run(ctx: Context, run_id: int) -> RunWithResult:
     return await in_django(detail, caller(ctx))
 
 
-@server.tool(annotations=READ_ONLY)
+@tool(annotations=READ_ONLY)
 async def list_runs(
     ctx: Context,
-    status: RunStatus | None = None,
-    page: Annotated[int, Field(ge=1)] = 1,
-    page_size: Annotated[int, Field(ge=1, le=100)] = 20,
+    status: Annotated[RunStatus | None, Field(description="Only runs with this status.")] = None,
+    page: Annotated[int, Field(ge=1, description="1-based page number.")] = 1,
+    page_size: Annotated[int, Field(ge=1, le=100, description="Runs per page.")] = 20,
 ) -> RunList:
     """Your runs, newest first, optionally only those with one status."""
 
@@ -237,8 +265,8 @@ async def list_runs(
     return await in_django(page_of_runs, caller(ctx))
 
 
-@server.tool(annotations=ToolAnnotations(destructive_hint=True, idempotent_hint=True))
-async def cancel_run(ctx: Context, run_id: int) -> RunSummary:
+@tool(annotations=ToolAnnotations(destructive_hint=True, idempotent_hint=True))
+async def cancel_run(ctx: Context, run_id: RunId) -> RunSummary:
     """Stop one of your runs: no new LLM or tool call starts. CONFLICT if it already finished."""
 
     def cancel(user: Any) -> RunSummary:
@@ -248,8 +276,8 @@ async def cancel_run(ctx: Context, run_id: int) -> RunSummary:
     return await in_django(cancel, caller(ctx))
 
 
-@server.tool(annotations=ToolAnnotations(destructive_hint=False, idempotent_hint=False))
-async def restart_run(ctx: Context, run_id: int) -> RunSummary:
+@tool(annotations=ToolAnnotations(destructive_hint=False, idempotent_hint=False))
+async def restart_run(ctx: Context, run_id: RunId) -> RunSummary:
     """A new attempt of a finished run's task, queued; returns the new run. CONFLICT while
     the run is still going."""
 
@@ -260,22 +288,20 @@ async def restart_run(ctx: Context, run_id: int) -> RunSummary:
     return await in_django(restart, caller(ctx))
 
 
-@server.tool(annotations=READ_ONLY)
+@tool(annotations=READ_ONLY)
 async def list_tools(
     ctx: Context,
     capability: Annotated[str | None, Field(description="e.g. FILE_READ")] = None,
-    domain: Annotated[str | None, Field(description="e.g. filesystem")] = None,
+    domain: Annotated[str | None, Field(description="e.g. file_operations")] = None,
 ) -> AgentToolList:
-    """The tools AgentDesk's agents can use (not this server's own tools), with their input
-    schemas, optionally only those with a capability or in a domain."""
+    """The tools AgentDesk's agents can use (not this server's own tools): builtin and from
+    MCP servers, with their input schemas; optionally only those with a capability or in a
+    domain."""
     caller(ctx)
 
     def tools() -> AgentToolList:
-        registry = get_registry()
-        found = registry.for_capabilities([capability]) if capability else registry.all()
-        if domain:
-            found = [tool for tool in found if tool.spec.domain == domain]
-        return AgentToolList.model_validate({"tools": [tool.spec.as_dict() for tool in found]})
+        found = tool_catalog(get_registry(), capability=capability, domain=domain)
+        return AgentToolList.model_validate({"tools": found})
 
     return await in_django(tools)
 
@@ -303,8 +329,10 @@ def session_manager() -> StreamableHTTPSessionManager:
     )
 
 
-def envelope_response(code: str, message: str, headers: dict[str, str] | None = None):
-    body = error_body(code, message)
+def envelope_response(
+    code: str, message: str, details: Any = None, headers: dict[str, str] | None = None
+) -> JSONResponse:
+    body = error_body(code, message, details)
     return JSONResponse(
         body,
         status_code=body["error"]["http_status"],
@@ -329,14 +357,24 @@ async def mcp_app(scope: dict, receive: Any, send: Any) -> None:
             response = envelope_response(
                 "UNAUTHORIZED",
                 "Authentication required: send 'Authorization: Bearer <API key>'",
-                {"WWW-Authenticate": 'Bearer realm="AgentDesk"'},
+                headers={"WWW-Authenticate": 'Bearer realm="AgentDesk"'},
             )
             await response(scope, receive, send)
             return
         if relative_path(scope) not in (MCP_PATH, MCP_PATH + "/"):
-            await envelope_response("NOT_FOUND", f"No MCP endpoint at {scope['path']}")(
-                scope, receive, send
+            response = envelope_response("NOT_FOUND", f"No MCP endpoint at {scope['path']}")
+            await response(scope, receive, send)
+            return
+        if scope["method"] != "POST":
+            # Stateless: there is no server-initiated stream to GET (the SDK would hold an
+            # empty one open for ever) and no session to DELETE. The spec allows a 405 for both.
+            response = envelope_response(
+                "METHOD_NOT_ALLOWED",
+                f"{scope['method']} is not allowed on {MCP_PATH}; use POST",
+                {"method": scope["method"], "allowed_methods": ["POST"]},
+                headers={"Allow": "POST"},
             )
+            await response(scope, receive, send)
             return
         manager = session_manager()
         async with manager.run():

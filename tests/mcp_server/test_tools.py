@@ -1,0 +1,186 @@
+"""The AgentDesk tools over MCP, each scoped to the API key's user."""
+
+import json
+
+import pytest
+
+from agents_app.models import Run, RunStatus
+from tests.support.runs import make_run
+from tools_app.models import MCPServer, Tool, ToolSource
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+AGENTDESK_TOOLS = {"submit_task", "get_run", "list_runs", "cancel_run", "restart_run", "list_tools"}
+
+
+def error_of(result) -> dict:
+    """The seed 000 error of an isError result (the REST envelope, as text)."""
+    assert result.is_error, result
+    body = json.loads(result.content[0].text)
+    assert body["success"] is False
+    return body["error"]
+
+
+def test_it_lists_the_agentdesk_tools_with_input_and_output_schemas(as_owner):
+    tools = {tool.name: tool for tool in as_owner.list_tools().tools}
+
+    assert set(tools) == AGENTDESK_TOOLS
+    submit = tools["submit_task"].input_schema
+    assert submit["required"] == ["task"]
+    assert set(submit["properties"]) == {"task", "context", "max_tokens", "max_tool_calls"}
+    assert tools["list_runs"].input_schema["properties"]["page_size"]["maximum"] == 100
+    assert tools["get_run"].input_schema["required"] == ["run_id"]
+    assert all(tool.output_schema for tool in tools.values())
+    assert tools["get_run"].annotations.read_only_hint is True
+
+
+def test_submit_task_creates_a_queued_run_owned_by_the_keys_user(as_owner, owner):
+    result = as_owner.call(
+        "submit_task", {"task": "Write a haiku", "context": {"tone": "calm"}, "max_tokens": 500}
+    )
+
+    assert not result.is_error, result
+    submitted = result.structured_content
+    run = Run.objects.select_related("task").get(pk=submitted["run_id"])
+    assert run.owner == owner
+    assert (run.task.text, run.task.context, run.max_tokens) == (
+        "Write a haiku",
+        {"tone": "calm"},
+        500,
+    )
+    assert submitted["status"] == RunStatus.QUEUED
+    assert submitted["links"]["self"] == f"/api/v1/runs/{run.pk}"
+
+
+def test_get_run_shows_the_run_with_its_plans_and_no_result_while_it_is_queued(as_owner, owner):
+    run = make_run(owner, "Summarise the news")
+
+    found = as_owner.call("get_run", {"run_id": run.pk}).structured_content
+
+    assert (found["id"], found["task"], found["status"]) == (run.pk, "Summarise the news", "queued")
+    assert found["plans"] == []
+    assert found["result"] is None
+
+
+def test_a_finished_run_comes_with_its_agent_result(as_owner, owner):
+    run = make_run(owner)
+
+    cancelled = as_owner.call("cancel_run", {"run_id": run.pk}).structured_content
+    found = as_owner.call("get_run", {"run_id": run.pk}).structured_content
+
+    assert cancelled["status"] == found["status"] == "cancelled"
+    assert found["result"]["run_id"] == run.pk
+    assert found["result"]["success"] is False
+    assert found["result"]["final_error"]["code"] == "CANCELLED"
+
+
+def test_list_runs_shows_only_the_keys_users_runs(as_owner, owner, outsider):
+    mine = [make_run(owner, "first"), make_run(owner, "second")]
+    make_run(outsider, "not yours")
+    Run.objects.filter(pk=mine[0].pk).update(status=RunStatus.FAILED)
+
+    everything = as_owner.call("list_runs").structured_content
+    failed = as_owner.call("list_runs", {"status": "failed"}).structured_content
+
+    assert everything["count"] == 2
+    assert {r["id"] for r in everything["results"]} == {r.pk for r in mine}
+    assert [r["id"] for r in failed["results"]] == [mine[0].pk]
+
+
+@pytest.mark.parametrize("tool", ["get_run", "cancel_run", "restart_run"])
+def test_another_users_run_is_not_found(as_owner, outsider, tool):
+    theirs = make_run(outsider, "secret plans")
+    Run.objects.filter(pk=theirs.pk).update(status=RunStatus.SUCCEEDED)
+
+    result = as_owner.call(tool, {"run_id": theirs.pk})
+
+    error = error_of(result)
+    assert error["code"] == "NOT_FOUND"
+    assert error["message"] == f"Run {theirs.pk} not found"
+    assert "secret plans" not in result.content[0].text
+    assert Run.objects.filter(task=theirs.task).count() == 1
+    assert Run.objects.get(pk=theirs.pk).cancel_requested is False
+
+
+def test_an_empty_task_is_a_validation_error_and_creates_nothing(as_owner):
+    error = error_of(as_owner.call("submit_task", {"task": "   "}))
+
+    assert (error["code"], error["http_status"]) == ("VALIDATION_ERROR", 400)
+    assert error["details"] == {"field": "task"}
+    assert error["trace_id"].startswith("req-")
+    assert not Run.objects.exists()
+
+
+def test_arguments_outside_the_schema_are_a_validation_error(as_owner):
+    error = error_of(as_owner.call("list_runs", {"page_size": 1000}))
+
+    assert error["code"] == "VALIDATION_ERROR"
+    assert [e["field"] for e in error["details"]["errors"]] == ["page_size"]
+
+
+def test_a_missing_argument_is_a_validation_error(as_owner):
+    error = error_of(as_owner.call("get_run", {}))
+
+    assert error["code"] == "VALIDATION_ERROR"
+    assert [e["field"] for e in error["details"]["errors"]] == ["run_id"]
+
+
+def test_cancelling_a_finished_run_is_a_conflict_and_restarting_it_queues_a_new_attempt(
+    as_owner, owner
+):
+    run = make_run(owner)
+    as_owner.call("cancel_run", {"run_id": run.pk})
+
+    conflict = error_of(as_owner.call("cancel_run", {"run_id": run.pk}))
+    restarted = as_owner.call("restart_run", {"run_id": run.pk}).structured_content
+
+    assert conflict["code"] == "CONFLICT"
+    new_run = Run.objects.get(pk=restarted["id"])
+    assert (new_run.task_id, new_run.attempt, new_run.status) == (run.task_id, 2, "queued")
+    assert new_run.owner == owner
+
+
+def test_restarting_a_run_that_is_still_going_is_a_conflict(as_owner, owner):
+    run = make_run(owner)
+
+    error = error_of(as_owner.call("restart_run", {"run_id": run.pk}))
+
+    assert error["code"] == "CONFLICT"
+    assert Run.objects.count() == 1
+
+
+def test_list_tools_finds_agent_tools_by_capability_and_domain(as_owner):
+    by_capability = as_owner.call("list_tools", {"capability": "file_read"}).structured_content
+    by_domain = as_owner.call("list_tools", {"domain": "web"}).structured_content
+
+    assert {t["name"] for t in by_capability["tools"]} == {"read_file", "list_files"}
+    http_get = by_domain["tools"][0]
+    assert http_get["name"] == "http_get"
+    assert http_get["schema"]["required"] == ["url"]
+
+
+def test_list_tools_includes_tools_discovered_on_mcp_servers_with_their_server(as_owner):
+    server = MCPServer.objects.create(name="git", transport="stdio", command="uvx")
+    Tool.objects.create(
+        server=server,
+        source=ToolSource.MCP,
+        name="git.git_log",
+        remote_name="git_log",
+        description="Show the commit log.",
+        input_schema={"type": "object", "properties": {"repo_path": {"type": "string"}}},
+        capabilities=["GIT_READ"],
+        domain="version_control",
+    )
+
+    tools = as_owner.call("list_tools", {"capability": "GIT_READ"}).structured_content["tools"]
+
+    assert [t["name"] for t in tools] == ["git.git_log"]
+    assert tools[0]["source"] == "mcp"
+    assert tools[0]["server"]["name"] == "git"
+
+
+def test_an_unknown_tool_is_a_tool_not_found_error(as_owner):
+    error = error_of(as_owner.call("decide_approval", {"approval_id": 1, "decision": "approve"}))
+
+    assert error["code"] == "TOOL_NOT_FOUND"
+    assert "submit_task" in error["details"]["available_tools"]
