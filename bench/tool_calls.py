@@ -12,15 +12,11 @@ directory unless DATABASE_URL is set; the npm servers are installed into .mcp-se
 
 import argparse
 import asyncio
-import os
 import statistics
-import sys
 import tempfile
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from harness import start_django  # noqa: E402  (bench/ is on sys.path when run as a script)
 
 
 def summary(samples: list[float]) -> str:
@@ -59,28 +55,13 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=300)
     args = parser.parse_args()
 
-    scratch = Path(tempfile.mkdtemp(prefix="agentdesk-toolbench-"))
-    os.environ["VAR_DIR"] = str(scratch)
-    os.environ["WORKSPACE_ROOT"] = str(scratch / "workspaces")
-    if not os.environ.get("DATABASE_URL"):
-        os.environ["DATABASE_URL"] = f"sqlite:///{scratch / 'bench.sqlite3'}"
-    os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:1/0")  # status notices: best effort
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
-    import logging
-
-    import django
-
-    django.setup()
-    logging.getLogger("agents_app.events").setLevel(logging.ERROR)
-    from django.core.management import call_command
-
+    scratch, valkey = start_django("toolcalls")
     from tests.support.mcp_servers import EverythingHttpServer, everything_stdio_args, node
     from tools_app.mcp_client import MCPPool
     from tools_app.mcp_store import DatabaseStore
     from tools_app.models import MCPServer
     from tools_app.registry import ToolContext, ToolRegistry, get_registry
 
-    call_command("migrate", verbosity=0)
     context = ToolContext(run_id=0, workspace=scratch / "workspaces", timeout=30)
     builtin = get_registry()
     rows = [
@@ -125,6 +106,8 @@ def main() -> None:
         pool.close()
     finally:
         http.stop()
+        if valkey is not None:
+            valkey.stop()
 
     print(f"tool_calls: {args.calls} calls each")
     for label, samples in rows:

@@ -1,6 +1,7 @@
 """Every tool the agents can use, builtin or (later) from MCP servers, behind one interface."""
 
 import threading
+from abc import ABC, abstractmethod
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -71,13 +72,14 @@ class ToolResult:
     details: dict[str, Any] = field(default_factory=dict)
 
 
-class Tool:
+class Tool(ABC):
     """Base class: subclasses set `spec` and implement `run`. Raise ToolError for failures."""
 
     spec: ToolSpec
 
+    @abstractmethod
     def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
-        raise NotImplementedError
+        """Do the call; the arguments were validated against `spec.input_schema`."""
 
 
 class ToolError(Exception):

@@ -60,38 +60,12 @@ def execute_step(
 ) -> StepOutcome:
     """Run the step to an outcome. A tool failure or invalid arguments fail the step; an LLM
     failure raises LLMError (the run cannot go on without its model); StopRun propagates."""
-    thoughts: list[str] = []
-    outcome = _execute_rounds(
-        provider=provider,
-        registry=registry,
-        hooks=hooks,
-        task=task,
-        context=context,
-        step=step,
-        workspace=workspace,
-        run_id=run_id,
-        timeout=timeout,
-        max_rounds=max_rounds,
-        thoughts=thoughts,
-    )
-    return replace(outcome, thinking="\n\n".join(t for t in thoughts if t))
-
-
-def _execute_rounds(
-    *,
-    provider: LLMProvider,
-    registry: ToolRegistry,
-    hooks: EngineHooks,
-    task: str,
-    context: dict[str, Any],
-    step: StepInput,
-    workspace: Any,
-    run_id: int,
-    timeout: float,
-    max_rounds: int,
-    thoughts: list[str],
-) -> StepOutcome:
     deadline = time.monotonic() + timeout
+    thoughts: list[str] = []
+
+    def done(outcome: StepOutcome) -> StepOutcome:
+        return replace(outcome, thinking="\n\n".join(t for t in thoughts if t))
+
     offered = [name for name in step.tool_names if name != FINISH_TOOL]
     if FINISH_TOOL in registry.names():
         offered.append(FINISH_TOOL)
@@ -123,7 +97,7 @@ def _execute_rounds(
         hooks.checkpoint()
         remaining = deadline - time.monotonic()
         if remaining <= 0:
-            return timed_out()
+            return done(timed_out())
         request = LLMRequest(
             messages=messages,
             tools=schemas,
@@ -137,12 +111,12 @@ def _execute_rounds(
             response = provider.complete(request)
         except LLMError as exc:
             if exc.code == "REQUEST_TIMEOUT" and time.monotonic() >= deadline - 0.05:
-                return timed_out()
+                return done(timed_out())
             raise
         hooks.on_llm_usage(response.usage, response.model)
         thoughts.append(response.reasoning.strip())
         if not response.tool_calls:
-            return StepOutcome(status="completed", output=response.content.strip())
+            return done(StepOutcome(status="completed", output=response.content.strip()))
 
         messages.append(
             {
@@ -166,7 +140,9 @@ def _execute_rounds(
                 hooks.after_tool_call(
                     handle, result=None, error_code=failure.code, error=failure.message
                 )
-                return StepOutcome(status="failed", error_code=failure.code, error=failure.message)
+                return done(
+                    StepOutcome(status="failed", error_code=failure.code, error=failure.message)
+                )
             hooks.checkpoint()
             spec = registry.get(name).spec
             tool_timeout = max(0.1, min(spec.timeout, deadline - time.monotonic()))
@@ -179,26 +155,30 @@ def _execute_rounds(
                 hooks.after_tool_call(
                     handle, result=result, error_code="TOOL_FAILED", error=result.error
                 )
-                return StepOutcome(
-                    status="failed", error_code="TOOL_FAILED", error=f"{name}: {result.error}"
+                return done(
+                    StepOutcome(
+                        status="failed", error_code="TOOL_FAILED", error=f"{name}: {result.error}"
+                    )
                 )
             hooks.after_tool_call(handle, result=result)
             if result.finish:
                 answer = (
                     result.content.get("result", "") if isinstance(result.content, dict) else ""
                 )
-                return StepOutcome(status="completed", output=str(answer), finished_task=True)
+                return done(StepOutcome(status="completed", output=str(answer), finished_task=True))
             content = json.dumps(result.content, ensure_ascii=False, default=str)
             if len(content) > TOOL_RESULT_CHARS:
                 content = content[:TOOL_RESULT_CHARS] + " …[truncated]"
             messages.append({"role": "tool", "tool_call_id": call.id, "content": content})
         if time.monotonic() >= deadline:
-            return timed_out()
+            return done(timed_out())
 
-    return StepOutcome(
-        status="failed",
-        error_code="MAX_RETRIES_EXCEEDED",
-        error=f"the step did not finish within {max_rounds} model turns",
+    return done(
+        StepOutcome(
+            status="failed",
+            error_code="MAX_RETRIES_EXCEEDED",
+            error=f"the step did not finish within {max_rounds} model turns",
+        )
     )
 
 

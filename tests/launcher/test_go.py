@@ -19,6 +19,7 @@ from django.contrib.auth import authenticate, get_user_model
 from django.core.management import call_command
 
 from config.env import BASE_DIR, embedded_redis_url_file
+from tests.support.processes import free_port
 
 START_TIMEOUT = 60.0
 STOP_TIMEOUT = 20.0
@@ -83,18 +84,12 @@ def _is_running(pid: int, start_time: str) -> bool:
     return stat[19] == start_time and stat[0] != "Z"
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 @pytest.fixture
 def go_env(tmp_path: Path) -> dict[str, str]:
     env = dict(os.environ)
     env.pop("VALKEY_PORT", None)
     env.update(
-        PORT=str(_free_port()),
+        PORT=str(free_port()),
         HOST="127.0.0.1",
         REDIS_URL="",  # empty rather than unset, so a REDIS_URL in .env is not picked up
         VAR_DIR=str(tmp_path / "var"),

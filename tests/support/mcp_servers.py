@@ -3,14 +3,12 @@
 
 import os
 import shutil
-import signal
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from config.env import BASE_DIR
+from tests.support.processes import ManagedProcess, free_port, port_open
 
 NODE_DIR = BASE_DIR / ".mcp-servers"
 NPM_PACKAGES = [
@@ -63,50 +61,26 @@ def python_server(name: str) -> str:
     return str(VENV_BIN / name)
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class EverythingHttpServer:
+class EverythingHttpServer(ManagedProcess):
     """server-everything over HTTP (`streamableHttp` or `sse`), bound to loopback."""
 
     def __init__(self, mode: str, log_dir: Path):
         self.mode = mode
         self.port = free_port()
-        self.log_path = log_dir / f"everything-{mode}.log"
-        self.process: subprocess.Popen | None = None
+        super().__init__(
+            f"server-everything {mode}",
+            log_dir / f"everything-{mode}.log",
+            {**os.environ, "PORT": str(self.port)},
+        )
 
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}/{'mcp' if self.mode == 'streamableHttp' else 'sse'}"
 
     def start(self, timeout: float = 30.0) -> "EverythingHttpServer":
-        log = self.log_path.open("ab")
-        self.process = subprocess.Popen(
+        self.spawn(
             [node(), "--require", str(LOOPBACK), everything_js(), self.mode],
-            env={**os.environ, "PORT": str(self.port)},
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
+            ready=lambda: port_open(self.port),
+            timeout=timeout,
         )
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(
-                    f"server-everything {self.mode} exited: {self.log_path.read_text()}"
-                )
-            with socket.socket() as s:
-                if s.connect_ex(("127.0.0.1", self.port)) == 0:
-                    return self
-            time.sleep(0.1)
-        raise RuntimeError(f"server-everything {self.mode} did not listen in {timeout} s")
-
-    def stop(self) -> None:
-        if self.process and self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
+        return self

@@ -2,16 +2,14 @@
 
 import os
 import signal
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import dj_database_url
 from django.conf import settings
 from django.db import connection
 
-from config.env import BASE_DIR
+from tests.support.processes import ManagedProcess
 
 
 def test_database_url() -> str:
@@ -44,16 +42,15 @@ def worker_environment(**overrides: str) -> dict[str, str]:
     return env
 
 
-class Worker:
+class Worker(ManagedProcess):
     def __init__(self, name: str, log_dir: Path, **env: str):
-        self.name = name
-        self.log_path = log_dir / f"worker-{name}.log"
-        self.env = worker_environment(**env)
-        self.process: subprocess.Popen | None = None
+        super().__init__(
+            f"worker {name}", log_dir / f"worker-{name}.log", worker_environment(**env)
+        )
+        self.hostname = name
 
     def start(self, timeout: float = 30.0) -> "Worker":
-        log = self.log_path.open("ab")
-        self.process = subprocess.Popen(
+        self.spawn(
             [
                 sys.executable,
                 "-m",
@@ -64,48 +61,18 @@ class Worker:
                 "--loglevel=INFO",
                 "--concurrency=1",
                 "--pool=prefork",
-                f"--hostname={self.name}@%h",
+                f"--hostname={self.hostname}@%h",
                 "--without-gossip",
                 "--without-mingle",
             ],
-            cwd=BASE_DIR,
-            env=self.env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
+            ready=lambda: " ready." in self.log(),
+            timeout=timeout,
         )
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"worker {self.name} exited: {self.log()[-3000:]}")
-            if " ready." in self.log():
-                return self
-            time.sleep(0.1)
-        raise RuntimeError(f"worker {self.name} not ready in {timeout} s: {self.log()[-3000:]}")
-
-    def log(self) -> str:
-        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
-
-    def kill(self) -> None:
-        """SIGKILL the whole process group, as if the machine died."""
-        if self.process and self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGKILL)
-            self.process.wait(timeout=10)
+        return self
 
     def pause(self) -> None:
         """SIGSTOP the process group: the worker (and its lease renewal) freezes mid-call."""
-        assert self.process is not None
-        os.killpg(self.process.pid, signal.SIGSTOP)
+        self.signal_group(signal.SIGSTOP)
 
     def resume(self) -> None:
-        assert self.process is not None
-        os.killpg(self.process.pid, signal.SIGCONT)
-
-    def stop(self) -> None:
-        if not self.process or self.process.poll() is not None:
-            return
-        os.killpg(self.process.pid, signal.SIGTERM)
-        try:
-            self.process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            self.kill()
+        self.signal_group(signal.SIGCONT)

@@ -1,0 +1,74 @@
+"""Child processes the tests run for real (workers, daphne, MCP servers): each in its own
+process group with a log file, started until ready, stopped with its whole group."""
+
+import os
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from config.env import BASE_DIR
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def port_open(port: int) -> bool:
+    with socket.socket() as s:
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+class ManagedProcess:
+    def __init__(self, name: str, log_path: Path, env: dict[str, str]):
+        self.name = name
+        self.log_path = log_path
+        self.env = env
+        self.process: subprocess.Popen | None = None
+
+    def spawn(self, command: list[str], *, ready: Callable[[], bool], timeout: float) -> None:
+        """Start `command` and wait until `ready()`; a failure says what the log said."""
+        with self.log_path.open("ab") as log:
+            self.process = subprocess.Popen(
+                command,
+                cwd=BASE_DIR,
+                env=self.env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"{self.name} exited: {self.log()[-3000:]}")
+            if ready():
+                return
+            time.sleep(0.1)
+        raise RuntimeError(f"{self.name} not ready after {timeout} s: {self.log()[-3000:]}")
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    def signal_group(self, signum: int) -> None:
+        if self.process and self.process.poll() is None:
+            os.killpg(self.process.pid, signum)
+
+    def kill(self) -> None:
+        """SIGKILL the whole process group, as if the machine died."""
+        if self.process and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait(timeout=10)
+
+    def stop(self, timeout: float = 15.0) -> None:
+        """SIGTERM the group (a graceful shutdown), SIGKILL what is left after `timeout`."""
+        if not self.process or self.process.poll() is not None:
+            return
+        os.killpg(self.process.pid, signal.SIGTERM)
+        try:
+            self.process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
