@@ -7,17 +7,25 @@ tables between tests because neither keeps anything between two requests or two 
 connections, and each test waits for the worker to go idle before the flush.
 """
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from agents_app.models import Run
-from tests.browser.remote import BrowserThread, Remote
+from tests.browser.remote import CHROMIUM, BrowserThread, Remote
 from tests.integration.conftest import wait_for
 from tests.support.llm_server import ScriptedLLMServer
 from tests.support.web import WebServer
 from tests.support.worker import Worker
+
+if not Path(CHROMIUM).exists() and not os.environ.get("CI"):
+    # A fresh checkout may not have the browser yet; CI installs it and must run these.
+    pytest.skip(
+        f"no {CHROMIUM}: `apt-get install chromium` to run the browser tests",
+        allow_module_level=True,
+    )
 
 WAIT_MS = 30_000  # generous for a busy machine; the scripts themselves are fast
 VIEWPORT = {"width": 1280, "height": 900}
