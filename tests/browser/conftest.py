@@ -20,13 +20,6 @@ from tests.support.llm_server import ScriptedLLMServer
 from tests.support.web import WebServer
 from tests.support.worker import Worker
 
-if not Path(CHROMIUM).exists() and not os.environ.get("CI"):
-    # A fresh checkout may not have the browser yet; CI installs it and must run these.
-    pytest.skip(
-        f"no {CHROMIUM}: `apt-get install chromium` to run the browser tests",
-        allow_module_level=True,
-    )
-
 WAIT_MS = 30_000  # generous for a busy machine; the scripts themselves are fast
 VIEWPORT = {"width": 1280, "height": 900}
 
@@ -49,6 +42,9 @@ class Stack:
 
 @pytest.fixture(scope="session")
 def browser():
+    if not Path(CHROMIUM).exists() and not os.environ.get("CI"):
+        # A fresh checkout may not have the browser yet; CI installs it and must run these.
+        pytest.skip(f"no {CHROMIUM}: `apt-get install chromium` to run the browser tests")
     thread = BrowserThread()
     browser = thread.launch()
     yield browser
