@@ -52,13 +52,6 @@ def browser():
     thread.stop()
 
 
-@pytest.fixture(scope="session")
-def llm_server():
-    server = ScriptedLLMServer().start()
-    yield server
-    server.stop()
-
-
 @pytest.fixture(scope="module")
 def stack_processes(django_db_setup, llm_server, tmp_path_factory):
     # Both need the LLM: daphne refuses a task when none is configured, the worker calls it.
