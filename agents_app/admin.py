@@ -1,6 +1,30 @@
-from django.contrib import admin, messages
+import json
 
-from agents_app.models import ApiKey, Plan, Run, RunEvent, Step, Task, ToolCall
+from django.contrib import admin, messages
+from django.contrib.admin.options import IncorrectLookupParameters
+from django.core.exceptions import PermissionDenied
+from django.core.handlers.asgi import ASGIRequest
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, StreamingHttpResponse
+from django.urls import path, reverse
+from django.utils import timezone
+from django.utils.html import format_html
+
+from agents_app.audit import export_lines, export_lines_async
+from agents_app.errors import DomainError
+from agents_app.models import (
+    ApiKey,
+    AuditEvent,
+    AuditInterface,
+    Plan,
+    Run,
+    RunEvent,
+    Step,
+    Task,
+    ToolCall,
+)
+from agents_app.services import run_cancel
+
+AUDIT_SUMMARY_CHARS = 120
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -45,6 +69,27 @@ class RunAdmin(admin.ModelAdmin):
     raw_id_fields = ["task", "owner"]
     readonly_fields = ["event_seq", "lease_owner", "lease_expires_at", "started_at", "finished_at"]
     inlines = [StepInline]
+    actions = ["stop_selected"]
+
+    @admin.action(description="Stop selected runs", permissions=["change"])
+    def stop_selected(self, request: HttpRequest, queryset) -> None:
+        asked, finished = 0, []
+        for run in queryset:
+            try:
+                run_cancel(run=run, actor=request.user, interface=AuditInterface.ADMIN)
+            except DomainError as error:
+                if error.code != "CONFLICT":
+                    raise
+                finished.append(str(run.pk))
+            else:
+                asked += 1
+        self.message_user(
+            request, f"Asked {asked} run(s) to stop; queued ones stopped at once.", messages.SUCCESS
+        )
+        if finished:
+            self.message_user(
+                request, f"Already finished, left alone: {', '.join(finished)}.", messages.WARNING
+            )
 
 
 @admin.register(Plan)
@@ -95,3 +140,100 @@ class ApiKeyAdmin(admin.ModelAdmin):
             )
             return
         super().save_model(request, obj, form, change)
+
+
+def jsonl_response(request: HttpRequest, queryset) -> StreamingHttpResponse:
+    """Stream `queryset` as JSON lines. Under ASGI (daphne) the lines come from an async
+    iterator: Django would read a sync one whole into memory before sending anything."""
+    lines = (
+        export_lines_async(queryset) if isinstance(request, ASGIRequest) else export_lines(queryset)
+    )
+    response = StreamingHttpResponse(lines, content_type="application/x-ndjson; charset=utf-8")
+    stamp = timezone.now().strftime("%Y%m%dT%H%M%SZ")
+    response["Content-Disposition"] = f'attachment; filename="audit-{stamp}.jsonl"'
+    return response
+
+
+@admin.register(AuditEvent)
+class AuditEventAdmin(ReadOnlyAdmin):
+    """The audit log: read-only, filterable, exported as JSON lines (all matching rows with the
+    changelist's button, the ticked ones with the action)."""
+
+    list_display = [
+        "created_at",
+        "action",
+        "interface",
+        "actor_label",
+        "run_number",
+        "target",
+        "summary",
+    ]
+    list_filter = ["interface", "action", "actor_label"]
+    date_hierarchy = "created_at"
+    search_fields = ["target", "actor_label"]
+    search_help_text = "Tool, server or file name, actor, or a run id."
+    fields = [
+        "created_at",
+        "action",
+        "interface",
+        "actor_label",
+        "actor",
+        "run",
+        "run_number",
+        "target",
+        "details_block",
+    ]
+    readonly_fields = fields
+    actions = ["export_selected"]
+
+    def get_urls(self):
+        info = self.opts.app_label, self.opts.model_name
+        return [
+            path(
+                "export/",
+                self.admin_site.admin_view(self.export_view),
+                name="{}_{}_export".format(*info),
+            ),
+            *super().get_urls(),
+        ]
+
+    def get_search_results(self, request, queryset, search_term):
+        # A run id as an integer lookup: the default text lookups would not match it, and an
+        # "=run_id" search field would fail on any term that is not a number.
+        found, may_have_duplicates = super().get_search_results(request, queryset, search_term)
+        term = search_term.strip()
+        if term.isdigit():
+            found |= queryset.filter(run_id=int(term))
+        return found, may_have_duplicates
+
+    @admin.display(description="run", ordering="run_id")
+    def run_number(self, obj: AuditEvent) -> int | None:
+        # The number, not the row: it stays meaningful after the run was deleted.
+        return obj.run_id
+
+    @admin.display(description="details")
+    def summary(self, obj: AuditEvent) -> str:
+        text = json.dumps(obj.details, ensure_ascii=False, sort_keys=True)
+        return text if len(text) <= AUDIT_SUMMARY_CHARS else text[: AUDIT_SUMMARY_CHARS - 1] + "…"
+
+    @admin.display(description="details")
+    def details_block(self, obj: AuditEvent) -> str:
+        return format_html(
+            '<pre style="white-space: pre-wrap; margin: 0">{}</pre>',
+            json.dumps(obj.details, indent=2, ensure_ascii=False),
+        )
+
+    @admin.action(description="Export JSON lines", permissions=["view"])
+    def export_selected(self, request: HttpRequest, queryset) -> StreamingHttpResponse:
+        return jsonl_response(request, queryset)
+
+    def export_view(self, request: HttpRequest) -> HttpResponse:
+        """Every row the changelist shows with the same filters, search and dates."""
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        try:
+            queryset = self.get_changelist_instance(request).get_queryset(request)
+        except IncorrectLookupParameters:
+            changelist = reverse("admin:agents_app_auditevent_changelist")
+            return HttpResponseRedirect(f"{changelist}?e=1")
+        return jsonl_response(request, queryset)

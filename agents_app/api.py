@@ -10,7 +10,7 @@ from ninja import Field, Query, Router, Schema, Status
 
 from agents_app import selectors, services
 from agents_app.errors import ERROR_STATUS
-from agents_app.models import Run, RunStatus
+from agents_app.models import AuditInterface, Run, RunStatus
 
 router = Router(tags=["runs"])
 
@@ -173,6 +173,7 @@ def submit_task(request: HttpRequest, payload: TaskIn):
     AgentResult once the run finishes (202 if it is still running when the wait ends)."""
     run = services.task_submit(
         owner=request.user,
+        interface=AuditInterface.API,
         text=payload.task,
         context=payload.context,
         max_tokens=payload.max_tokens,
@@ -275,14 +276,15 @@ def run_events(
 def restart_run(request: HttpRequest, run_id: int):
     """A new attempt of the run's task (201). 409 while the run is still going."""
     run = selectors.run_get(user=request.user, run_id=run_id)
-    return Status(201, summary(services.run_restart(run=run)))
+    new_run = services.run_restart(run=run, actor=request.user, interface=AuditInterface.API)
+    return Status(201, summary(new_run))
 
 
 @router.post("/runs/{int:run_id}/cancel", response=RunSummary, summary="Cancel a run")
 def cancel_run(request: HttpRequest, run_id: int):
     """Stops the run at its next checkpoint: no new LLM or tool call starts. 409 if finished."""
     run = selectors.run_get(user=request.user, run_id=run_id)
-    return summary(services.run_cancel(run=run))
+    return summary(services.run_cancel(run=run, actor=request.user, interface=AuditInterface.API))
 
 
 @router.get(

@@ -33,7 +33,7 @@ from agents_app import selectors, services
 from agents_app.api import RunDetail, RunLinks, RunSummary, links, plan_out, summary
 from agents_app.auth import user_for_api_key
 from agents_app.errors import DomainError
-from agents_app.models import RunStatus
+from agents_app.models import AuditInterface, RunStatus
 from config.api import error_body
 from tools_app.registry import get_registry
 from tools_app.selectors import tool_catalog
@@ -210,6 +210,7 @@ async def submit_task(
     def submit(user: Any) -> SubmittedRun:
         run = services.task_submit(
             owner=user,
+            interface=AuditInterface.MCP,
             text=task,
             context=context,
             max_tokens=max_tokens,
@@ -271,7 +272,8 @@ async def cancel_run(ctx: Context, run_id: RunId) -> RunSummary:
 
     def cancel(user: Any) -> RunSummary:
         run = selectors.run_get(user=user, run_id=run_id)
-        return RunSummary.model_validate(summary(services.run_cancel(run=run)))
+        cancelled = services.run_cancel(run=run, actor=user, interface=AuditInterface.MCP)
+        return RunSummary.model_validate(summary(cancelled))
 
     return await in_django(cancel, caller(ctx))
 
@@ -283,7 +285,8 @@ async def restart_run(ctx: Context, run_id: RunId) -> RunSummary:
 
     def restart(user: Any) -> RunSummary:
         run = selectors.run_get(user=user, run_id=run_id)
-        return RunSummary.model_validate(summary(services.run_restart(run=run)))
+        new_run = services.run_restart(run=run, actor=user, interface=AuditInterface.MCP)
+        return RunSummary.model_validate(summary(new_run))
 
     return await in_django(restart, caller(ctx))
 

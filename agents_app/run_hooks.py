@@ -1,23 +1,35 @@
 """DatabaseHooks: the engine's window on the world, backed by the run's rows."""
 
 import time
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
 from django.utils import timezone
 
+from agents_app.audit import LLM_CALL, TOOL_CALL, arguments_sha256, audit_record
 from agents_app.engine.hooks import StopRun
 from agents_app.engine.llm import Usage
 from agents_app.errors import DomainError
 from agents_app.events import publish, run_group
 from agents_app.lease import Lease
-from agents_app.models import Run, Step, ToolCall, ToolCallStatus
+from agents_app.models import AuditInterface, Run, Step, ToolCall, ToolCallStatus
 from agents_app.run_writer import locked_run
 from tools_app.registry import ToolResult
 
 TOKEN_FLUSH_CHARS = 64
 TOKEN_FLUSH_SECONDS = 0.1
+
+
+@dataclass(frozen=True)
+class ToolCallHandle:
+    """What after_tool_call needs from before_tool_call, so it writes without reading."""
+
+    call_id: int
+    started: float
+    tool: str
+    arguments_sha256: str
 
 
 class DatabaseHooks:
@@ -53,14 +65,19 @@ class DatabaseHooks:
                 prompt_tokens=run.prompt_tokens + usage.prompt_tokens,
                 completion_tokens=run.completion_tokens + usage.completion_tokens,
             )
-            w.event(
-                "llm_usage",
-                {
-                    "model": model,
-                    "prompt_tokens": usage.prompt_tokens,
-                    "completion_tokens": usage.completion_tokens,
-                    "step_index": self.step.index if self.step else None,
-                },
+            call = {
+                "model": model,
+                "prompt_tokens": usage.prompt_tokens,
+                "completion_tokens": usage.completion_tokens,
+                "step_index": self.step.index if self.step else None,
+            }
+            w.event("llm_usage", call)
+            audit_record(
+                action=LLM_CALL,
+                interface=AuditInterface.WORKER,
+                run_id=self.run_id,
+                target=model,
+                details=call,
             )
         if run.total_tokens > run.max_tokens:
             raise DomainError(
@@ -96,7 +113,7 @@ class DatabaseHooks:
             run_group(self.run_id), [{"type": "run.token", "token": token, **self._token_context}]
         )
 
-    def before_tool_call(self, tool: str, arguments: dict[str, Any]) -> tuple[int, float]:
+    def before_tool_call(self, tool: str, arguments: dict[str, Any]) -> ToolCallHandle:
         assert self.step is not None
         with locked_run(self.run_id, self.lease.token) as w:
             run = w.run
@@ -127,18 +144,18 @@ class DatabaseHooks:
                     "arguments": arguments,
                 },
             )
-        return call.pk, time.monotonic()
+        return ToolCallHandle(call.pk, time.monotonic(), tool, arguments_sha256(arguments))
 
     def after_tool_call(
         self,
-        handle: tuple[int, float],
+        handle: ToolCallHandle,
         *,
         result: ToolResult | None,
         error_code: str = "",
         error: str = "",
     ) -> None:
-        call_id, started = handle
-        duration_ms = int((time.monotonic() - started) * 1000)
+        call_id = handle.call_id
+        duration_ms = int((time.monotonic() - handle.started) * 1000)
         ok = result is not None and result.ok and not error_code
         with locked_run(self.run_id, self.lease.token) as w:
             ToolCall.objects.filter(pk=call_id).update(
@@ -156,6 +173,20 @@ class DatabaseHooks:
                     "result": result.content if ok else None,
                     "error_code": error_code,
                     "error": error,
+                    "duration_ms": duration_ms,
+                },
+            )
+            audit_record(
+                action=TOOL_CALL,
+                interface=AuditInterface.WORKER,
+                run_id=self.run_id,
+                target=handle.tool,
+                details={
+                    "tool_call_id": call_id,
+                    "step_index": self.step.index if self.step else None,
+                    "arguments_sha256": handle.arguments_sha256,
+                    "outcome": "succeeded" if ok else "failed",
+                    "error_code": error_code,
                     "duration_ms": duration_ms,
                 },
             )

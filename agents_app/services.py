@@ -1,4 +1,6 @@
-"""State changes asked for by people (REST, pages, admin). Each is one transaction."""
+"""State changes asked for by people (REST, MCP, pages, admin). Each is one transaction, and
+each records its AuditEvent in it: `interface` says where the person acted, and is required
+so that no caller can leave it silently wrong."""
 
 import json
 from typing import Any
@@ -6,6 +8,7 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 
+from agents_app.audit import RUN_CANCEL, RUN_RESTART, TASK_SUBMIT, audit_record
 from agents_app.errors import DomainError
 from agents_app.execution import finish
 from agents_app.models import Run, RunStatus, Task
@@ -42,12 +45,14 @@ def llm_missing_settings() -> list[str]:
 def task_submit(
     *,
     owner: Any,
+    interface: str,
     text: str,
     context: dict[str, Any] | None = None,
     max_tokens: int | None = None,
     max_tool_calls: int | None = None,
 ) -> Run:
-    """Create a Task and its first Run and queue it for a worker. Returns the Run.
+    """Create a Task and its first Run and queue it for a worker. Returns the Run. The owner is
+    the actor of the audit event: a task is always submitted by the person it belongs to.
     Raises DomainError VALIDATION_ERROR for bad input, LLM_NOT_CONFIGURED without an LLM."""
     context = {} if context is None else context
     _validate_task(text, context)
@@ -66,6 +71,9 @@ def task_submit(
         max_tool_calls=max_tool_calls,
     )
     run = run_create(task=task)
+    audit_record(
+        action=TASK_SUBMIT, interface=interface, actor=owner, run=run, details={"task_id": task.pk}
+    )
     run_enqueue(run_id=run.pk)
     return run
 
@@ -95,26 +103,36 @@ def run_enqueue(*, run_id: int) -> None:
     transaction.on_commit(lambda: execute_run.delay(run_id))
 
 
-def run_cancel(*, run: Run) -> Run:
+def run_cancel(*, run: Run, actor: Any, interface: str) -> Run:
     """Ask the run to stop. A queued run ends at once; a running one ends at its next
-    checkpoint (no new LLM or tool call starts). Raises DomainError CONFLICT when finished."""
+    checkpoint (no new LLM or tool call starts). Returns the run as it is now.
+    Raises DomainError CONFLICT when finished."""
     with locked_run(run.pk) as w:
+        status_before = w.run.status
         if w.run.is_terminal:
             raise DomainError(
                 "CONFLICT",
-                f"Run {run.pk} already finished ({w.run.status})",
-                {"status": w.run.status},
+                f"Run {run.pk} already finished ({status_before})",
+                {"status": status_before},
             )
         if not w.run.cancel_requested:
             w.set(cancel_requested=True)
             w.event("cancel_requested", {})
-        if w.run.status == RunStatus.QUEUED and not w.run.lease_owner:
+        ended_at_once = w.run.status == RunStatus.QUEUED and not w.run.lease_owner
+        if ended_at_once:
             finish(w, RunStatus.CANCELLED, "CANCELLED", "Cancelled by request")
+        audit_record(
+            action=RUN_CANCEL,
+            interface=interface,
+            actor=actor,
+            run=w.run,
+            details={"status_before": status_before, "ended_at_once": ended_at_once},
+        )
     return w.run
 
 
 @transaction.atomic
-def run_restart(*, run: Run) -> Run:
+def run_restart(*, run: Run, actor: Any, interface: str) -> Run:
     """A new attempt of the run's task, queued. Returns the new Run. Raises DomainError
     CONFLICT unless `run` has finished (succeeded, failed or cancelled)."""
     with locked_run(run.pk) as w:
@@ -125,5 +143,12 @@ def run_restart(*, run: Run) -> Run:
                 {"status": w.run.status},
             )
     new_run = run_create(task=run.task)
+    audit_record(
+        action=RUN_RESTART,
+        interface=interface,
+        actor=actor,
+        run=run,
+        details={"new_run_id": new_run.pk, "attempt": new_run.attempt},
+    )
     run_enqueue(run_id=new_run.pk)
     return new_run

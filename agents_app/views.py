@@ -16,7 +16,7 @@ from django_htmx.middleware import HtmxDetails
 from agents_app import fragments, selectors, services
 from agents_app.errors import DomainError
 from agents_app.forms import TaskForm
-from agents_app.models import Run
+from agents_app.models import AuditInterface, Run
 
 RUNS_PER_PAGE = 50
 # Explicit until settings.LOGIN_URL points at the pages' own login.
@@ -61,6 +61,7 @@ def task_new(request: HtmxHttpRequest) -> HttpResponse:
             try:
                 run = services.task_submit(
                     owner=request.user,
+                    interface=AuditInterface.WEB,
                     text=form.cleaned_data["task"],
                     context=form.cleaned_data["context"],
                     max_tokens=form.cleaned_data["max_tokens"],
@@ -127,7 +128,7 @@ def _controls(request: HtmxHttpRequest, run: Run, error: DomainError | None) -> 
 def run_cancel(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
     run = _owned_run(request, run_id)
     try:
-        run = services.run_cancel(run=run)
+        run = services.run_cancel(run=run, actor=request.user, interface=AuditInterface.WEB)
     except DomainError as error:
         if request.htmx:
             return _controls(request, Run.objects.get(pk=run.pk), error)
@@ -142,7 +143,7 @@ def run_cancel(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
 def run_restart(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
     run = _owned_run(request, run_id)
     try:
-        new_run = services.run_restart(run=run)
+        new_run = services.run_restart(run=run, actor=request.user, interface=AuditInterface.WEB)
     except DomainError as error:
         if request.htmx:
             return _controls(request, Run.objects.get(pk=run.pk), error)

@@ -7,7 +7,7 @@ import re
 from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.db import models
+from django.db import models, transaction
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
@@ -15,7 +15,16 @@ from django.urls import path
 from django.utils import timezone
 from django.utils.html import format_html
 
+from agents_app.audit import (
+    MCP_SERVER_CHECK,
+    MCP_SERVER_DISABLE,
+    MCP_SERVER_ENABLE,
+    MCP_SERVER_IMPORT,
+    audit_record,
+)
+from agents_app.models import AuditInterface
 from tools_app.mcp_config import (
+    ImportResult,
     MCPConfigError,
     dump_mcp_config,
     export_mcp_config,
@@ -52,6 +61,30 @@ def preformatted(text: str) -> str:
         '<pre style="white-space: pre-wrap; max-height: 24em; overflow: auto; margin: 0">{}</pre>',
         text,
     )
+
+
+def audit_servers(request: HttpRequest, action: str, details: dict[str, dict]) -> None:
+    """One admin AuditEvent per server name in `details`, in the caller's transaction."""
+    for name, server_details in details.items():
+        audit_record(
+            action=action,
+            interface=AuditInterface.ADMIN,
+            actor=request.user,
+            target=name,
+            details=server_details,
+        )
+
+
+def import_changes(result: ImportResult, file_name: str) -> dict[str, dict]:
+    return {
+        name: {"file": file_name, "change": change}
+        for change, names in (
+            ("created", result.created),
+            ("updated", result.updated),
+            ("unchanged", result.unchanged),
+        )
+        for name in names
+    }
 
 
 INHERIT_CHOICE = ("", "inherit")
@@ -206,13 +239,29 @@ class MCPServerAdmin(admin.ModelAdmin):
             )
             return
         ids = list(queryset.values_list("pk", flat=True))
+        # The check writes its results from threads of its own, so the audit rows follow it
+        # in a transaction of their own, with the outcome.
         try:
             check_servers(ids)
         except Exception as exc:  # the page says what went wrong instead of a 500
             logger.exception("Checking MCP servers %s failed", ids)
+            names = MCPServer.objects.filter(pk__in=ids).values_list("name", flat=True)
+            with transaction.atomic():
+                failure = {"status": "check_failed", "error": str(exc)}
+                audit_servers(request, MCP_SERVER_CHECK, {name: failure for name in names})
             self.message_user(request, f"Checking failed: {exc}", messages.ERROR)
             return
-        for server in MCPServer.objects.filter(pk__in=ids):
+        servers = list(MCPServer.objects.filter(pk__in=ids))
+        with transaction.atomic():
+            outcomes = {
+                s.name: {
+                    "status": s.status,
+                    "error": s.last_error if s.status == ServerStatus.BROKEN else "",
+                }
+                for s in servers
+            }
+            audit_servers(request, MCP_SERVER_CHECK, outcomes)
+        for server in servers:
             if server.status == ServerStatus.ACTIVE:
                 level, detail = messages.SUCCESS, f"{server.tool_count} tool(s)"
             elif server.status == ServerStatus.DISABLED:
@@ -223,7 +272,11 @@ class MCPServerAdmin(admin.ModelAdmin):
 
     @admin.action(description="Enable", permissions=["change"])
     def enable(self, request: HttpRequest, queryset) -> None:
-        count = queryset.enable()
+        with transaction.atomic():
+            before = dict(queryset.select_for_update().values_list("name", "enabled"))
+            count = queryset.enable()
+            changed = {name: {"changed": not enabled} for name, enabled in before.items()}
+            audit_servers(request, MCP_SERVER_ENABLE, changed)
         notify_pages()
         self.message_user(
             request, f"Enabled {count} server(s); each shows as broken until it is checked."
@@ -231,7 +284,11 @@ class MCPServerAdmin(admin.ModelAdmin):
 
     @admin.action(description="Disable", permissions=["change"])
     def disable(self, request: HttpRequest, queryset) -> None:
-        count = queryset.disable()
+        with transaction.atomic():
+            before = dict(queryset.select_for_update().values_list("name", "enabled"))
+            count = queryset.disable()
+            changed = {name: {"changed": enabled} for name, enabled in before.items()}
+            audit_servers(request, MCP_SERVER_DISABLE, changed)
         notify_pages()
         self.message_user(request, f"Disabled {count} server(s); agents no longer see their tools.")
 
@@ -255,7 +312,9 @@ class MCPServerAdmin(admin.ModelAdmin):
         if request.method == "POST" and form.is_valid():
             upload = form.cleaned_data["file"]
             try:
-                result = import_mcp_config(load_mcp_config(upload.read(), source=upload.name))
+                with transaction.atomic():
+                    result = import_mcp_config(load_mcp_config(upload.read(), source=upload.name))
+                    audit_servers(request, MCP_SERVER_IMPORT, import_changes(result, upload.name))
             except MCPConfigError as exc:
                 errors = exc.errors
             else:

@@ -12,7 +12,7 @@ import pytest
 from django.db import connection
 
 from agents_app import services
-from agents_app.models import Run, RunStatus
+from agents_app.models import AuditInterface, Run, RunStatus
 from tests.api.support import assert_error, end, submit
 
 pytestmark = pytest.mark.usefixtures("llm_configured")
@@ -161,7 +161,7 @@ def test_a_run_cancelled_during_the_wait_answers_409_with_the_agent_result(
     owner_client, settings, worker
 ):
     settings.API_MAX_WAIT = 10
-    worker(lambda run: services.run_cancel(run=run))
+    worker(lambda run: services.run_cancel(run=run, actor=run.owner, interface=AuditInterface.API))
 
     response = submit(owner_client, wait=True)
 

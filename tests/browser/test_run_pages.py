@@ -8,7 +8,7 @@ import httpx
 import pytest
 from django.db import transaction
 
-from agents_app.models import Run, RunEvent, RunStatus
+from agents_app.models import AuditInterface, Run, RunEvent, RunStatus
 from agents_app.services import run_cancel
 from config.env import BASE_DIR
 from tests.browser.conftest import WAIT_MS, log_in
@@ -276,7 +276,11 @@ def test_the_dashboard_shows_a_new_run_and_its_status_live(page, stack, owner, a
         complete_step(done, plan, 1)
         succeed(done, "The summary is in summary.md.")
         fail(make_run(owner, "Download the invoices from the vendor portal"), "TOOL_FAILED", "403")
-        run_cancel(run=make_run(owner, "Translate the handbook into German"))
+        run_cancel(
+            run=make_run(owner, "Translate the handbook into German"),
+            actor=owner,
+            interface=AuditInterface.WEB,
+        )
         working = make_run(owner, "Check every link in the docs")
         complete_step(working, add_plan(working, ["List links", "Fetch each", "Report"]), 0)
 

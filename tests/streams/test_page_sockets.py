@@ -5,6 +5,7 @@ from asgiref.sync import async_to_sync
 from channels.testing import WebsocketCommunicator
 from django.test import Client
 
+from agents_app.models import AuditInterface
 from agents_app.services import run_cancel
 from config.asgi import application
 from tests.streams.conftest import add_events_async, nothing_more
@@ -79,6 +80,6 @@ def test_the_dashboard_socket_sends_a_fresh_row_when_a_run_changes(owner, outsid
 
     from asgiref.sync import sync_to_async
 
-    cancel = sync_to_async(lambda r: run_cancel(run=r))
+    cancel = sync_to_async(lambda r: run_cancel(run=r, actor=r.owner, interface=AuditInterface.WEB))
     row = async_to_sync(scenario)()
     assert f'id="run-row-{run.pk}"' in row and 'data-status="cancelled"' in row

@@ -1,0 +1,127 @@
+"""The audit log: who did what, through which interface, to which run. Append-only.
+
+Every agent action and every human act calls `audit_record` inside the transaction of the
+change it describes, so the row commits (or rolls back) with that change. Nothing in the
+product changes or deletes an AuditEvent: the model, its queryset and the admin refuse.
+
+Interfaces: `web` (the pages), `api` (REST), `mcp` (AgentDesk's own MCP server at /mcp: a
+value of its own rather than `api`, so a reader can tell an MCP client from a REST script),
+`admin`, `worker` (the engine, actor None, shown as "worker").
+
+Actions so far (a new act adds its name here and calls audit_record; no migration needed):
+- `llm.call` (worker): target the model; details model, prompt_tokens, completion_tokens,
+  step_index (None while analysing, planning or verifying).
+- `tool.call` (worker): target the tool; details tool_call_id, step_index, arguments_sha256
+  (see `arguments_sha256`), outcome succeeded | failed, error_code, duration_ms.
+- `task.submit`: the new run; details task_id.
+- `run.cancel`: the run; details status_before, ended_at_once.
+- `run.restart`: the run restarted (the old attempt); details new_run_id, attempt.
+- `mcp_server.enable` / `mcp_server.disable` (admin): target the server; details changed.
+- `mcp_server.check` (admin): target the server; details status, error.
+- `mcp_server.import` (admin): target each server named in the file; details file, change
+  created | updated | unchanged.
+"""
+
+import hashlib
+import json
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+from channels.db import database_sync_to_async
+from django.contrib.auth.models import AbstractBaseUser
+from django.db.models import QuerySet
+
+from agents_app.models import AuditEvent, AuditInterface, Run
+
+LLM_CALL = "llm.call"
+TOOL_CALL = "tool.call"
+TASK_SUBMIT = "task.submit"
+RUN_CANCEL = "run.cancel"
+RUN_RESTART = "run.restart"
+MCP_SERVER_ENABLE = "mcp_server.enable"
+MCP_SERVER_DISABLE = "mcp_server.disable"
+MCP_SERVER_CHECK = "mcp_server.check"
+MCP_SERVER_IMPORT = "mcp_server.import"
+
+WORKER_LABEL = "worker"
+SYSTEM_LABEL = "system"
+EXPORT_BATCH = 1000
+TARGET_MAX_CHARS = AuditEvent._meta.get_field("target").max_length
+
+
+def audit_record(
+    *,
+    action: str,
+    interface: str,
+    actor: AbstractBaseUser | None = None,
+    run: Run | None = None,
+    run_id: int | None = None,
+    target: str = "",
+    details: dict[str, Any] | None = None,
+) -> AuditEvent:
+    """Append one AuditEvent in the caller's transaction and return it.
+
+    `interface` is one of AuditInterface; `actor` a saved user, or None for the worker
+    (labelled "worker") or the system (labelled "system"). Give the run as `run` or `run_id`.
+    Raises ValueError for an unknown interface, an empty action, an unsaved or anonymous
+    actor, or a `run` and `run_id` that disagree."""
+    if interface not in AuditInterface.values:
+        raise ValueError(f"Unknown audit interface {interface!r}")
+    if not action:
+        raise ValueError("An audit event needs an action")
+    if actor is not None and actor.pk is None:
+        raise ValueError("The actor must be a saved user, or None for the worker or system")
+    if run is not None:
+        if run_id is not None and run_id != run.pk:
+            raise ValueError(f"run {run.pk} and run_id {run_id} disagree")
+        run_id = run.pk
+    if actor is not None:
+        label = actor.get_username()
+    else:
+        label = WORKER_LABEL if interface == AuditInterface.WORKER else SYSTEM_LABEL
+    return AuditEvent.objects.create(
+        action=action,
+        interface=interface,
+        actor=actor,
+        actor_label=label,
+        run_id=run_id,
+        target=target[:TARGET_MAX_CHARS],
+        details=details or {},
+    )
+
+
+def arguments_sha256(arguments: Any) -> str:
+    """SHA-256 (hex) of the canonical JSON of a tool call's arguments: keys sorted, no
+    whitespace (separators "," and ":"), non-ASCII as UTF-8, not escaped. Anyone holding the
+    arguments (e.g. ToolCall.arguments) can recompute it."""
+    canonical = json.dumps(arguments, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def _export_page(queryset: QuerySet[AuditEvent], after: int) -> tuple[list[str], int]:
+    events = list(queryset.order_by("pk").filter(pk__gt=after)[:EXPORT_BATCH])
+    lines = [json.dumps(event.as_json(), ensure_ascii=False) + "\n" for event in events]
+    return lines, events[-1].pk if events else after
+
+
+def export_lines(queryset: QuerySet[AuditEvent]) -> Iterator[str]:
+    """The rows of `queryset` as JSON lines, oldest first, read in pages of EXPORT_BATCH (by
+    primary key, so memory stays flat however long the log is)."""
+    after = 0
+    while True:
+        lines, after = _export_page(queryset, after)
+        if not lines:
+            return
+        yield from lines
+
+
+async def export_lines_async(queryset: QuerySet[AuditEvent]) -> AsyncIterator[str]:
+    """`export_lines` for an ASGI response, which would otherwise read a sync iterator whole
+    into memory before sending the first byte."""
+    after = 0
+    while True:
+        lines, after = await database_sync_to_async(_export_page)(queryset, after)
+        if not lines:
+            return
+        for line in lines:
+            yield line
