@@ -15,6 +15,7 @@ from agents_app.models import (
     ApiKey,
     AuditEvent,
     AuditInterface,
+    KillSwitch,
     Plan,
     Run,
     RunEvent,
@@ -22,7 +23,7 @@ from agents_app.models import (
     Task,
     ToolCall,
 )
-from agents_app.services import run_cancel
+from agents_app.services import kill_switch_set, run_cancel
 
 AUDIT_SUMMARY_CHARS = 120
 
@@ -237,3 +238,38 @@ class AuditEventAdmin(ReadOnlyAdmin):
             changelist = reverse("admin:agents_app_auditevent_changelist")
             return HttpResponseRedirect(f"{changelist}?e=1")
         return jsonl_response(request, queryset)
+
+
+@admin.register(KillSwitch)
+class KillSwitchAdmin(admin.ModelAdmin):
+    """One row. Saving it engages or releases the switch through the service (audited, paused
+    runs resumed); staff with change permission only."""
+
+    list_display = ["__str__", "reason", "changed_by", "changed_at"]
+    fields = ["engaged", "reason", "changed_by", "changed_at"]
+    readonly_fields = ["changed_by", "changed_at"]
+
+    def get_queryset(self, request):
+        KillSwitch.current()
+        return super().get_queryset(request)
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+    def save_model(self, request, obj, form, change):
+        kill_switch_set(
+            engaged=obj.engaged,
+            reason=obj.reason,
+            actor=request.user,
+            interface=AuditInterface.ADMIN,
+        )
+        self.message_user(
+            request,
+            "Kill switch engaged: runs pause at their next step and none start."
+            if obj.engaged
+            else "Kill switch released: paused runs go on where they were.",
+            messages.WARNING if obj.engaged else messages.SUCCESS,
+        )

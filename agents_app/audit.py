@@ -16,6 +16,8 @@ Actions so far (a new act adds its name here and calls audit_record; no migratio
 - `task.submit`: the new run; details task_id.
 - `run.cancel`: the run; details status_before, ended_at_once.
 - `run.restart`: the run restarted (the old attempt); details new_run_id, attempt.
+- `kill_switch.engage` / `kill_switch.release` (admin): details reason, was_engaged,
+  resumed_runs (the paused runs a release queued again).
 - `mcp_server.enable` / `mcp_server.disable` (admin): target the server; details changed.
 - `mcp_server.check` (admin): target the server; details status, error.
 - `mcp_server.import` (admin): target each server named in the file; details file, change
@@ -38,6 +40,8 @@ TOOL_CALL = "tool.call"
 TASK_SUBMIT = "task.submit"
 RUN_CANCEL = "run.cancel"
 RUN_RESTART = "run.restart"
+KILL_SWITCH_ENGAGE = "kill_switch.engage"
+KILL_SWITCH_RELEASE = "kill_switch.release"
 MCP_SERVER_ENABLE = "mcp_server.enable"
 MCP_SERVER_DISABLE = "mcp_server.disable"
 MCP_SERVER_CHECK = "mcp_server.check"

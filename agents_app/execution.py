@@ -23,6 +23,7 @@ from agents_app.engine.verifier import verify
 from agents_app.errors import DomainError
 from agents_app.lease import Lease
 from agents_app.models import (
+    KillSwitch,
     Plan,
     Run,
     RunStatus,
@@ -74,6 +75,7 @@ class RunExecutor:
         state = RunState(
             status=run.status,
             cancel_requested=run.cancel_requested,
+            halted=KillSwitch.is_engaged(),
             steps=tuple(StepState(s.index, s.status, tuple(s.depends_on)) for s in steps),
         )
         action = next_action(state)
@@ -83,6 +85,10 @@ class RunExecutor:
             if action.kind == "cancel":
                 with self.lock() as w:
                     finish(w, RunStatus.CANCELLED, "CANCELLED", "Cancelled by request")
+            elif action.kind == "pause":
+                with self.lock() as w:
+                    w.set(resume_status=w.run.status)
+                    w.transition(RunStatus.PAUSED, reason="kill switch engaged")
             elif action.kind == "start":
                 with self.lock() as w:
                     w.transition(RunStatus.PLANNING)

@@ -37,6 +37,8 @@ class RunStatus(models.TextChoices):
     PLANNING = "planning"
     RUNNING = "running"
     VERIFYING = "verifying"
+    # Parked by the kill switch at a step boundary; its release resumes it where it was.
+    PAUSED = "paused"
     SUCCEEDED = "succeeded"
     FAILED = "failed"
     CANCELLED = "cancelled"
@@ -45,13 +47,16 @@ class RunStatus(models.TextChoices):
 TERMINAL_STATUSES = frozenset({RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.CANCELLED})
 
 # The one table of allowed status changes; nothing else decides what may follow what.
+ACTIVE_STATUSES = frozenset(
+    {RunStatus.QUEUED, RunStatus.PLANNING, RunStatus.RUNNING, RunStatus.VERIFYING}
+)
+_ENDS = frozenset({RunStatus.FAILED, RunStatus.CANCELLED, RunStatus.PAUSED})
 RUN_TRANSITIONS: dict[str, frozenset[str]] = {
-    RunStatus.QUEUED: frozenset({RunStatus.PLANNING, RunStatus.FAILED, RunStatus.CANCELLED}),
-    RunStatus.PLANNING: frozenset({RunStatus.RUNNING, RunStatus.FAILED, RunStatus.CANCELLED}),
-    RunStatus.RUNNING: frozenset({RunStatus.VERIFYING, RunStatus.FAILED, RunStatus.CANCELLED}),
-    RunStatus.VERIFYING: frozenset(
-        {RunStatus.SUCCEEDED, RunStatus.PLANNING, RunStatus.FAILED, RunStatus.CANCELLED}
-    ),
+    RunStatus.QUEUED: frozenset({RunStatus.PLANNING}) | _ENDS,
+    RunStatus.PLANNING: frozenset({RunStatus.RUNNING}) | _ENDS,
+    RunStatus.RUNNING: frozenset({RunStatus.VERIFYING}) | _ENDS,
+    RunStatus.VERIFYING: frozenset({RunStatus.SUCCEEDED, RunStatus.PLANNING}) | _ENDS,
+    RunStatus.PAUSED: ACTIVE_STATUSES | {RunStatus.FAILED, RunStatus.CANCELLED},
     RunStatus.SUCCEEDED: frozenset(),
     RunStatus.FAILED: frozenset(),
     RunStatus.CANCELLED: frozenset(),
@@ -81,6 +86,8 @@ class Run(models.Model):
     max_tool_calls = models.PositiveIntegerField()
 
     cancel_requested = models.BooleanField(default=False)
+    # While paused: the status to go back to when the kill switch is released.
+    resume_status = models.CharField(max_length=20, choices=RunStatus.choices, blank=True)
     # Lease: the worker holding it may execute the run; an expired lease may be taken over.
     lease_owner = models.CharField(max_length=64, blank=True)
     lease_expires_at = models.DateTimeField(null=True, blank=True)
@@ -364,3 +371,31 @@ class AuditEvent(models.Model):
             "target": self.target,
             "details": self.details,
         }
+
+
+class KillSwitch(models.Model):
+    """The platform's one kill switch (row 1). Engaged, every run pauses at its next step
+    boundary and no run starts; released, the paused runs go on where they were."""
+
+    engaged = models.BooleanField(default=False)
+    reason = models.TextField(blank=True)
+    changed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    changed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        verbose_name = "kill switch"
+        verbose_name_plural = "kill switch"
+
+    def __str__(self) -> str:
+        return "Kill switch: engaged" if self.engaged else "Kill switch: released"
+
+    @classmethod
+    def is_engaged(cls) -> bool:
+        return cls.objects.filter(pk=1, engaged=True).exists()
+
+    @classmethod
+    def current(cls) -> "KillSwitch":
+        switch, _ = cls.objects.get_or_create(pk=1)
+        return switch

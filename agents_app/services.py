@@ -7,11 +7,19 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
+from django.utils import timezone
 
-from agents_app.audit import RUN_CANCEL, RUN_RESTART, TASK_SUBMIT, audit_record
+from agents_app.audit import (
+    KILL_SWITCH_ENGAGE,
+    KILL_SWITCH_RELEASE,
+    RUN_CANCEL,
+    RUN_RESTART,
+    TASK_SUBMIT,
+    audit_record,
+)
 from agents_app.errors import DomainError
 from agents_app.execution import finish
-from agents_app.models import Run, RunStatus, Task
+from agents_app.models import KillSwitch, Run, RunStatus, Task
 from agents_app.run_writer import locked_run
 
 
@@ -56,6 +64,7 @@ def task_submit(
     Raises DomainError VALIDATION_ERROR for bad input, LLM_NOT_CONFIGURED without an LLM."""
     context = {} if context is None else context
     _validate_task(text, context)
+    refuse_while_halted()
     missing = llm_missing_settings()
     if missing:
         raise DomainError(
@@ -118,7 +127,10 @@ def run_cancel(*, run: Run, actor: Any, interface: str) -> Run:
         if not w.run.cancel_requested:
             w.set(cancel_requested=True)
             w.event("cancel_requested", {})
-        ended_at_once = w.run.status == RunStatus.QUEUED and not w.run.lease_owner
+        # Nobody is executing a queued or paused run: it ends now, not at a checkpoint.
+        ended_at_once = (
+            w.run.status in (RunStatus.QUEUED, RunStatus.PAUSED) and not w.run.lease_owner
+        )
         if ended_at_once:
             finish(w, RunStatus.CANCELLED, "CANCELLED", "Cancelled by request")
         audit_record(
@@ -135,6 +147,7 @@ def run_cancel(*, run: Run, actor: Any, interface: str) -> Run:
 def run_restart(*, run: Run, actor: Any, interface: str) -> Run:
     """A new attempt of the run's task, queued. Returns the new Run. Raises DomainError
     CONFLICT unless `run` has finished (succeeded, failed or cancelled)."""
+    refuse_while_halted()
     with locked_run(run.pk) as w:
         if not w.run.is_terminal:
             raise DomainError(
@@ -152,3 +165,46 @@ def run_restart(*, run: Run, actor: Any, interface: str) -> Run:
     )
     run_enqueue(run_id=new_run.pk)
     return new_run
+
+
+def refuse_while_halted() -> None:
+    """Raises DomainError SERVICE_UNAVAILABLE while the kill switch is engaged."""
+    switch = KillSwitch.objects.filter(pk=1, engaged=True).first()
+    if switch is not None:
+        raise DomainError(
+            "SERVICE_UNAVAILABLE",
+            "The kill switch is engaged: no run starts until staff release it",
+            {"kill_switch": "engaged", "reason": switch.reason},
+        )
+
+
+@transaction.atomic
+def kill_switch_set(*, engaged: bool, actor: Any, interface: str, reason: str = "") -> KillSwitch:
+    """Engage or release the kill switch. Engaged, every run pauses at its next step boundary
+    and no run starts; released, each paused run goes back to where it was and is queued.
+    Returns the switch."""
+    switch = KillSwitch.objects.select_for_update().filter(pk=1).first() or KillSwitch(pk=1)
+    was = switch.engaged
+    switch.engaged = engaged
+    switch.reason = reason if engaged else switch.reason
+    switch.changed_by = actor
+    switch.changed_at = timezone.now()
+    switch.save()
+    resumed = []
+    if was and not engaged:
+        for run_id in Run.objects.filter(status=RunStatus.PAUSED).values_list("pk", flat=True):
+            with locked_run(run_id) as w:
+                if w.run.status != RunStatus.PAUSED:
+                    continue
+                w.transition(w.run.resume_status or RunStatus.QUEUED, reason="kill switch released")
+                w.set(resume_status="")
+            run_enqueue(run_id=run_id)
+            resumed.append(run_id)
+    audit_record(
+        action=KILL_SWITCH_ENGAGE if engaged else KILL_SWITCH_RELEASE,
+        interface=interface,
+        actor=actor,
+        target="kill switch",
+        details={"reason": reason, "was_engaged": was, "resumed_runs": resumed},
+    )
+    return switch

@@ -22,12 +22,14 @@ class StepState:
 class RunState:
     status: str
     cancel_requested: bool = False
+    # The kill switch is engaged: stop at this step boundary.
+    halted: bool = False
     steps: tuple[StepState, ...] = ()
 
 
 @dataclass(frozen=True)
 class Action:
-    kind: str  # start | plan | skip | execute | begin_verify | verify | cancel | none
+    kind: str  # start | plan | skip | execute | begin_verify | verify | cancel | pause | none
     step_index: int | None = None
     skip: tuple[int, ...] = ()
 
@@ -37,6 +39,10 @@ def next_action(state: RunState) -> Action:
         return Action("none")
     if state.cancel_requested:
         return Action("cancel")
+    if state.status == "paused":
+        return Action("none")  # parked until the kill switch is released
+    if state.halted:
+        return Action("pause")
     if state.status == "queued":
         return Action("start")
     if state.status == "planning":

@@ -43,3 +43,14 @@ def test_it_verifies_when_every_step_is_done():
 def test_a_cancel_request_wins_over_everything_but_the_end():
     assert next_action(RunState("running", cancel_requested=True)).kind == "cancel"
     assert next_action(RunState("succeeded", cancel_requested=True)).kind == "none"
+
+
+def test_the_kill_switch_pauses_an_active_run_at_the_boundary():
+    state = RunState("running", halted=True, steps=steps(("pending", [])))
+    assert next_action(state).kind == "pause"
+
+
+def test_a_paused_run_waits_but_can_still_be_cancelled():
+    assert next_action(RunState("paused")).kind == "none"
+    assert next_action(RunState("paused", halted=True)).kind == "none"
+    assert next_action(RunState("paused", cancel_requested=True)).kind == "cancel"
