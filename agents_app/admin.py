@@ -1,5 +1,6 @@
 import json
 
+from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.options import IncorrectLookupParameters
 from django.core.exceptions import PermissionDenied
@@ -22,8 +23,11 @@ from agents_app.models import (
     Step,
     Task,
     ToolCall,
+    Webhook,
+    WebhookDelivery,
 )
 from agents_app.services import kill_switch_set, run_cancel
+from agents_app.webhooks import webhook_deliveries_retry, webhook_events_check, webhook_url_check
 
 AUDIT_SUMMARY_CHARS = 120
 
@@ -273,3 +277,69 @@ class KillSwitchAdmin(admin.ModelAdmin):
             else "Kill switch released: paused runs go on where they were.",
             messages.WARNING if obj.engaged else messages.SUCCESS,
         )
+
+
+class WebhookForm(forms.ModelForm):
+    """The same rules as the API: http(s), a public host unless allowed, known event types."""
+
+    url = forms.URLField(max_length=2000, assume_scheme="https")
+
+    class Meta:
+        model = Webhook
+        fields = ["owner", "url", "events", "active"]
+
+    def clean_url(self) -> str:
+        try:
+            return webhook_url_check(self.cleaned_data["url"])
+        except DomainError as error:
+            raise forms.ValidationError(error.message) from None
+
+    def clean_events(self) -> list[str]:
+        try:
+            return webhook_events_check(self.cleaned_data["events"])
+        except DomainError as error:
+            raise forms.ValidationError(error.message) from None
+
+
+@admin.register(Webhook)
+class WebhookAdmin(admin.ModelAdmin):
+    form = WebhookForm
+    list_display = ["id", "owner", "url", "events", "active", "created_at"]
+    list_filter = ["active"]
+    search_fields = ["url", "owner__username"]
+    raw_id_fields = ["owner"]
+    fields = ["owner", "url", "events", "active", "secret", "created_at"]
+    readonly_fields = ["secret", "created_at"]
+
+
+@admin.register(WebhookDelivery)
+class WebhookDeliveryAdmin(ReadOnlyAdmin):
+    """The delivery log. Read-only; failed deliveries can be given one more attempt now."""
+
+    list_display = [
+        "id",
+        "webhook",
+        "event_type",
+        "status",
+        "attempts",
+        "last_status_code",
+        "last_error",
+        "next_attempt_at",
+        "created_at",
+        "delivered_at",
+    ]
+    list_filter = ["status", "event_type", "created_at"]
+    search_fields = ["webhook__url", "webhook__owner__username"]
+    list_select_related = ["webhook"]
+    actions = ["retry_now"]
+
+    def has_retry_permission(self, request: HttpRequest) -> bool:
+        return request.user.has_perm("agents_app.change_webhook")
+
+    @admin.action(description="Retry selected failed deliveries now", permissions=["retry"])
+    def retry_now(self, request: HttpRequest, queryset) -> None:
+        count = webhook_deliveries_retry(delivery_ids=list(queryset.values_list("pk", flat=True)))
+        skipped = queryset.count() - count
+        self.message_user(request, f"Queued {count} failed delivery(ies) again.", messages.SUCCESS)
+        if skipped:
+            self.message_user(request, f"Left {skipped} not failed alone.", messages.WARNING)

@@ -134,14 +134,7 @@ class RunListQuery(Schema):
 
 
 def links(run: Run) -> dict[str, str]:
-    base = f"/api/v1/runs/{run.pk}"
-    return {
-        "self": base,
-        "events": f"{base}/events",
-        "cancel": f"{base}/cancel",
-        "restart": f"{base}/restart",
-        "websocket": f"/ws/api/runs/{run.pk}/",
-    }
+    return selectors.run_links(run)
 
 
 def summary(run: Run) -> dict[str, Any]:

@@ -22,6 +22,7 @@ Actions so far (a new act adds its name here and calls audit_record; no migratio
 - `mcp_server.check` (admin): target the server; details status, error.
 - `mcp_server.import` (admin): target each server named in the file; details file, change
   created | updated | unchanged.
+- `webhook.create` / `webhook.delete`: target the URL; details webhook_id, events.
 """
 
 import hashlib
@@ -46,6 +47,8 @@ MCP_SERVER_ENABLE = "mcp_server.enable"
 MCP_SERVER_DISABLE = "mcp_server.disable"
 MCP_SERVER_CHECK = "mcp_server.check"
 MCP_SERVER_IMPORT = "mcp_server.import"
+WEBHOOK_CREATE = "webhook.create"
+WEBHOOK_DELETE = "webhook.delete"
 
 WORKER_LABEL = "worker"
 SYSTEM_LABEL = "system"

@@ -33,6 +33,7 @@ from agents_app.models import (
 from agents_app.run_hooks import DatabaseHooks
 from agents_app.run_writer import LeaseLost, RunWriter, locked_run
 from agents_app.selectors import agent_result
+from agents_app.webhooks import RUN_FINISHED, finished_payload, webhooks_notify
 from tools_app.registry import ToolRegistry, ToolSpec, get_registry
 from tools_app.selectors import configured_specs
 
@@ -336,6 +337,7 @@ def finish(
     if status == RunStatus.FAILED:
         w.event("error", {"code": code, "message": message, "details": details or {}})
     w.event("result", agent_result(run))
+    webhooks_notify(user_id=run.owner_id, event_type=RUN_FINISHED, payload=finished_payload(run))
 
 
 def replan_history(run: Run, steps: list[Step]) -> str:

@@ -5,7 +5,7 @@ from typing import Any
 from django.db.models import Prefetch, QuerySet
 
 from agents_app.errors import DomainError
-from agents_app.models import Plan, Run, RunEvent, Step, ToolCall
+from agents_app.models import Plan, Run, RunEvent, Step, ToolCall, Webhook, WebhookDelivery
 
 
 def runs_for(user: Any) -> QuerySet[Run]:
@@ -87,3 +87,33 @@ def agent_result(run: Run) -> dict[str, Any]:
             "tool_calls": run.tool_calls_made,
         },
     }
+
+
+def run_links(run: Run) -> dict[str, str]:
+    """The API paths of a run, as the REST answers and webhook payloads give them."""
+    base = f"/api/v1/runs/{run.pk}"
+    return {
+        "self": base,
+        "events": f"{base}/events",
+        "cancel": f"{base}/cancel",
+        "restart": f"{base}/restart",
+        "websocket": f"/ws/api/runs/{run.pk}/",
+    }
+
+
+def webhooks_for(user: Any) -> QuerySet[Webhook]:
+    return Webhook.objects.filter(owner=user)
+
+
+def webhook_get(*, user: Any, webhook_id: int) -> Webhook:
+    """The user's webhook, or DomainError NOT_FOUND (also for another user's webhook)."""
+    webhook = webhooks_for(user).filter(pk=webhook_id).first()
+    if webhook is None:
+        raise DomainError(
+            "NOT_FOUND", f"Webhook {webhook_id} not found", {"webhook_id": webhook_id}
+        )
+    return webhook
+
+
+def webhook_deliveries(*, webhook: Webhook) -> QuerySet[WebhookDelivery]:
+    return WebhookDelivery.objects.filter(webhook=webhook).order_by("-created_at", "-id")

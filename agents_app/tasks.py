@@ -3,7 +3,7 @@
 from celery import shared_task
 from django.db import DatabaseError
 
-from agents_app import execution
+from agents_app import execution, webhooks
 
 
 @shared_task(
@@ -21,5 +21,23 @@ def execute_run(self, run_id: int) -> str:
     if outcome.state == "busy":
         # Another worker holds a live lease: come back when it would expire. If that worker
         # died, this delivery takes the run over; if it finishes, this one finds it done.
+        raise self.retry(countdown=outcome.retry_in, max_retries=None)
+    return outcome.state
+
+
+@shared_task(
+    bind=True,
+    acks_late=True,
+    reject_on_worker_lost=True,
+    autoretry_for=(DatabaseError,),
+    retry_backoff=True,
+    retry_backoff_max=60,
+    max_retries=None,
+    ignore_result=True,
+)
+def deliver_webhook(self, delivery_id: int) -> str:
+    outcome = webhooks.webhook_deliver(delivery_id)
+    if outcome.state == "retry":
+        # The attempt count lives in the row, which also decides when to give up.
         raise self.retry(countdown=outcome.retry_in, max_retries=None)
     return outcome.state

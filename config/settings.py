@@ -224,6 +224,15 @@ TASK_MAX_CHARS = env_int("TASK_MAX_CHARS", 20_000, minimum=1)
 CONTEXT_MAX_BYTES = env_int("CONTEXT_MAX_BYTES", 1_000_000, minimum=1)
 API_MAX_WAIT = env_float("API_MAX_WAIT", 120.0, minimum=0.0)
 
+# --- Webhooks -------------------------------------------------------------------------
+# Seconds one delivery attempt may take (connect and answer).
+WEBHOOK_TIMEOUT = env_float("WEBHOOK_TIMEOUT", 10.0, minimum=0.1)
+# Attempts before a delivery is marked failed; attempt n+1 waits BASE_DELAY * 2**(n-1) s.
+WEBHOOK_MAX_ATTEMPTS = env_int("WEBHOOK_MAX_ATTEMPTS", 6, minimum=1)
+WEBHOOK_RETRY_BASE_DELAY = env_float("WEBHOOK_RETRY_BASE_DELAY", 5.0, minimum=0.0)
+# Users configure webhooks, so loopback and private targets are refused unless this is on.
+WEBHOOK_ALLOW_PRIVATE = env_bool("WEBHOOK_ALLOW_PRIVATE", False)
+
 LOG_LEVEL = env_str("LOG_LEVEL", "INFO")
 LOGGING = {
     "version": 1,

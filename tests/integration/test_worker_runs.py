@@ -33,6 +33,11 @@ def verdict(complete=True, response="done", replan=False):
     }
 
 
+def asked(llm, marker: str) -> bool:
+    """Whether the scripted LLM has received a request containing `marker`."""
+    return any(marker in json.dumps(body["messages"]) for body in llm.requests)
+
+
 def append_line(path, line):
     return {
         "tool_calls": [
@@ -164,10 +169,9 @@ def test_a_worker_killed_mid_run_resumes_without_repeating_a_completed_step(
     first = start_worker("first")
     run = make_run(owner)
     execute_run.delay(run.pk)
-    wait_for(
-        lambda: Step.objects.filter(run=run, index=1, status="running").exists(),
-        message="step 1 to start",
-    )
+    # Kill only once the hanging request has reached the LLM: a kill between the step's start
+    # and its request would hand the hanging reply to the resumed attempt instead.
+    wait_for(lambda: asked(llm, "AGENTDESK:STEP 1"), message="step 1's request")
     first.kill()
     start_worker("second")
     run = wait_for_run(run.pk, timeout=90)
@@ -240,10 +244,7 @@ def test_a_frozen_worker_loses_its_lease_and_cannot_commit_after_a_takeover(
     frozen = start_worker("frozen")
     run = make_run(owner)
     execute_run.delay(run.pk)
-    wait_for(
-        lambda: Step.objects.filter(run=run, index=0, status="running").exists(),
-        message="step 0 to start",
-    )
+    wait_for(lambda: asked(llm, "AGENTDESK:STEP 0"), message="step 0's request")
     frozen.pause()
     try:
         start_worker("taker")

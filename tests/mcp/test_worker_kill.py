@@ -81,11 +81,12 @@ def test_a_killed_server_breaks_one_call_and_the_same_worker_reconnects(llm, sta
 
     first = wait_for_run(first.pk, 60)
     call = ToolCall.objects.get(run=first)
-    assert call.status == "failed" and "closed the connection" in call.error, call.error
+    # Killed before or during the call's round trip: either way it fails and says so.
+    assert call.status == "failed" and "during a call to trigger-long" in call.error, call.error
     assert Step.objects.get(run=first).error.startswith("TOOL_FAILED")
     wait_for(lambda: MCPServer.objects.get(pk=server.pk).status == "broken", 10, message="broken")
     broken = MCPServer.objects.get(pk=server.pk)
-    assert "closed the connection" in broken.last_error
+    assert "during a call to trigger-long" in broken.last_error
     assert broken.stderr_tail.strip(), "the server's stderr is shown"
 
     second = make_run(owner, "second task")

@@ -1,0 +1,42 @@
+import pytest
+
+from agents_app.models import Webhook
+from tests.webhooks.receiver import Receiver
+
+
+@pytest.fixture(autouse=True)
+def fast_password_hashing(settings):
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture
+def receiver_factory():
+    receivers: list[Receiver] = []
+
+    def make(fail_first: int = 0, status: int = 204) -> Receiver:
+        receiver = Receiver(fail_first, status).start()
+        receivers.append(receiver)
+        return receiver
+
+    yield make
+    for receiver in receivers:
+        receiver.stop()
+
+
+@pytest.fixture
+def receiver(receiver_factory):
+    return receiver_factory()
+
+
+@pytest.fixture
+def allow_private(settings):
+    settings.WEBHOOK_ALLOW_PRIVATE = True
+    return settings
+
+
+@pytest.fixture
+def hook_for():
+    def make(user, url, events=("run.finished",), **fields) -> Webhook:
+        return Webhook.objects.create(owner=user, url=url, events=list(events), **fields)
+
+    return make

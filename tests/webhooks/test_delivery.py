@@ -1,0 +1,157 @@
+"""Delivering in this process, to a real local receiver: the service the Celery task calls."""
+
+import json
+
+import pytest
+
+from agents_app.execution import finish
+from agents_app.models import RunStatus, WebhookDelivery
+from agents_app.run_writer import locked_run
+from agents_app.webhooks import (
+    verify_signature,
+    webhook_deliver,
+    webhook_deliveries_retry,
+    webhooks_notify,
+)
+from tests.support.processes import free_port
+from tests.support.runs import make_run
+
+
+@pytest.fixture
+def delivery_to(hook_for, owner, allow_private):
+    def make(url: str, payload=None) -> WebhookDelivery:
+        hook = hook_for(owner, url)
+        return WebhookDelivery.objects.create(
+            webhook=hook, event_type="run.finished", payload=payload or {"run_id": 7}
+        )
+
+    return make
+
+
+def test_a_delivery_posts_signed_json_with_its_headers(delivery_to, receiver):
+    delivery = delivery_to(receiver.url)
+    assert webhook_deliver(delivery.pk).state == "succeeded"
+
+    [request] = receiver.requests
+    headers = {k.lower(): v for k, v in request.headers.items()}
+    assert headers["x-agentdesk-event"] == "run.finished"
+    assert headers["x-agentdesk-delivery"] == str(delivery.pk)
+    assert verify_signature(
+        delivery.webhook.secret,
+        headers["x-agentdesk-timestamp"],
+        request.body,
+        headers["x-agentdesk-signature"],
+    )
+    body = json.loads(request.body)
+    assert body["id"] == delivery.pk and body["event"] == "run.finished"
+    assert body["data"] == {"run_id": 7}
+    delivery.refresh_from_db()
+    assert (delivery.status, delivery.attempts, delivery.last_status_code) == ("succeeded", 1, 204)
+    assert delivery.delivered_at is not None
+
+
+def test_a_succeeded_delivery_is_not_sent_again(delivery_to, receiver):
+    delivery = delivery_to(receiver.url)
+    webhook_deliver(delivery.pk)
+    assert webhook_deliver(delivery.pk).state == "skipped"
+    assert len(receiver.requests) == 1
+
+
+def test_a_failing_receiver_is_retried_with_exponential_backoff(
+    delivery_to, receiver_factory, settings
+):
+    settings.WEBHOOK_RETRY_BASE_DELAY = 5
+    receiver = receiver_factory(fail_first=2)
+    delivery = delivery_to(receiver.url)
+    outcomes = [webhook_deliver(delivery.pk) for _ in range(3)]
+    assert [(o.state, o.retry_in) for o in outcomes] == [
+        ("retry", 5),
+        ("retry", 10),
+        ("succeeded", 0),
+    ]
+    delivery.refresh_from_db()
+    assert (delivery.status, delivery.attempts) == ("succeeded", 3)
+
+
+def test_a_delivery_that_keeps_failing_ends_failed_after_max_attempts(
+    delivery_to, receiver_factory, settings
+):
+    settings.WEBHOOK_MAX_ATTEMPTS = 3
+    receiver = receiver_factory(fail_first=100)
+    delivery = delivery_to(receiver.url)
+    states = [webhook_deliver(delivery.pk).state for _ in range(4)]
+    assert states == ["retry", "retry", "failed", "skipped"]
+    delivery.refresh_from_db()
+    assert (delivery.status, delivery.attempts) == ("failed", 3)
+    assert (delivery.last_status_code, delivery.last_error) == (500, "HTTP 500")
+    assert len(receiver.requests) == 3
+
+
+def test_an_unreachable_receiver_counts_as_a_failed_attempt(delivery_to):
+    delivery = delivery_to(f"http://127.0.0.1:{free_port()}/hook")
+    assert webhook_deliver(delivery.pk).state == "retry"
+    delivery.refresh_from_db()
+    assert delivery.last_status_code is None and "ConnectError" in delivery.last_error
+    assert delivery.next_attempt_at is not None
+
+
+def test_a_private_target_is_refused_at_delivery_unless_allowed(delivery_to, receiver, settings):
+    delivery = delivery_to(receiver.url)
+    settings.WEBHOOK_ALLOW_PRIVATE = False
+    assert webhook_deliver(delivery.pk).state == "failed"
+    delivery.refresh_from_db()
+    assert "private, loopback" in delivery.last_error
+    assert receiver.requests == []
+
+
+def test_retry_now_gives_a_failed_delivery_one_more_attempt(
+    delivery_to, receiver_factory, settings, django_capture_on_commit_callbacks
+):
+    settings.WEBHOOK_MAX_ATTEMPTS = 1
+    receiver = receiver_factory(fail_first=1)
+    delivery = delivery_to(receiver.url)
+    assert webhook_deliver(delivery.pk).state == "failed"
+    with django_capture_on_commit_callbacks() as callbacks:
+        assert webhook_deliveries_retry(delivery_ids=[delivery.pk]) == 1
+    assert len(callbacks) == 1
+    assert webhook_deliver(delivery.pk).state == "succeeded"
+    delivery.refresh_from_db()
+    assert (delivery.status, delivery.attempts) == ("succeeded", 2)
+
+
+def test_notify_writes_one_delivery_per_active_webhook_that_wants_the_event(
+    owner, outsider, hook_for, django_capture_on_commit_callbacks
+):
+    wanted = hook_for(owner, "https://93.184.215.14/a")
+    hook_for(owner, "https://93.184.215.14/b", events=["approval.required"])
+    hook_for(owner, "https://93.184.215.14/c", active=False)
+    hook_for(outsider, "https://93.184.215.14/d")
+    with django_capture_on_commit_callbacks() as callbacks:
+        ids = webhooks_notify(user_id=owner.pk, event_type="run.finished", payload={"x": 1})
+    assert [d.webhook_id for d in WebhookDelivery.objects.filter(pk__in=ids)] == [wanted.pk]
+    assert len(callbacks) == 1
+
+
+def test_a_finished_run_writes_a_run_finished_delivery(owner, hook_for):
+    hook = hook_for(owner, "https://93.184.215.14/hook")
+    run = make_run(owner, "Say hi")
+    with locked_run(run.pk) as w:
+        finish(w, RunStatus.CANCELLED, "CANCELLED", "Cancelled by request")
+    delivery = WebhookDelivery.objects.get(webhook=hook)
+    run.refresh_from_db()
+    assert delivery.event_type == "run.finished"
+    assert delivery.payload == {
+        "run_id": run.pk,
+        "task": "Say hi",
+        "status": "cancelled",
+        "error_code": "CANCELLED",
+        "final_response": "",
+        "finished_at": run.finished_at.isoformat(),
+        "links": {
+            "self": f"/api/v1/runs/{run.pk}",
+            "events": f"/api/v1/runs/{run.pk}/events",
+            "cancel": f"/api/v1/runs/{run.pk}/cancel",
+            "restart": f"/api/v1/runs/{run.pk}/restart",
+            "websocket": f"/ws/api/runs/{run.pk}/",
+        },
+    }
