@@ -5,17 +5,21 @@ from django.db import DatabaseError
 
 from agents_app import execution, webhooks
 
+# Both tasks take an id and keep their state in rows: a delivery lost with its worker is
+# delivered again (acks_late, reject_on_worker_lost), a database blip is retried with backoff.
+DURABLE = {
+    "bind": True,
+    "acks_late": True,
+    "reject_on_worker_lost": True,
+    "autoretry_for": (DatabaseError,),
+    "retry_backoff": True,
+    "retry_backoff_max": 60,
+    "max_retries": None,
+    "ignore_result": True,
+}
 
-@shared_task(
-    bind=True,
-    acks_late=True,
-    reject_on_worker_lost=True,
-    autoretry_for=(DatabaseError,),
-    retry_backoff=True,
-    retry_backoff_max=60,
-    max_retries=None,
-    ignore_result=True,
-)
+
+@shared_task(**DURABLE)
 def execute_run(self, run_id: int) -> str:
     outcome = execution.execute_run(run_id)
     if outcome.state == "busy":
@@ -25,16 +29,7 @@ def execute_run(self, run_id: int) -> str:
     return outcome.state
 
 
-@shared_task(
-    bind=True,
-    acks_late=True,
-    reject_on_worker_lost=True,
-    autoretry_for=(DatabaseError,),
-    retry_backoff=True,
-    retry_backoff_max=60,
-    max_retries=None,
-    ignore_result=True,
-)
+@shared_task(**DURABLE)
 def deliver_webhook(self, delivery_id: int) -> str:
     outcome = webhooks.webhook_deliver(delivery_id)
     if outcome.state == "retry":

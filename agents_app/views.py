@@ -19,8 +19,6 @@ from agents_app.forms import TaskForm
 from agents_app.models import AuditInterface, Run
 
 RUNS_PER_PAGE = 50
-# Explicit until settings.LOGIN_URL points at the pages' own login.
-LOGIN_URL = "login"
 
 
 class HtmxHttpRequest(HttpRequest):
@@ -35,7 +33,7 @@ def _owned_run(request: HtmxHttpRequest, run_id: int) -> Run:
         raise Http404(error.message) from None
 
 
-@login_required(login_url=LOGIN_URL)
+@login_required
 def dashboard(request: HtmxHttpRequest) -> HttpResponse:
     page_obj = Paginator(selectors.runs_for(request.user), RUNS_PER_PAGE).get_page(
         request.GET.get("page")
@@ -50,7 +48,7 @@ def dashboard(request: HtmxHttpRequest) -> HttpResponse:
     return render(request, "agents/dashboard.html", context)
 
 
-@login_required(login_url=LOGIN_URL)
+@login_required
 @require_http_methods(["GET", "POST"])
 def task_new(request: HtmxHttpRequest) -> HttpResponse:
     form = TaskForm(request.POST or None)
@@ -107,7 +105,7 @@ def _render_run(
     return render(request, "agents/run_detail.html", context, status=status)
 
 
-@login_required(login_url=LOGIN_URL)
+@login_required
 @require_http_methods(["GET"])
 def run_detail(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
     return _render_run(request, run_id)
@@ -123,7 +121,7 @@ def _controls(request: HtmxHttpRequest, run: Run, error: DomainError | None) -> 
     return HttpResponse(html, status=error.http_status if error else 200)
 
 
-@login_required(login_url=LOGIN_URL)
+@login_required
 @require_POST
 def run_cancel(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
     run = _owned_run(request, run_id)
@@ -138,7 +136,7 @@ def run_cancel(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
     return redirect(run_url(run))
 
 
-@login_required(login_url=LOGIN_URL)
+@login_required
 @require_POST
 def run_restart(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
     run = _owned_run(request, run_id)

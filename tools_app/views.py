@@ -11,7 +11,7 @@ from tools_app.registry import get_registry
 from tools_app.selectors import tool_catalog
 
 
-@login_required(login_url="login")
+@login_required
 @require_GET
 def tool_list(request: HttpRequest) -> HttpResponse:
     tools = []
