@@ -7,6 +7,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from agents_app.audit import (
@@ -19,7 +20,7 @@ from agents_app.audit import (
 )
 from agents_app.errors import DomainError
 from agents_app.execution import finish
-from agents_app.models import KillSwitch, Run, RunStatus, Task
+from agents_app.models import ACTIVE_STATUSES, KillSwitch, Run, RunStatus, Task
 from agents_app.run_writer import locked_run
 
 
@@ -208,3 +209,18 @@ def kill_switch_set(*, engaged: bool, actor: Any, interface: str, reason: str = 
         details={"reason": reason, "was_engaged": was, "resumed_runs": resumed},
     )
     return switch
+
+
+def runs_recover() -> list[int]:
+    """Queue again every active run that no worker holds (no lease, or an expired one): its
+    message may have been lost with a Redis that kept nothing. A run whose message still exists
+    is then delivered twice, which the lease makes harmless. Returns the ids queued."""
+    now = timezone.now()
+    orphans = list(
+        Run.objects.filter(status__in=ACTIVE_STATUSES)
+        .filter(Q(lease_expires_at__isnull=True) | Q(lease_expires_at__lte=now))
+        .values_list("pk", flat=True)
+    )
+    for run_id in orphans:
+        run_enqueue(run_id=run_id)
+    return orphans

@@ -1,9 +1,14 @@
 """Celery tasks: an id in, one call, the retry policy. No ORM writes here."""
 
+import logging
+
 from celery import shared_task
+from celery.signals import worker_ready
 from django.db import DatabaseError
 
 from agents_app import execution, webhooks
+
+logger = logging.getLogger(__name__)
 
 # Both tasks take an id and keep their state in rows: a delivery lost with its worker is
 # delivered again (acks_late, reject_on_worker_lost), a database blip is retried with backoff.
@@ -36,3 +41,17 @@ def deliver_webhook(self, delivery_id: int) -> str:
         # The attempt count lives in the row, which also decides when to give up.
         raise self.retry(countdown=outcome.retry_in, max_retries=None)
     return outcome.state
+
+
+@worker_ready.connect
+def recover_runs_on_start(**kwargs) -> None:
+    """A worker coming up queues the runs nobody holds, so none waits forever for a message
+    that was lost (e.g. a Redis restarted without persistence)."""
+    from django.db import transaction
+
+    from agents_app import services
+
+    with transaction.atomic():
+        recovered = services.runs_recover()
+    if recovered:
+        logger.info("queued %d run(s) that no worker held: %s", len(recovered), recovered)

@@ -321,3 +321,22 @@ def test_few_tools_need_no_analysis(owner):
     )
     assert not any("AGENTDESK:ANALYZE" in r.messages[0]["content"] for r in provider.requests)
     assert not RunEvent.objects.filter(run=run, type="task_analysis").exists()
+
+
+def test_recovery_queues_only_active_runs_that_no_worker_holds(owner, monkeypatch):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from agents_app.services import runs_recover
+
+    orphan, held, expired, done, paused = (make_run(owner) for _ in range(5))
+    soon, past = timezone.now() + timedelta(seconds=30), timezone.now() - timedelta(seconds=1)
+    Run.objects.filter(pk=held.pk).update(status="running", lease_owner="w", lease_expires_at=soon)
+    Run.objects.filter(pk=expired.pk).update(
+        status="running", lease_owner="w", lease_expires_at=past
+    )
+    Run.objects.filter(pk=done.pk).update(status="succeeded")
+    Run.objects.filter(pk=paused.pk).update(status="paused")
+    # The queued messages go to this session's own Redis queue, which no worker consumes here.
+    assert sorted(runs_recover()) == sorted([orphan.pk, expired.pk])

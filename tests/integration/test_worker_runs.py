@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from agents_app.models import ApiKey, RunEvent, Step, ToolCall
+from agents_app.models import ApiKey, Run, RunEvent, Step, ToolCall
 from agents_app.tasks import execute_run
 from tests.integration.conftest import wait_for, wait_for_run
 from tests.support.runs import make_run
@@ -262,3 +262,20 @@ def test_a_frozen_worker_loses_its_lease_and_cannot_commit_after_a_takeover(
     assert RunEvent.objects.filter(run=run).count() == events_before
     step0 = Step.objects.get(run=run, index=0)
     assert (step0.status, step0.retry_count) == ("completed", 1)
+
+
+def test_a_run_whose_message_was_lost_is_picked_up_when_a_worker_starts(llm, start_worker, owner):
+    llm.script(
+        [
+            {"match": "AGENTDESK:PLAN", "replies": [plan_reply(step("think"))]},
+            {"match": "AGENTDESK:STEP 0", "replies": [{"content": "thought"}]},
+            {"match": "AGENTDESK:VERIFY", "replies": [verdict(True, "recovered")]},
+        ]
+    )
+    run = make_run(owner)  # queued, but its message never reached Redis
+    finished = make_run(owner)
+    Run.objects.filter(pk=finished.pk).update(status="succeeded")
+    worker = start_worker()
+    run = wait_for_run(run.pk, timeout=60)
+    assert run.status == "succeeded" and run.final_response == "recovered"
+    assert "queued 1 run(s) that no worker held" in worker.log()
