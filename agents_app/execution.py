@@ -45,9 +45,10 @@ TOKEN_FLUSH_SECONDS = 0.1
 
 @dataclass(frozen=True)
 class Outcome:
-    """What became of one delivery: `busy` means another worker holds a live lease."""
+    """What became of one delivery: `busy` means another worker holds a live lease; `finished`
+    also covers a run left paused by the kill switch (nothing more to do until its release)."""
 
-    state: str  # finished | busy | lost | parked
+    state: str  # finished | busy | lost
     retry_in: float = 0.0
 
 
