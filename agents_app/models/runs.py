@@ -1,0 +1,229 @@
+"""A task, its runs, their plans, steps, tool calls and events: a run's whole state."""
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+
+class Task(models.Model):
+    """What a person asked for. Each execution attempt is a Run."""
+
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="tasks"
+    )
+    text = models.TextField()
+    context = models.JSONField(default=dict, blank=True)
+    max_tokens = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Overrides RUN_MAX_TOKENS."
+    )
+    max_tool_calls = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Overrides RUN_MAX_TOOL_CALLS."
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return self.text[:60]
+
+
+class RunStatus(models.TextChoices):
+    QUEUED = "queued"
+    PLANNING = "planning"
+    RUNNING = "running"
+    VERIFYING = "verifying"
+    # Parked by the kill switch at a step boundary; its release resumes it where it was.
+    PAUSED = "paused"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+TERMINAL_STATUSES = frozenset({RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.CANCELLED})
+
+# The one table of allowed status changes; nothing else decides what may follow what.
+ACTIVE_STATUSES = frozenset(
+    {RunStatus.QUEUED, RunStatus.PLANNING, RunStatus.RUNNING, RunStatus.VERIFYING}
+)
+_ENDS = frozenset({RunStatus.FAILED, RunStatus.CANCELLED, RunStatus.PAUSED})
+RUN_TRANSITIONS: dict[str, frozenset[str]] = {
+    RunStatus.QUEUED: frozenset({RunStatus.PLANNING}) | _ENDS,
+    RunStatus.PLANNING: frozenset({RunStatus.RUNNING}) | _ENDS,
+    RunStatus.RUNNING: frozenset({RunStatus.VERIFYING}) | _ENDS,
+    RunStatus.VERIFYING: frozenset({RunStatus.SUCCEEDED, RunStatus.PLANNING}) | _ENDS,
+    RunStatus.PAUSED: ACTIVE_STATUSES | {RunStatus.FAILED, RunStatus.CANCELLED},
+    RunStatus.SUCCEEDED: frozenset(),
+    RunStatus.FAILED: frozenset(),
+    RunStatus.CANCELLED: frozenset(),
+}
+
+
+class Run(models.Model):
+    """One execution attempt of a Task. Its rows are the run's whole state: no worker keeps any."""
+
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="runs")
+    # Denormalised from task.owner so every scoped read is one indexed filter.
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="runs"
+    )
+    attempt = models.PositiveIntegerField(default=1)
+    status = models.CharField(max_length=20, choices=RunStatus.choices, default=RunStatus.QUEUED)
+    replans = models.PositiveIntegerField(default=0)
+    replan_reason = models.TextField(blank=True)
+    final_response = models.TextField(blank=True)
+    error_code = models.CharField(max_length=40, blank=True)
+    error_message = models.TextField(blank=True)
+
+    prompt_tokens = models.PositiveIntegerField(default=0)
+    completion_tokens = models.PositiveIntegerField(default=0)
+    tool_calls_made = models.PositiveIntegerField(default=0)
+    max_tokens = models.PositiveIntegerField()
+    max_tool_calls = models.PositiveIntegerField()
+
+    cancel_requested = models.BooleanField(default=False)
+    # While paused: the status to go back to when the kill switch is released.
+    resume_status = models.CharField(max_length=20, choices=RunStatus.choices, blank=True)
+    # Lease: the worker holding it may execute the run; an expired lease may be taken over.
+    lease_owner = models.CharField(max_length=64, blank=True)
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    # Last RunEvent.seq; advanced under the run's row lock so seqs are gapless per run.
+    event_seq = models.PositiveIntegerField(default=0)
+
+    created_at = models.DateTimeField(default=timezone.now)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["owner", "status", "-created_at"])]
+
+    def __str__(self) -> str:
+        return f"Run {self.pk} ({self.status})"
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.status in TERMINAL_STATUSES
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    def can_transition_to(self, status: str) -> bool:
+        return status in RUN_TRANSITIONS[self.status]
+
+    def duration_seconds(self) -> float | None:
+        if not self.started_at:
+            return None
+        end = self.finished_at or timezone.now()
+        return (end - self.started_at).total_seconds()
+
+
+class Plan(models.Model):
+    """A version of the run's plan. A replan adds a version; older versions stay as history."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="plans")
+    version = models.PositiveIntegerField()
+    reason = models.TextField(
+        blank=True, help_text="Why this version was made (empty for the first)."
+    )
+    raw = models.JSONField(default=dict, help_text="The validated plan as the model returned it.")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["run", "version"]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "version"], name="plan_version_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"Plan v{self.version} of run {self.run_id}"
+
+
+class StepStatus(models.TextChoices):
+    PENDING = "pending"
+    RUNNING = "running"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    SKIPPED = "skipped"
+    TIMEOUT = "timeout"
+
+
+STEP_DONE_STATUSES = frozenset(
+    {StepStatus.COMPLETED, StepStatus.FAILED, StepStatus.SKIPPED, StepStatus.TIMEOUT}
+)
+
+
+class Step(models.Model):
+    plan = models.ForeignKey(Plan, on_delete=models.CASCADE, related_name="steps")
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="steps")
+    index = models.PositiveIntegerField()
+    objective = models.TextField()
+    tool_names = models.JSONField(default=list)
+    reasoning = models.TextField(blank=True)
+    depends_on = models.JSONField(default=list)
+    status = models.CharField(max_length=10, choices=StepStatus.choices, default=StepStatus.PENDING)
+    output = models.TextField(blank=True)
+    error = models.TextField(blank=True)
+    thinking = models.TextField(blank=True, help_text="The model's reasoning while executing it.")
+    # Attempts after the first: a step interrupted by a crash runs again and counts it here.
+    retry_count = models.PositiveIntegerField(default=0)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["plan", "index"]
+        constraints = [models.UniqueConstraint(fields=["plan", "index"], name="step_index_unique")]
+
+    def __str__(self) -> str:
+        return f"Step {self.index} of plan {self.plan_id}"
+
+    @property
+    def is_done(self) -> bool:
+        return self.status in STEP_DONE_STATUSES
+
+
+class ToolCallStatus(models.TextChoices):
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+
+
+class ToolCall(models.Model):
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="tool_calls")
+    step = models.ForeignKey(Step, on_delete=models.CASCADE, related_name="tool_calls")
+    attempt = models.PositiveIntegerField(
+        default=0, help_text="The step's retry_count at the call."
+    )
+    tool = models.CharField(max_length=200)
+    arguments = models.JSONField(default=dict)
+    result = models.JSONField(null=True, blank=True)
+    error = models.TextField(blank=True)
+    status = models.CharField(
+        max_length=10, choices=ToolCallStatus.choices, default=ToolCallStatus.RUNNING
+    )
+    duration_ms = models.PositiveIntegerField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["id"]
+
+    def __str__(self) -> str:
+        return f"{self.tool} ({self.status})"
+
+
+class RunEvent(models.Model):
+    """Append-only log of a run; (run, seq) is gapless and ordered, so clients resume by seq."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="events")
+    seq = models.PositiveIntegerField()
+    type = models.CharField(max_length=40)
+    payload = models.JSONField(default=dict)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["run", "seq"]
+        constraints = [models.UniqueConstraint(fields=["run", "seq"], name="run_event_seq_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.run_id}#{self.seq} {self.type}"
