@@ -23,6 +23,14 @@ Actions so far (a new act adds its name here and calls audit_record; no migratio
 - `mcp_server.import` (admin): target each server named in the file; details file, change
   created | updated | unchanged.
 - `webhook.create` / `webhook.delete`: target the URL; details webhook_id, events.
+- `approval.request` (worker): a call (or plan) waits for a person; target the tool ("plan");
+  details approval_id, kind, tool_call_id, arguments_sha256, risk, level, expires_at.
+- `approval.decide`: target the tool; details approval_id, decision, arguments_sha256 (of the
+  arguments that will run), remember, expired (true: its timeout decided, actor "system").
+- `approval_rule.create` / `approval_rule.revoke`: target the tool; details rule_id, exact,
+  arguments_sha256.
+- `yolo.grant` / `yolo.revoke` (admin, target the user) and `yolo.enable` / `yolo.disable`
+  (the user).
 """
 
 import hashlib
@@ -49,6 +57,14 @@ MCP_SERVER_CHECK = "mcp_server.check"
 MCP_SERVER_IMPORT = "mcp_server.import"
 WEBHOOK_CREATE = "webhook.create"
 WEBHOOK_DELETE = "webhook.delete"
+APPROVAL_REQUEST = "approval.request"
+APPROVAL_DECIDE = "approval.decide"
+APPROVAL_RULE_CREATE = "approval_rule.create"
+APPROVAL_RULE_REVOKE = "approval_rule.revoke"
+YOLO_GRANT = "yolo.grant"
+YOLO_REVOKE = "yolo.revoke"
+YOLO_ENABLE = "yolo.enable"
+YOLO_DISABLE = "yolo.disable"
 
 WORKER_LABEL = "worker"
 SYSTEM_LABEL = "system"

@@ -5,6 +5,7 @@ commits except the lease, so any worker can continue a run where another one sto
 """
 
 import logging
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -13,9 +14,11 @@ from django.conf import settings
 from django.db import DatabaseError, close_old_connections
 from django.utils import timezone
 
+from agents_app.approvals import park_on_call, park_on_plan
+from agents_app.audit import arguments_sha256
 from agents_app.engine.analysis import analyze_task, select_tools
 from agents_app.engine.decide import RunState, StepState, next_action
-from agents_app.engine.executor import StepInput, execute_step
+from agents_app.engine.executor import AwaitApproval, Resume, StepInput, execute_step
 from agents_app.engine.hooks import StopRun
 from agents_app.engine.llm import LLMProvider
 from agents_app.engine.planner import make_plan
@@ -23,14 +26,18 @@ from agents_app.engine.verifier import verify
 from agents_app.errors import DomainError
 from agents_app.lease import Lease
 from agents_app.models import (
+    Approval,
+    ApprovalStatus,
     KillSwitch,
     Plan,
     Run,
     RunStatus,
     Step,
     StepStatus,
+    ToolCall,
+    ToolCallStatus,
 )
-from agents_app.run_hooks import DatabaseHooks
+from agents_app.run_hooks import DatabaseHooks, ToolCallHandle
 from agents_app.run_writer import LeaseLost, RunWriter, locked_run
 from agents_app.selectors import agent_result
 from agents_app.webhooks import RUN_FINISHED, finished_payload, webhooks_notify
@@ -61,6 +68,8 @@ class RunExecutor:
         self.lease = lease
         self.provider = provider
         self.registry = registry
+        # Set once this worker parked the run: its lease went with it, so it stops here.
+        self.parked = False
 
     def load(self) -> tuple[Run, Plan | None, list[Step]]:
         run = Run.objects.select_related("task").get(pk=self.run_id)
@@ -91,6 +100,7 @@ class RunExecutor:
                 with self.lock() as w:
                     w.set(resume_status=w.run.status)
                     w.transition(RunStatus.PAUSED, reason="kill switch engaged")
+                self.parked = True
             elif action.kind == "start":
                 with self.lock() as w:
                     w.transition(RunStatus.PLANNING)
@@ -124,7 +134,7 @@ class RunExecutor:
             logger.exception("run %s: unexpected error in %s", self.run_id, action.kind)
             with self.lock() as w:
                 finish(w, RunStatus.FAILED, "INTERNAL_ERROR", f"{type(exc).__name__}: {exc}")
-        return True
+        return not self.parked
 
     def offered_tools(self, run: Run, hooks: DatabaseHooks) -> list[ToolSpec]:
         """Every tool, or with many tools only those the task analysis asks for."""
@@ -184,6 +194,10 @@ class RunExecutor:
                 for index, planned in enumerate(output.steps)
             )
             w.event("plan_created", {"version": version, "steps": output.model_dump()["steps"]})
+            if w.run.task.approve_plan:
+                park_on_plan(w, plan)
+                self.parked = True
+                return
             w.transition(RunStatus.RUNNING)
             w.event(
                 "progress_update",
@@ -196,12 +210,15 @@ class RunExecutor:
             )
 
     def execute(self, run: Run, steps: list[Step], step: Step) -> None:
+        resume = self.decided(step) if step.progress else None
         with self.lock() as w:
-            interrupted = step.status == StepStatus.RUNNING
+            interrupted = step.status == StepStatus.RUNNING and resume is None
             step.retry_count += int(interrupted)
             step.status = StepStatus.RUNNING
             step.started_at = timezone.now()
-            step.save(update_fields=["status", "retry_count", "started_at"])
+            # A crash after this commit restarts the step from scratch, like any interruption.
+            step.progress = None
+            step.save(update_fields=["status", "retry_count", "started_at", "progress"])
             w.event(
                 "step_started",
                 {
@@ -209,9 +226,19 @@ class RunExecutor:
                     "objective": step.objective,
                     "retry_count": step.retry_count,
                     "resumed_after_interruption": interrupted,
+                    "resumed_after_approval": resume is not None,
                 },
             )
-        hooks = DatabaseHooks(run, self.lease, step)
+        workspace = workspace_for(run.pk)
+        hooks = DatabaseHooks(
+            run,
+            self.lease,
+            step,
+            specs={spec.name: spec for spec in configured_specs(self.registry)},
+            workspace=workspace,
+        )
+        if resume is not None:
+            hooks.let_through[resume.handle.call_id] = "person"
         earlier = [
             (s.index, s.objective, s.status, s.output or s.error)
             for s in steps
@@ -232,11 +259,18 @@ class RunExecutor:
                     tool_names=list(step.tool_names),
                     earlier=earlier,
                 ),
-                workspace=workspace_for(run.pk),
+                workspace=workspace,
                 run_id=run.pk,
                 timeout=settings.AGENT_STEP_TIMEOUT,
                 max_rounds=settings.AGENT_MAX_TOOL_ROUNDS,
+                resume=resume,
             )
+        except AwaitApproval as wait:
+            with self.lock() as w:
+                thinking = "\n\n".join(t for t in wait.progress["thoughts"] if t)
+                park_on_call(w, step, wait, thinking)
+            self.parked = True
+            return
         finally:
             hooks.flush_tokens()
         with self.lock() as w:
@@ -277,6 +311,26 @@ class RunExecutor:
                     "status": "running",
                 },
             )
+
+    def decided(self, step: Step) -> Resume | None:
+        """How to continue a step parked on an approval, once a person decided it (None: the
+        approval is gone or undecided, and the step starts again like an interrupted one)."""
+        approval = Approval.objects.filter(pk=step.progress.get("approval_id")).first()
+        if approval is None or approval.tool_call_id is None:
+            return None
+        if approval.status == ApprovalStatus.APPROVED:
+            decision, arguments = "approve", approval.arguments
+        elif approval.status == ApprovalStatus.MODIFIED:
+            decision, arguments = "modify", approval.decision_arguments or {}
+        elif approval.status == ApprovalStatus.DENIED:
+            decision, arguments = "deny", approval.arguments
+        else:
+            return None
+        handle = ToolCallHandle(
+            approval.tool_call_id, time.monotonic(), approval.tool, arguments_sha256(arguments)
+        )
+        note = "It timed out waiting for a decision." if approval.expired else ""
+        return Resume(step.progress, decision, arguments, handle, note)
 
     def verify(self, run: Run, steps: list[Step]) -> None:
         can_replan = run.replans < settings.AGENT_MAX_REPLANS
@@ -332,6 +386,13 @@ def finish(
         Step.objects.filter(plan=plan, status=StepStatus.PENDING).update(
             status=StepStatus.SKIPPED, error=f"run ended: {code or status}", finished_at=now
         )
+        ToolCall.objects.filter(run=run, status=ToolCallStatus.WAITING_APPROVAL).update(
+            status=ToolCallStatus.SKIPPED, error=f"run ended: {code or status}"
+        )
+        Step.objects.filter(plan=plan, progress__isnull=False).update(progress=None)
+    Approval.objects.filter(run=run, status=ApprovalStatus.PENDING).update(
+        status=ApprovalStatus.VOID, decided_at=timezone.now()
+    )
     if status != RunStatus.SUCCEEDED:
         w.set(error_code=code, error_message=message)
     w.transition(status)

@@ -3,11 +3,13 @@
 import time
 from dataclasses import dataclass
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 from django.conf import settings
 from django.utils import timezone
 
+from agents_app.approvals import Ask, approval_policy
 from agents_app.audit import LLM_CALL, TOOL_CALL, arguments_sha256, audit_record
 from agents_app.engine.hooks import StopRun
 from agents_app.engine.llm import Usage
@@ -16,7 +18,7 @@ from agents_app.events import publish, run_group
 from agents_app.lease import Lease
 from agents_app.models import AuditInterface, Run, Step, ToolCall, ToolCallStatus
 from agents_app.run_writer import locked_run
-from tools_app.registry import ToolResult
+from tools_app.registry import ToolResult, ToolSpec
 
 TOKEN_FLUSH_CHARS = 64
 TOKEN_FLUSH_SECONDS = 0.1
@@ -35,17 +37,32 @@ class ToolCallHandle:
 class DatabaseHooks:
     """EngineHooks backed by the run's rows: every call and its outcome is committed."""
 
-    def __init__(self, run: Run, lease: Lease, step: Step | None = None):
+    def __init__(
+        self,
+        run: Run,
+        lease: Lease,
+        step: Step | None = None,
+        *,
+        specs: dict[str, ToolSpec] | None = None,
+        workspace: Path | None = None,
+    ):
         self.run_id = run.pk
+        self.owner_id = run.owner_id
         self.lease = lease
         self.step = step
+        self.specs = specs or {}
+        self.workspace = workspace
+        # Time parked on a person or the kill switch does not count against the deadline.
         self.deadline = (run.started_at or timezone.now()) + timedelta(
-            seconds=settings.AGENT_RUN_TIMEOUT
+            seconds=settings.AGENT_RUN_TIMEOUT + run.parked_seconds
         )
+        # tool_call_id -> how the call was let through (auto | rule | yolo | person).
+        self.let_through: dict[int, str] = {}
         self._buffer: list[str] = []
         self._buffered = 0
         self._last_flush = time.monotonic()
         self._token_context: dict[str, Any] = {}
+        self._current_call: int | None = None
 
     def checkpoint(self) -> None:
         self.flush_tokens()
@@ -144,7 +161,17 @@ class DatabaseHooks:
                     "arguments": arguments,
                 },
             )
+        self._current_call = call.pk
         return ToolCallHandle(call.pk, time.monotonic(), tool, arguments_sha256(arguments))
+
+    def approval_needed(self, tool: str, arguments: dict[str, Any]) -> Ask | None:
+        spec = self.specs.get(tool)
+        if spec is None:
+            return None  # not offered by configuration (e.g. a test registry): nothing to ask
+        ask, how = approval_policy(self.owner_id, spec, arguments, self.workspace or Path("/"))
+        if ask is None and self._current_call is not None:
+            self.let_through[self._current_call] = how
+        return ask
 
     def after_tool_call(
         self,
@@ -186,6 +213,7 @@ class DatabaseHooks:
                     "step_index": self.step.index if self.step else None,
                     "arguments_sha256": handle.arguments_sha256,
                     "outcome": "succeeded" if ok else "failed",
+                    "approval": self.let_through.get(call_id, ""),
                     "error_code": error_code,
                     "duration_ms": duration_ms,
                 },

@@ -9,7 +9,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from agents_app.events import publish_events
-from agents_app.models import TERMINAL_STATUSES, Run, RunEvent, RunStatus
+from agents_app.models import PARKED_STATUSES, TERMINAL_STATUSES, Run, RunEvent, RunStatus
 
 
 class LeaseLost(Exception):
@@ -47,6 +47,13 @@ class RunWriter:
         changes: dict[str, Any] = {"status": status}
         if status == RunStatus.PLANNING and self.run.started_at is None:
             changes["started_at"] = now
+        if self.run.status in PARKED_STATUSES and self.run.parked_at is not None:
+            waited = (now - self.run.parked_at).total_seconds()
+            changes["parked_seconds"] = self.run.parked_seconds + max(0.0, waited)
+            changes["parked_at"] = None
+        if status in PARKED_STATUSES:
+            # Parked, the run is nobody's: whatever unparks it queues it for any worker.
+            changes.update(parked_at=now, lease_owner="", lease_expires_at=None)
         if status in TERMINAL_STATUSES:
             changes["finished_at"] = now
             changes["lease_owner"] = ""

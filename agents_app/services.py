@@ -130,7 +130,8 @@ def run_cancel(*, run: Run, actor: Any, interface: str) -> Run:
             w.event("cancel_requested", {})
         # Nobody is executing a queued or paused run: it ends now, not at a checkpoint.
         ended_at_once = (
-            w.run.status in (RunStatus.QUEUED, RunStatus.PAUSED) and not w.run.lease_owner
+            w.run.status in (RunStatus.QUEUED, RunStatus.PAUSED, RunStatus.WAITING_APPROVAL)
+            and not w.run.lease_owner
         )
         if ended_at_once:
             finish(w, RunStatus.CANCELLED, "CANCELLED", "Cancelled by request")

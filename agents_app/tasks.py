@@ -43,6 +43,17 @@ def deliver_webhook(self, delivery_id: int) -> str:
     return outcome.state
 
 
+@shared_task(**DURABLE)
+def expire_approval(self, approval_id: int) -> str:
+    from agents_app.decisions import approval_expire
+
+    remaining = approval_expire(approval_id)
+    if remaining > 0:
+        # Delivered early (a broker redelivery, a clock skew): wait for the rest.
+        raise self.retry(countdown=remaining, max_retries=None)
+    return "done"
+
+
 @worker_ready.connect
 def recover_runs_on_start(**kwargs) -> None:
     """A worker coming up queues the runs nobody holds, so none waits forever for a message
@@ -50,8 +61,12 @@ def recover_runs_on_start(**kwargs) -> None:
     from django.db import transaction
 
     from agents_app import services
+    from agents_app.decisions import approvals_expire_due
 
     with transaction.atomic():
         recovered = services.runs_recover()
     if recovered:
         logger.info("queued %d run(s) that no worker held: %s", len(recovered), recovered)
+    expired = approvals_expire_due()
+    if expired:
+        logger.info("decided %d overdue approval(s): %s", len(expired), expired)

@@ -70,6 +70,16 @@ def env_float(name: str, default: float, *, minimum: float | None = None) -> flo
     return value
 
 
+def env_choice(name: str, default: str, *, choices: tuple[str, ...]) -> str:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    value = raw.strip().lower()
+    if value not in choices:
+        raise ImproperlyConfigured(f"{name} must be one of {', '.join(choices)}, got {raw!r}")
+    return value
+
+
 def embedded_redis_url_file(var_dir: Path) -> Path:
     """Where `go` records the URL of the embedded Valkey it started."""
     return var_dir / "valkey" / "url"

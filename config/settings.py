@@ -9,6 +9,7 @@ from config.env import (
     BASE_DIR,
     embedded_redis_url_file,
     env_bool,
+    env_choice,
     env_float,
     env_int,
     env_str,
@@ -200,6 +201,15 @@ RUN_MAX_TOKENS = env_int("RUN_MAX_TOKENS", 200_000, minimum=1)
 RUN_MAX_TOOL_CALLS = env_int("RUN_MAX_TOOL_CALLS", 100, minimum=1)
 RUN_LEASE_SECONDS = env_float("RUN_LEASE_SECONDS", 30.0, minimum=1.0)
 WORKSPACE_ROOT = BASE_DIR / env_str("WORKSPACE_ROOT", str(VAR_DIR / "workspaces"))
+
+# --- Approvals ----------------------------------------------------------------------
+# Seconds a pending approval waits before its strategy decides (0: it waits for a person).
+APPROVAL_TIMEOUT = env_float("APPROVAL_TIMEOUT", 0.0, minimum=0.0)
+# What an expired approval decides: deny (the model hears the call was refused), skip (the
+# step), cancel (the run). A task can set both for itself.
+APPROVAL_TIMEOUT_STRATEGY = env_choice(
+    "APPROVAL_TIMEOUT_STRATEGY", "deny", choices=("deny", "skip", "cancel")
+)
 
 # --- Builtin tools --------------------------------------------------------------
 HTTP_TOOL_MAX_BYTES = env_int("HTTP_TOOL_MAX_BYTES", 1_000_000, minimum=1)

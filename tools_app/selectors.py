@@ -23,6 +23,7 @@ def configured_specs(registry: ToolRegistry) -> list[ToolSpec]:
                     capabilities=frozenset(row.capabilities) or tool.spec.capabilities,
                     domain=row.domain or tool.spec.domain,
                     approval_level=row.effective_approval_level,
+                    side_effects=row.side_effects or tool.spec.side_effects,
                 )
             )
     return specs

@@ -39,8 +39,8 @@ def next_action(state: RunState) -> Action:
         return Action("none")
     if state.cancel_requested:
         return Action("cancel")
-    if state.status == "paused":
-        return Action("none")  # parked until the kill switch is released
+    if state.status in ("paused", "waiting_approval"):
+        return Action("none")  # parked until the kill switch is released or a person decides
     if state.halted:
         return Action("pause")
     if state.status == "queued":

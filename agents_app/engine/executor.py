@@ -3,11 +3,11 @@
 import json
 import re
 import time
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from agents_app.engine.hooks import EngineHooks
-from agents_app.engine.llm import LLMError, LLMProvider, LLMRequest, ToolSchema
+from agents_app.engine.llm import LLMError, LLMProvider, LLMRequest, ToolCallRequest, ToolSchema
 from agents_app.engine.prompts import step_messages
 from agents_app.errors import DomainError
 from tools_app.registry import ToolContext, ToolRegistry
@@ -45,6 +45,33 @@ def wire_name(tool: str) -> str:
     return _WIRE_UNSAFE.sub("__", tool)[:64]
 
 
+class AwaitApproval(Exception):
+    """A call needs a person's decision: the step stops before it and can resume from
+    `progress` (the conversation so far and the calls still to make, JSON)."""
+
+    def __init__(
+        self, *, ask: Any, handle: Any, tool: str, arguments: dict[str, Any], progress: dict
+    ):
+        super().__init__(f"{tool} waits for approval")
+        self.ask = ask
+        self.handle = handle
+        self.tool = tool
+        self.arguments = arguments
+        self.progress = progress
+
+
+@dataclass(frozen=True)
+class Resume:
+    """Continue a step parked by AwaitApproval: the first call in `progress` was decided.
+    `decision` approve | modify runs it with `arguments`; deny tells the model it was refused."""
+
+    progress: dict[str, Any]
+    decision: str
+    arguments: dict[str, Any]
+    handle: Any
+    note: str = ""
+
+
 def execute_step(
     *,
     provider: LLMProvider,
@@ -57,15 +84,12 @@ def execute_step(
     run_id: int,
     timeout: float,
     max_rounds: int,
+    resume: Resume | None = None,
 ) -> StepOutcome:
     """Run the step to an outcome. A tool failure or invalid arguments fail the step; an LLM
-    failure raises LLMError (the run cannot go on without its model); StopRun propagates."""
+    failure raises LLMError (the run cannot go on without its model); StopRun propagates; a
+    call that needs a person raises AwaitApproval, and `resume` continues from there."""
     deadline = time.monotonic() + timeout
-    thoughts: list[str] = []
-
-    def done(outcome: StepOutcome) -> StepOutcome:
-        return replace(outcome, thinking="\n\n".join(t for t in thoughts if t))
-
     offered = [name for name in step.tool_names if name != FINISH_TOOL]
     if FINISH_TOOL in registry.names():
         offered.append(FINISH_TOOL)
@@ -78,22 +102,113 @@ def execute_step(
         )
         for name in offered
     ]
-    messages = step_messages(
-        task=task,
-        context=context,
-        index=step.index,
-        total=step.total,
-        objective=step.objective,
-        reasoning=step.reasoning,
-        earlier=step.earlier,
-    )
+    if resume is not None:
+        messages = list(resume.progress["messages"])
+        thoughts = list(resume.progress["thoughts"])
+        rounds = int(resume.progress["rounds"])
+        pending = [ToolCallRequest(**call) for call in resume.progress["calls"]]
+    else:
+        messages = step_messages(
+            task=task,
+            context=context,
+            index=step.index,
+            total=step.total,
+            objective=step.objective,
+            reasoning=step.reasoning,
+            earlier=step.earlier,
+        )
+        thoughts, rounds, pending = [], 0, []
+
+    def done(outcome: StepOutcome) -> StepOutcome:
+        return replace(outcome, thinking="\n\n".join(t for t in thoughts if t))
 
     def timed_out() -> StepOutcome:
         return StepOutcome(
             status="timeout", error_code="EXECUTION_TIMEOUT", error=f"step exceeded {timeout:g} s"
         )
 
-    for _ in range(max_rounds):
+    def park(position: int, ask: Any, handle: Any, name: str, call: ToolCallRequest) -> None:
+        progress = {
+            "messages": messages,
+            "calls": [asdict(c) for c in pending[position:]],
+            "thoughts": thoughts,
+            "rounds": rounds,
+        }
+        raise AwaitApproval(
+            ask=ask, handle=handle, tool=name, arguments=call.arguments, progress=progress
+        )
+
+    def make_calls(decided: Resume | None) -> StepOutcome | None:
+        """The model's pending calls in order; an outcome ends the step, None goes on."""
+        for position, call in enumerate(pending):
+            name = by_wire.get(call.name, call.name)
+            arguments = call.arguments
+            if decided is not None and position == 0:
+                handle = decided.handle
+                if decided.decision == "deny":
+                    refusal = {"error": "A person denied this call.", "note": decided.note}
+                    messages.append(
+                        {"role": "tool", "tool_call_id": call.id, "content": json.dumps(refusal)}
+                    )
+                    continue
+                arguments = decided.arguments
+                failure = _refusal(registry, name, replace(call, arguments=arguments), offered)
+            else:
+                handle = hooks.before_tool_call(name, arguments)
+                failure = _refusal(registry, name, call, offered)
+                if failure is None:
+                    ask = hooks.approval_needed(name, arguments)
+                    if ask is not None:
+                        park(position, ask, handle, name, call)
+            if failure is not None:
+                hooks.after_tool_call(
+                    handle, result=None, error_code=failure.code, error=failure.message
+                )
+                return StepOutcome(status="failed", error_code=failure.code, error=failure.message)
+            hooks.checkpoint()
+            spec = registry.get(name).spec
+            tool_timeout = max(0.1, min(spec.timeout, deadline - time.monotonic()))
+            result = registry.call(
+                name,
+                arguments,
+                ToolContext(run_id=run_id, workspace=workspace, timeout=tool_timeout),
+            )
+            if not result.ok:
+                hooks.after_tool_call(
+                    handle, result=result, error_code="TOOL_FAILED", error=result.error
+                )
+                return StepOutcome(
+                    status="failed", error_code="TOOL_FAILED", error=f"{name}: {result.error}"
+                )
+            hooks.after_tool_call(handle, result=result)
+            if result.finish:
+                answer = (
+                    result.content.get("result", "") if isinstance(result.content, dict) else ""
+                )
+                return StepOutcome(status="completed", output=str(answer), finished_task=True)
+            content = json.dumps(result.content, ensure_ascii=False, default=str)
+            if len(content) > TOOL_RESULT_CHARS:
+                content = content[:TOOL_RESULT_CHARS] + " …[truncated]"
+            messages.append({"role": "tool", "tool_call_id": call.id, "content": content})
+        return None
+
+    decided = resume
+    while True:
+        if pending:
+            outcome = make_calls(decided)
+            decided = None
+            if outcome is not None:
+                return done(outcome)
+            if time.monotonic() >= deadline:
+                return done(timed_out())
+        if rounds >= max_rounds:
+            return done(
+                StepOutcome(
+                    status="failed",
+                    error_code="MAX_RETRIES_EXCEEDED",
+                    error=f"the step did not finish within {max_rounds} model turns",
+                )
+            )
         hooks.checkpoint()
         remaining = deadline - time.monotonic()
         if remaining <= 0:
@@ -113,11 +228,11 @@ def execute_step(
             if exc.code == "REQUEST_TIMEOUT" and time.monotonic() >= deadline - 0.05:
                 return done(timed_out())
             raise
+        rounds += 1
         hooks.on_llm_usage(response.usage, response.model)
         thoughts.append(response.reasoning.strip())
         if not response.tool_calls:
             return done(StepOutcome(status="completed", output=response.content.strip()))
-
         messages.append(
             {
                 "role": "assistant",
@@ -132,54 +247,7 @@ def execute_step(
                 ],
             }
         )
-        for call in response.tool_calls:
-            name = by_wire.get(call.name, call.name)
-            handle = hooks.before_tool_call(name, call.arguments)
-            failure = _refusal(registry, name, call, offered)
-            if failure is not None:
-                hooks.after_tool_call(
-                    handle, result=None, error_code=failure.code, error=failure.message
-                )
-                return done(
-                    StepOutcome(status="failed", error_code=failure.code, error=failure.message)
-                )
-            hooks.checkpoint()
-            spec = registry.get(name).spec
-            tool_timeout = max(0.1, min(spec.timeout, deadline - time.monotonic()))
-            result = registry.call(
-                name,
-                call.arguments,
-                ToolContext(run_id=run_id, workspace=workspace, timeout=tool_timeout),
-            )
-            if not result.ok:
-                hooks.after_tool_call(
-                    handle, result=result, error_code="TOOL_FAILED", error=result.error
-                )
-                return done(
-                    StepOutcome(
-                        status="failed", error_code="TOOL_FAILED", error=f"{name}: {result.error}"
-                    )
-                )
-            hooks.after_tool_call(handle, result=result)
-            if result.finish:
-                answer = (
-                    result.content.get("result", "") if isinstance(result.content, dict) else ""
-                )
-                return done(StepOutcome(status="completed", output=str(answer), finished_task=True))
-            content = json.dumps(result.content, ensure_ascii=False, default=str)
-            if len(content) > TOOL_RESULT_CHARS:
-                content = content[:TOOL_RESULT_CHARS] + " …[truncated]"
-            messages.append({"role": "tool", "tool_call_id": call.id, "content": content})
-        if time.monotonic() >= deadline:
-            return done(timed_out())
-
-    return done(
-        StepOutcome(
-            status="failed",
-            error_code="MAX_RETRIES_EXCEEDED",
-            error=f"the step did not finish within {max_rounds} model turns",
-        )
-    )
+        pending = list(response.tool_calls)
 
 
 def _refusal(

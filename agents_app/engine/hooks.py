@@ -33,6 +33,10 @@ class EngineHooks(Protocol):
     def before_tool_call(self, tool: str, arguments: dict[str, Any]) -> Any:
         """Persist the call as running and return a handle; raise BUDGET_EXCEEDED past the budget."""
 
+    def approval_needed(self, tool: str, arguments: dict[str, Any]) -> Any:
+        """None when the call may run now; otherwise what to ask a person (the engine then
+        raises AwaitApproval and the step parks before the call)."""
+
     def after_tool_call(
         self, handle: Any, *, result: ToolResult | None, error_code: str = "", error: str = ""
     ) -> None:

@@ -1,5 +1,16 @@
 """The app's rows, one module per idea; everything is importable from `agents_app.models`."""
 
+from agents_app.models.approvals import (
+    DECISION_STATUS,
+    Approval,
+    ApprovalKind,
+    ApprovalRule,
+    ApprovalStatus,
+    Decision,
+    Remember,
+    TimeoutStrategy,
+    UserPreferences,
+)
 from agents_app.models.audit import (
     AuditEvent,
     AuditEventQuerySet,
@@ -10,6 +21,7 @@ from agents_app.models.control import KillSwitch
 from agents_app.models.keys import API_KEY_PREFIX, ApiKey
 from agents_app.models.runs import (
     ACTIVE_STATUSES,
+    PARKED_STATUSES,
     RUN_TRANSITIONS,
     STEP_DONE_STATUSES,
     TERMINAL_STATUSES,
@@ -33,8 +45,18 @@ from agents_app.models.webhooks import (
 )
 
 __all__ = [
+    "DECISION_STATUS",
+    "Approval",
+    "ApprovalKind",
+    "ApprovalRule",
+    "ApprovalStatus",
+    "Decision",
+    "Remember",
+    "TimeoutStrategy",
+    "UserPreferences",
     "ACTIVE_STATUSES",
     "API_KEY_PREFIX",
+    "PARKED_STATUSES",
     "RUN_TRANSITIONS",
     "STEP_DONE_STATUSES",
     "TERMINAL_STATUSES",

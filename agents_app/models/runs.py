@@ -19,6 +19,17 @@ class Task(models.Model):
     max_tool_calls = models.PositiveIntegerField(
         null=True, blank=True, help_text="Overrides RUN_MAX_TOOL_CALLS."
     )
+    approve_plan = models.BooleanField(
+        default=False, help_text="Show the plan and wait for a go before any step runs."
+    )
+    approval_timeout = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Seconds an approval waits; overrides APPROVAL_TIMEOUT."
+    )
+    approval_on_timeout = models.CharField(
+        max_length=10,
+        blank=True,
+        help_text="deny | skip | cancel; overrides APPROVAL_TIMEOUT_STRATEGY.",
+    )
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -35,12 +46,16 @@ class RunStatus(models.TextChoices):
     VERIFYING = "verifying"
     # Parked by the kill switch at a step boundary; its release resumes it where it was.
     PAUSED = "paused"
+    # Parked on a person's decision (an Approval); the decision queues it again.
+    WAITING_APPROVAL = "waiting_approval"
     SUCCEEDED = "succeeded"
     FAILED = "failed"
     CANCELLED = "cancelled"
 
 
 TERMINAL_STATUSES = frozenset({RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.CANCELLED})
+# No worker holds a parked run; the release of the kill switch or a decision queues it again.
+PARKED_STATUSES = frozenset({RunStatus.PAUSED, RunStatus.WAITING_APPROVAL})
 
 # The one table of allowed status changes; nothing else decides what may follow what.
 ACTIVE_STATUSES = frozenset(
@@ -49,10 +64,13 @@ ACTIVE_STATUSES = frozenset(
 _ENDS = frozenset({RunStatus.FAILED, RunStatus.CANCELLED, RunStatus.PAUSED})
 RUN_TRANSITIONS: dict[str, frozenset[str]] = {
     RunStatus.QUEUED: frozenset({RunStatus.PLANNING}) | _ENDS,
-    RunStatus.PLANNING: frozenset({RunStatus.RUNNING}) | _ENDS,
-    RunStatus.RUNNING: frozenset({RunStatus.VERIFYING}) | _ENDS,
+    RunStatus.PLANNING: frozenset({RunStatus.RUNNING, RunStatus.WAITING_APPROVAL}) | _ENDS,
+    RunStatus.RUNNING: frozenset({RunStatus.VERIFYING, RunStatus.WAITING_APPROVAL}) | _ENDS,
     RunStatus.VERIFYING: frozenset({RunStatus.SUCCEEDED, RunStatus.PLANNING}) | _ENDS,
     RunStatus.PAUSED: ACTIVE_STATUSES | {RunStatus.FAILED, RunStatus.CANCELLED},
+    RunStatus.WAITING_APPROVAL: frozenset(
+        {RunStatus.RUNNING, RunStatus.FAILED, RunStatus.CANCELLED}
+    ),
     RunStatus.SUCCEEDED: frozenset(),
     RunStatus.FAILED: frozenset(),
     RunStatus.CANCELLED: frozenset(),
@@ -84,6 +102,10 @@ class Run(models.Model):
     cancel_requested = models.BooleanField(default=False)
     # While paused: the status to go back to when the kill switch is released.
     resume_status = models.CharField(max_length=20, choices=RunStatus.choices, blank=True)
+    # While parked (paused or waiting for approval): since when; the time parked so far does not
+    # count against the run's deadline.
+    parked_at = models.DateTimeField(null=True, blank=True)
+    parked_seconds = models.FloatField(default=0)
     # Lease: the worker holding it may execute the run; an expired lease may be taken over.
     lease_owner = models.CharField(max_length=64, blank=True)
     lease_expires_at = models.DateTimeField(null=True, blank=True)
@@ -166,6 +188,9 @@ class Step(models.Model):
     output = models.TextField(blank=True)
     error = models.TextField(blank=True)
     thinking = models.TextField(blank=True, help_text="The model's reasoning while executing it.")
+    # While a call of this step waits for approval: the step's conversation up to that call and
+    # the calls still to make, so the step resumes exactly there (engine.executor.Progress).
+    progress = models.JSONField(null=True, blank=True)
     # Attempts after the first: a step interrupted by a crash runs again and counts it here.
     retry_count = models.PositiveIntegerField(default=0)
     started_at = models.DateTimeField(null=True, blank=True)
@@ -185,8 +210,11 @@ class Step(models.Model):
 
 class ToolCallStatus(models.TextChoices):
     RUNNING = "running"
+    WAITING_APPROVAL = "waiting_approval"
     SUCCEEDED = "succeeded"
     FAILED = "failed"
+    DENIED = "denied"
+    SKIPPED = "skipped"
 
 
 class ToolCall(models.Model):
@@ -200,7 +228,7 @@ class ToolCall(models.Model):
     result = models.JSONField(null=True, blank=True)
     error = models.TextField(blank=True)
     status = models.CharField(
-        max_length=10, choices=ToolCallStatus.choices, default=ToolCallStatus.RUNNING
+        max_length=20, choices=ToolCallStatus.choices, default=ToolCallStatus.RUNNING
     )
     duration_ms = models.PositiveIntegerField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)

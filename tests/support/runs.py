@@ -42,7 +42,8 @@ class BrokenTool(Tool):
         input_schema={"type": "object", "properties": {}},
         capabilities=frozenset({"BREAK"}),
         domain="testing",
-        side_effects=SideEffects.EXTERNAL,
+        # Auto-approved: it exists to fail, not to ask (approval tests use their own tools).
+        side_effects=SideEffects.WORKSPACE_WRITE,
     )
 
     def run(self, arguments, context):

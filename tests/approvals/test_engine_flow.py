@@ -1,0 +1,291 @@
+"""Parking a run on an approval and continuing it, in-process (no Celery): the engine side of
+every decision. The same paths through a real worker are in test_worker_decisions.py."""
+
+import pytest
+
+from agents_app.audit import arguments_sha256
+from agents_app.decisions import approval_decide, approval_expire, rule_create
+from agents_app.errors import DomainError
+from agents_app.execution import execute_run
+from agents_app.models import Approval, AuditEvent, RunEvent, Step, Task, ToolCall
+from agents_app.services import run_create
+from tests.support.runs import FinishTool, make_registry, make_run
+from tests.support.scripted_provider import ScriptedProvider, plan, step, verdict
+from tools_app.registry import ApprovalLevel, SideEffects, Tool, ToolResult, ToolSpec
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+class SendTool(Tool):
+    """A tool with external side effects: moderate, so it asks unless a rule allows it."""
+
+    spec = ToolSpec(
+        name="send",
+        description="Send a message.",
+        input_schema={
+            "type": "object",
+            "properties": {"to": {"type": "string"}, "text": {"type": "string"}},
+            "required": ["to", "text"],
+            "additionalProperties": False,
+        },
+        capabilities=frozenset({"SEND"}),
+        domain="messaging",
+        side_effects=SideEffects.EXTERNAL,
+    )
+
+    def __init__(self):
+        self.calls = []
+
+    def run(self, arguments, context):
+        self.calls.append(arguments)
+        return ToolResult(ok=True, content={"sent": arguments["to"]})
+
+
+class ShellTool(SendTool):
+    spec = ToolSpec(
+        name="shell",
+        description="Run a command.",
+        input_schema={"type": "object", "properties": {"command": {"type": "string"}}},
+        capabilities=frozenset({"EXECUTE"}),
+        domain="system",
+        approval_level=ApprovalLevel.AUTO,
+        side_effects=SideEffects.READ_ONLY,
+    )
+
+
+SCRIPT = {
+    "AGENTDESK:PLAN": [plan(step("send the note", ["send"]), step("wrap up", [], [0]))],
+    "AGENTDESK:STEP 0": [
+        {"tool_calls": [{"name": "send", "arguments": {"to": "ann", "text": "hi"}}]},
+        {"content": "note sent"},
+    ],
+    "AGENTDESK:STEP 1": [{"content": "wrapped"}],
+    "AGENTDESK:VERIFY": [verdict(True, "done")],
+}
+
+
+def drive(run, provider, registry):
+    outcome = execute_run(run.pk, provider=provider, registry=registry)
+    run.refresh_from_db()
+    return outcome
+
+
+@pytest.fixture
+def send():
+    return SendTool()
+
+
+@pytest.fixture
+def registry(send):
+    return make_registry(send, ShellTool(), FinishTool())
+
+
+def parked(owner, registry, script=SCRIPT):
+    run = make_run(owner)
+    provider = ScriptedProvider(script)
+    drive(run, provider, registry)
+    assert run.status == "waiting_approval"
+    assert run.lease_owner == "" and run.parked_at is not None
+    return run, provider, Approval.objects.get(run=run)
+
+
+def test_a_moderate_call_parks_the_run_and_approval_runs_it_once(owner, send, registry):
+    run, provider, approval = parked(owner, registry)
+    assert (approval.tool, approval.arguments, approval.risk, approval.level) == (
+        "send",
+        {"to": "ann", "text": "hi"},
+        "external",
+        "moderate",
+    )
+    assert send.calls == []
+    call = ToolCall.objects.get(run=run)
+    assert call.status == "waiting_approval" and approval.tool_call_id == call.pk
+    assert Step.objects.get(run=run, index=0).progress["approval_id"] == approval.pk
+    requests_before = len(provider.requests)
+
+    approval_decide(approval_id=approval.pk, decision="approve", actor=owner, interface="web")
+    with pytest.raises(DomainError) as second:
+        approval_decide(approval_id=approval.pk, decision="approve", actor=owner, interface="api")
+    assert second.value.code == "CONFLICT"
+    run.refresh_from_db()
+    assert run.status == "running"
+    drive(run, provider, registry)
+
+    assert run.status == "succeeded"
+    assert send.calls == [{"to": "ann", "text": "hi"}]
+    call.refresh_from_db()
+    assert call.status == "succeeded"
+    # The step resumed where it stopped: the next model turn, not the first one again.
+    step0_requests = [
+        r
+        for r in provider.requests[requests_before:]
+        if "AGENTDESK:STEP 0" in r.messages[0]["content"]
+    ]
+    assert len(step0_requests) == 1
+    assert step0_requests[0].messages[-1]["role"] == "tool"
+    assert Step.objects.get(run=run, index=0).retry_count == 0
+    types = list(RunEvent.objects.filter(run=run).values_list("type", flat=True))
+    assert "approval_required" in types and "approval_decided" in types
+    actions = list(AuditEvent.objects.filter(run_id=run.pk).values_list("action", flat=True))
+    assert actions.count("approval.request") == 1 and actions.count("approval.decide") == 1
+    assert actions.count("tool.call") == 1
+
+
+def test_modify_runs_the_edited_arguments(owner, send, registry):
+    run, provider, approval = parked(owner, registry)
+    approval_decide(
+        approval_id=approval.pk,
+        decision="modify",
+        arguments={"to": "bob", "text": "hello"},
+        actor=owner,
+        interface="api",
+    )
+    drive(run, provider, registry)
+    assert run.status == "succeeded"
+    assert send.calls == [{"to": "bob", "text": "hello"}]
+    assert ToolCall.objects.get(run=run).arguments == {"to": "bob", "text": "hello"}
+
+
+def test_modify_with_invalid_arguments_is_refused_and_stays_pending(owner, registry):
+    run, _, approval = parked(owner, registry)
+    with pytest.raises(DomainError) as refused:
+        approval_decide(
+            approval_id=approval.pk,
+            decision="modify",
+            arguments={"to": 5},
+            actor=owner,
+            interface="api",
+        )
+    assert refused.value.code == "INVALID_ARGUMENTS"
+    approval.refresh_from_db()
+    assert approval.status == "pending"
+
+
+def test_skip_skips_the_step_and_its_dependents(owner, send, registry):
+    run, provider, approval = parked(owner, registry)
+    approval_decide(approval_id=approval.pk, decision="skip", actor=owner, interface="web")
+    drive(run, provider, registry)
+    assert send.calls == []
+    assert [s.status for s in Step.objects.filter(run=run).order_by("index")] == [
+        "skipped",
+        "skipped",
+    ]
+    assert ToolCall.objects.get(run=run).status == "skipped"
+
+
+def test_cancel_cancels_the_run_at_once(owner, send, registry):
+    run, _, approval = parked(owner, registry)
+    approval_decide(approval_id=approval.pk, decision="cancel", actor=owner, interface="web")
+    run.refresh_from_db()
+    assert run.status == "cancelled" and send.calls == []
+
+
+def test_deny_tells_the_model_and_the_step_goes_on(owner, send, registry):
+    run, provider, approval = parked(owner, registry)
+    approval_decide(approval_id=approval.pk, decision="deny", actor=owner, interface="web")
+    drive(run, provider, registry)
+    assert run.status == "succeeded" and send.calls == []
+    last = [r for r in provider.requests if "AGENTDESK:STEP 0" in r.messages[0]["content"]][-1]
+    assert "denied" in last.messages[-1]["content"]
+
+
+def test_a_rule_for_the_tool_lets_the_call_through(owner, send, registry):
+    rule_create(owner_id=owner.pk, tool="send", arguments=None, actor=owner, interface="web")
+    run = make_run(owner)
+    drive(run, ScriptedProvider(SCRIPT), registry)
+    assert run.status == "succeeded" and len(send.calls) == 1
+    audit = AuditEvent.objects.get(run_id=run.pk, action="tool.call")
+    assert audit.details["approval"] == "rule"
+
+
+def test_an_exact_call_rule_matches_only_that_call(owner, send, registry):
+    rule_create(
+        owner_id=owner.pk,
+        tool="send",
+        arguments={"to": "someone else", "text": "hi"},
+        actor=owner,
+        interface="web",
+    )
+    parked(owner, registry)
+    rule_create(
+        owner_id=owner.pk,
+        tool="send",
+        arguments={"to": "ann", "text": "hi"},
+        actor=owner,
+        interface="web",
+    )
+    run = make_run(owner)
+    drive(run, ScriptedProvider(SCRIPT), registry)
+    assert run.status == "succeeded"
+    assert arguments_sha256({"text": "hi", "to": "ann"}) == arguments_sha256(send.calls[-1])
+
+
+def test_a_command_argument_makes_a_call_manual_even_with_a_rule(owner, registry):
+    rule_create(owner_id=owner.pk, tool="shell", arguments=None, actor=owner, interface="web")
+    script = {
+        **SCRIPT,
+        "AGENTDESK:PLAN": [plan(step("look", ["shell"]))],
+        "AGENTDESK:STEP 0": [{"tool_calls": [{"name": "shell", "arguments": {"command": "ls"}}]}],
+    }
+    _, _, approval = parked(owner, registry, script)
+    assert (approval.risk, approval.level) == ("code_execution", "manual")
+
+
+def test_plan_approval_waits_before_any_step(owner, send, registry):
+    rule_create(owner_id=owner.pk, tool="send", arguments=None, actor=owner, interface="web")
+    task = Task.objects.create(owner=owner, text="Do it", approve_plan=True)
+    run = run_create(task=task)
+    provider = ScriptedProvider(SCRIPT)
+    drive(run, provider, registry)
+    assert run.status == "waiting_approval"
+    approval = Approval.objects.get(run=run)
+    assert approval.kind == "plan" and len(approval.arguments["steps"]) == 2
+    assert send.calls == []
+    with pytest.raises(DomainError) as refused:
+        approval_decide(approval_id=approval.pk, decision="skip", actor=owner, interface="web")
+    assert refused.value.code == "VALIDATION_ERROR"
+    approval_decide(approval_id=approval.pk, decision="approve", actor=owner, interface="web")
+    drive(run, provider, registry)
+    assert run.status == "succeeded" and len(send.calls) == 1
+
+
+@pytest.mark.parametrize(
+    ("strategy", "status", "sent"),
+    [("deny", "succeeded", 0), ("skip", "failed", 0), ("cancel", "cancelled", 0)],
+)
+def test_an_expired_approval_decides_by_its_strategy(owner, send, registry, strategy, status, sent):
+    task = Task.objects.create(
+        owner=owner, text="Do it", approval_timeout=0, approval_on_timeout=strategy
+    )
+    task.approval_timeout = 1
+    task.save()
+    run = run_create(task=task)
+    provider = ScriptedProvider(
+        {**SCRIPT, "AGENTDESK:VERIFY": [verdict(strategy == "deny", "done")]}
+    )
+    drive(run, provider, registry)
+    approval = Approval.objects.get(run=run)
+    assert approval.expires_at is not None and approval.on_timeout == strategy
+    assert approval_expire(approval.pk) > 0  # not due yet
+    Approval.objects.filter(pk=approval.pk).update(expires_at=approval.created_at)
+    assert approval_expire(approval.pk) == 0
+    approval.refresh_from_db()
+    assert approval.expired and approval.decided_by is None
+    drive(run, provider, registry)
+    assert run.status == status and len(send.calls) == sent
+    decide = AuditEvent.objects.get(run_id=run.pk, action="approval.decide")
+    assert decide.actor_label == "worker" and decide.details["expired"] is True
+
+
+def test_stopping_a_waiting_run_ends_it_and_voids_the_approval(owner, registry):
+    from agents_app.services import run_cancel
+
+    run, _, approval = parked(owner, registry)
+    run_cancel(run=run, actor=owner, interface="web")
+    run.refresh_from_db()
+    approval.refresh_from_db()
+    assert run.status == "cancelled" and approval.status == "void"
+    assert ToolCall.objects.get(run=run).status == "skipped"
+    with pytest.raises(DomainError) as late:
+        approval_decide(approval_id=approval.pk, decision="approve", actor=owner, interface="web")
+    assert late.value.code == "CONFLICT"
