@@ -10,6 +10,8 @@ from django.urls import path, reverse
 from django.utils import timezone
 from django.utils.html import format_html
 
+# Approvals, rules and YOLO mode register their own admins (the same site).
+from agents_app import admin_approvals  # noqa: F401
 from agents_app.audit import export_lines, export_lines_async
 from agents_app.errors import DomainError
 from agents_app.models import (

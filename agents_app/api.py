@@ -10,7 +10,8 @@ from ninja import Field, Query, Router, Schema, Status
 
 from agents_app import selectors, services
 from agents_app.errors import ERROR_STATUS
-from agents_app.models import AuditInterface, Run, RunStatus
+from agents_app.models import TERMINAL_STATUSES, AuditInterface, Run, RunStatus, TimeoutStrategy
+from agents_app.services import APPROVAL_TIMEOUT_MAX
 
 router = Router(tags=["runs"])
 
@@ -26,6 +27,19 @@ class TaskIn(Schema):
     )
     max_tokens: int | None = Field(default=None, ge=1, description="LLM token budget of the run.")
     max_tool_calls: int | None = Field(default=None, ge=1, description="Tool call budget.")
+    approve_plan: bool = Field(
+        default=False, description="Wait for a person to approve the plan before any step runs."
+    )
+    approval_timeout: int | None = Field(
+        default=None,
+        ge=1,
+        le=APPROVAL_TIMEOUT_MAX,
+        description="Seconds an approval waits for a person; null: APPROVAL_TIMEOUT.",
+    )
+    approval_on_timeout: TimeoutStrategy | None = Field(
+        default=None,
+        description="What an expired approval decides; null: APPROVAL_TIMEOUT_STRATEGY.",
+    )
 
 
 class RunLinks(Schema):
@@ -128,7 +142,10 @@ class EventPage(Schema):
 
 
 class RunListQuery(Schema):
-    status: RunStatus | None = None
+    status: RunStatus | None = Field(
+        default=None,
+        description="Only runs in this status; `waiting_approval`: parked on a person's decision.",
+    )
     page: int = Field(default=1, ge=1)
     page_size: int = Field(default=20, ge=1, le=100)
 
@@ -163,7 +180,8 @@ def plan_out(plan: Any) -> dict[str, Any]:
 @router.post("/agent/task", response={200: dict, 202: Accepted}, summary="Submit a task")
 def submit_task(request: HttpRequest, payload: TaskIn):
     """Queue a task for an agent. 202 with the run's links, or with `wait` 200 and the
-    AgentResult once the run finishes (202 if it is still running when the wait ends)."""
+    AgentResult once the run finishes (202 if it is still running when the wait ends, or at
+    once when it starts waiting for a person's approval: status `waiting_approval`)."""
     run = services.task_submit(
         owner=request.user,
         interface=AuditInterface.API,
@@ -171,17 +189,22 @@ def submit_task(request: HttpRequest, payload: TaskIn):
         context=payload.context,
         max_tokens=payload.max_tokens,
         max_tool_calls=payload.max_tool_calls,
+        approve_plan=payload.approve_plan,
+        approval_timeout=payload.approval_timeout,
+        approval_on_timeout=payload.approval_on_timeout,
     )
     if payload.wait:
         limit = min(payload.wait_timeout or settings.API_MAX_WAIT, settings.API_MAX_WAIT)
         deadline = time.monotonic() + limit
         while time.monotonic() < deadline:
-            if Run.objects.filter(
-                pk=run.pk, status__in=["succeeded", "failed", "cancelled"]
-            ).exists():
+            status = Run.objects.filter(pk=run.pk).values_list("status", flat=True).first()
+            if status in TERMINAL_STATUSES:
                 return finished_response(
                     request, selectors.run_get(user=request.user, run_id=run.pk)
                 )
+            if status == RunStatus.WAITING_APPROVAL:
+                run.status = status
+                break  # a person must decide first: waiting longer helps nobody
             time.sleep(WAIT_POLL_SECONDS)
     return Status(202, {"run_id": run.pk, "status": run.status, "links": links(run)})
 

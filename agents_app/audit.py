@@ -26,7 +26,7 @@ Actions so far (a new act adds its name here and calls audit_record; no migratio
 - `approval.request` (worker): a call (or plan) waits for a person; target the tool ("plan");
   details approval_id, kind, tool_call_id, arguments_sha256, risk, level, expires_at.
 - `approval.decide`: target the tool; details approval_id, decision, arguments_sha256 (of the
-  arguments that will run), remember, expired (true: its timeout decided, actor "system").
+  arguments that will run), remember, expired (true: its timeout decided; actor "worker").
 - `approval_rule.create` / `approval_rule.revoke`: target the tool; details rule_id, exact,
   arguments_sha256.
 - `yolo.grant` / `yolo.revoke` (admin, target the user) and `yolo.enable` / `yolo.disable`

@@ -313,6 +313,7 @@ def rule_create(
 
 @transaction.atomic
 def rule_revoke(*, rule: ApprovalRule, actor: Any, interface: str) -> None:
+    """Delete the rule; its calls ask again from the next one on. Audited."""
     audit_record(
         action=APPROVAL_RULE_REVOKE,
         interface=interface,

@@ -20,8 +20,18 @@ from agents_app.audit import (
 )
 from agents_app.errors import DomainError
 from agents_app.execution import finish
-from agents_app.models import ACTIVE_STATUSES, KillSwitch, Run, RunStatus, Task
+from agents_app.models import (
+    ACTIVE_STATUSES,
+    KillSwitch,
+    Run,
+    RunStatus,
+    Task,
+    TimeoutStrategy,
+)
 from agents_app.run_writer import locked_run
+
+# Task.approval_timeout is a PositiveIntegerField: the column's range.
+APPROVAL_TIMEOUT_MAX = 2_147_483_647
 
 
 def _validate_task(text: str, context: Any) -> None:
@@ -46,6 +56,26 @@ def _validate_task(text: str, context: Any) -> None:
         )
 
 
+def _validate_approval_options(timeout: Any, on_timeout: Any) -> None:
+    # bool is an int to Python, and True seconds is no timeout anyone meant.
+    if timeout is not None and (
+        isinstance(timeout, bool)
+        or not isinstance(timeout, int)
+        or not 1 <= timeout <= APPROVAL_TIMEOUT_MAX
+    ):
+        raise DomainError(
+            "VALIDATION_ERROR",
+            f"approval_timeout is whole seconds from 1 to {APPROVAL_TIMEOUT_MAX}, or null",
+            {"field": "approval_timeout"},
+        )
+    if on_timeout not in (None, "", *TimeoutStrategy.values):
+        raise DomainError(
+            "VALIDATION_ERROR",
+            f"Unknown approval_on_timeout {on_timeout!r}",
+            {"field": "approval_on_timeout", "allowed": TimeoutStrategy.values},
+        )
+
+
 def llm_missing_settings() -> list[str]:
     return [name for name in ("LLM_BASE_URL", "LLM_MODEL") if not getattr(settings, name)]
 
@@ -59,12 +89,18 @@ def task_submit(
     context: dict[str, Any] | None = None,
     max_tokens: int | None = None,
     max_tool_calls: int | None = None,
+    approve_plan: bool = False,
+    approval_timeout: int | None = None,
+    approval_on_timeout: str | None = None,
 ) -> Run:
     """Create a Task and its first Run and queue it for a worker. Returns the Run. The owner is
     the actor of the audit event: a task is always submitted by the person it belongs to.
+    `approve_plan` parks the run on its plan before any step; `approval_timeout` (seconds) and
+    `approval_on_timeout` (deny | skip | cancel) override APPROVAL_TIMEOUT and its strategy.
     Raises DomainError VALIDATION_ERROR for bad input, LLM_NOT_CONFIGURED without an LLM."""
     context = {} if context is None else context
     _validate_task(text, context)
+    _validate_approval_options(approval_timeout, approval_on_timeout)
     refuse_while_halted()
     missing = llm_missing_settings()
     if missing:
@@ -79,6 +115,9 @@ def task_submit(
         context=context,
         max_tokens=max_tokens,
         max_tool_calls=max_tool_calls,
+        approve_plan=bool(approve_plan),
+        approval_timeout=approval_timeout,
+        approval_on_timeout=approval_on_timeout or "",
     )
     run = run_create(task=task)
     audit_record(

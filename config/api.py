@@ -16,6 +16,7 @@ from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.parser import Parser
 
 from agents_app.api import router as agents_router
+from agents_app.api_approvals import router as approvals_router
 from agents_app.api_webhooks import router as webhooks_router
 from agents_app.auth import ApiKeyAuth, SessionAuth
 from agents_app.errors import ERROR_STATUS, DomainError
@@ -78,6 +79,7 @@ api = AgentDeskAPI(
 api.add_router("/v1", agents_router)
 api.add_router("/v1", tools_router)
 api.add_router("/v1", webhooks_router)
+api.add_router("/v1", approvals_router)
 
 
 def error_body(code: str, message: str, details: Any = None, status: int | None = None) -> dict:

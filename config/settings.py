@@ -85,6 +85,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "agents_app.context_processors.kill_switch",
+                "agents_app.context_processors.approvals",
             ],
         },
     },

@@ -6,87 +6,13 @@ import pytest
 from agents_app.audit import arguments_sha256
 from agents_app.decisions import approval_decide, approval_expire, rule_create
 from agents_app.errors import DomainError
-from agents_app.execution import execute_run
 from agents_app.models import Approval, AuditEvent, RunEvent, Step, Task, ToolCall
 from agents_app.services import run_create
-from tests.support.runs import FinishTool, make_registry, make_run
+from tests.approvals.support import SCRIPT, drive, parked
+from tests.support.runs import make_run
 from tests.support.scripted_provider import ScriptedProvider, plan, step, verdict
-from tools_app.registry import ApprovalLevel, SideEffects, Tool, ToolResult, ToolSpec
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-class SendTool(Tool):
-    """A tool with external side effects: moderate, so it asks unless a rule allows it."""
-
-    spec = ToolSpec(
-        name="send",
-        description="Send a message.",
-        input_schema={
-            "type": "object",
-            "properties": {"to": {"type": "string"}, "text": {"type": "string"}},
-            "required": ["to", "text"],
-            "additionalProperties": False,
-        },
-        capabilities=frozenset({"SEND"}),
-        domain="messaging",
-        side_effects=SideEffects.EXTERNAL,
-    )
-
-    def __init__(self):
-        self.calls = []
-
-    def run(self, arguments, context):
-        self.calls.append(arguments)
-        return ToolResult(ok=True, content={"sent": arguments["to"]})
-
-
-class ShellTool(SendTool):
-    spec = ToolSpec(
-        name="shell",
-        description="Run a command.",
-        input_schema={"type": "object", "properties": {"command": {"type": "string"}}},
-        capabilities=frozenset({"EXECUTE"}),
-        domain="system",
-        approval_level=ApprovalLevel.AUTO,
-        side_effects=SideEffects.READ_ONLY,
-    )
-
-
-SCRIPT = {
-    "AGENTDESK:PLAN": [plan(step("send the note", ["send"]), step("wrap up", [], [0]))],
-    "AGENTDESK:STEP 0": [
-        {"tool_calls": [{"name": "send", "arguments": {"to": "ann", "text": "hi"}}]},
-        {"content": "note sent"},
-    ],
-    "AGENTDESK:STEP 1": [{"content": "wrapped"}],
-    "AGENTDESK:VERIFY": [verdict(True, "done")],
-}
-
-
-def drive(run, provider, registry):
-    outcome = execute_run(run.pk, provider=provider, registry=registry)
-    run.refresh_from_db()
-    return outcome
-
-
-@pytest.fixture
-def send():
-    return SendTool()
-
-
-@pytest.fixture
-def registry(send):
-    return make_registry(send, ShellTool(), FinishTool())
-
-
-def parked(owner, registry, script=SCRIPT):
-    run = make_run(owner)
-    provider = ScriptedProvider(script)
-    drive(run, provider, registry)
-    assert run.status == "waiting_approval"
-    assert run.lease_owner == "" and run.parked_at is not None
-    return run, provider, Approval.objects.get(run=run)
 
 
 def test_a_moderate_call_parks_the_run_and_approval_runs_it_once(owner, send, registry):

@@ -10,7 +10,7 @@ from agents_app.tasks import execute_run
 from tests.integration.conftest import wait_for_run
 from tests.integration.test_worker_runs import plan_reply, step, verdict
 from tests.support.mcp_servers import filesystem_js, node, python_server
-from tests.support.runs import make_run
+from tests.support.runs import allow_every_call, make_run
 from tools_app.models import MCPServer
 
 pytestmark = pytest.mark.integration
@@ -44,6 +44,7 @@ def tool_call(name, arguments):
 def test_a_run_uses_filesystem_and_git_tools_through_the_planner(
     llm, start_worker, owner, tmp_path
 ):
+    allow_every_call(owner)  # MCP tools act outside the workspace: moderate, they would ask
     repo = git_repo(tmp_path / "repo")
     MCPServer.objects.create(
         name="files", transport="stdio", command=node(), args=[filesystem_js(), str(repo)]

@@ -13,7 +13,7 @@ from agents_app.tasks import execute_run
 from tests.integration.conftest import wait_for, wait_for_run
 from tests.integration.test_worker_runs import plan_reply, step, verdict
 from tests.support.mcp_servers import everything_stdio_args, node
-from tests.support.runs import make_run
+from tests.support.runs import allow_every_call, make_run
 from tools_app.models import MCPServer
 
 pytestmark = pytest.mark.integration
@@ -32,6 +32,7 @@ def pid_with_marker(marker: str) -> int | None:
 
 
 def test_a_killed_server_breaks_one_call_and_the_same_worker_reconnects(llm, start_worker, owner):
+    allow_every_call(owner)  # MCP tools act outside the workspace: moderate, they would ask
     marker = f"AGENTDESK_TEST_SERVER={uuid.uuid4().hex}"
     server = MCPServer.objects.create(
         name="everything",

@@ -72,3 +72,14 @@ def make_registry(*tools: Tool) -> ToolRegistry:
     for tool in tools or (EchoTool(), BrokenTool(), FinishTool()):
         registry.register(tool)
     return registry
+
+
+def allow_every_call(user) -> None:
+    """YOLO mode for `user`, as staff would grant it: tests about something other than
+    approvals let MCP tools (external side effects, so `moderate`) run without asking."""
+    from agents_app.decisions import yolo_grant, yolo_set
+
+    yolo_grant(user=user, granted=True, actor=None, interface="admin")
+    # has_perm caches per user object; a fresh copy sees the new permission.
+    fresh = type(user).objects.get(pk=user.pk)
+    yolo_set(user=fresh, on=True, interface="web")

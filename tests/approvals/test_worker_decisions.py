@@ -1,0 +1,147 @@
+"""The decision matrix end to end: a real worker parks a run on a call, a person decides on
+the web page or over REST, and a worker continues the run from its rows. The audit of each
+finished run accounts for every tool call and every decision in it."""
+
+import json
+
+import pytest
+from django.test import Client
+
+from agents_app.models import Approval, AuditEvent, Run, Step, ToolCall
+from agents_app.services import task_submit
+from tests.approvals.worker_support import TOOL, asking_script, make_tool_ask
+from tests.integration.conftest import wait_for, wait_for_run
+
+pytestmark = pytest.mark.integration
+
+EDITED = {"path": "edited.txt", "content": "edited by a person"}
+
+
+def decide_web(owner, approval, decision, arguments=None):
+    client = Client(enforce_csrf_checks=False)
+    client.force_login(owner)
+    data = {"decision": decision}
+    if arguments is not None:
+        data["arguments"] = json.dumps(arguments)
+    return client.post(f"/approvals/{approval.pk}/decide/", data, HTTP_HX_REQUEST="true")
+
+
+def decide_rest(owner, approval, decision, arguments=None, *, api_key_for):
+    body = {"decision": decision}
+    if arguments is not None:
+        body["arguments"] = arguments
+    return Client().post(
+        f"/api/v1/approvals/{approval.pk}",
+        json.dumps(body),
+        content_type="application/json",
+        HTTP_AUTHORIZATION=api_key_for(owner).decode(),
+    )
+
+
+def park(llm, start_worker, owner, settings, workspace):
+    make_tool_ask()
+    llm.script(asking_script())
+    start_worker(WORKSPACE_ROOT=str(workspace))
+    run = task_submit(owner=owner, interface="api", text="Write a note")
+    wait_for(lambda: Run.objects.get(pk=run.pk).status == "waiting_approval", 60, message="parked")
+    return run, Approval.objects.get(run=run)
+
+
+def audit_accounts_for_everything(run):
+    """Every tool call of the run has a tool.call row; every decision an approval.decide."""
+    audit = AuditEvent.objects.filter(run_id=run.pk)
+    audited_calls = {e.details["tool_call_id"] for e in audit.filter(action="tool.call")}
+    executed = set(
+        ToolCall.objects.filter(run=run, status__in=["succeeded", "failed"]).values_list(
+            "pk", flat=True
+        )
+    )
+    assert executed == audited_calls
+    decided = set(
+        Approval.objects.filter(run=run)
+        .exclude(status__in=["pending", "void"])
+        .values_list("pk", flat=True)
+    )
+    assert decided == {e.details["approval_id"] for e in audit.filter(action="approval.decide")}
+    assert decided == {e.details["approval_id"] for e in audit.filter(action="approval.request")}
+
+
+@pytest.fixture
+def workspace(tmp_path):
+    return tmp_path / "workspaces"
+
+
+@pytest.mark.parametrize("via", ["web", "rest"])
+@pytest.mark.parametrize("decision", ["approve", "modify", "skip", "cancel"])
+def test_decision_matrix(via, decision, llm, start_worker, owner, settings, workspace, api_key_for):
+    run, approval = park(llm, start_worker, owner, settings, workspace)
+    assert approval.tool == TOOL and approval.status == "pending"
+    arguments = EDITED if decision == "modify" else None
+    if via == "web":
+        response = decide_web(owner, approval, decision, arguments)
+    else:
+        response = decide_rest(owner, approval, decision, arguments, api_key_for=api_key_for)
+    assert response.status_code == 200, response.content
+    run = wait_for_run(run.pk, 60)
+    approval.refresh_from_db()
+    run_dir = workspace / f"run-{run.pk}"
+    steps = [s.status for s in Step.objects.filter(run=run).order_by("index")]
+    if decision == "approve":
+        assert (run.status, approval.status) == ("succeeded", "approved")
+        assert (run_dir / "note.txt").read_text() == "hello"
+        assert steps == ["completed", "completed"]
+    elif decision == "modify":
+        assert (run.status, approval.status) == ("succeeded", "modified")
+        assert (run_dir / "edited.txt").read_text() == "edited by a person"
+        assert not (run_dir / "note.txt").exists()
+        assert ToolCall.objects.get(run=run).arguments == EDITED
+    elif decision == "skip":
+        assert approval.status == "skipped"
+        assert steps == ["skipped", "skipped"]
+        assert not (run_dir / "note.txt").exists()
+    else:
+        assert (run.status, approval.status) == ("cancelled", "cancelled")
+        assert not (run_dir / "note.txt").exists()
+    assert approval.decided_by == owner
+    assert approval.decided_via == ("web" if via == "web" else "api")
+    audit_accounts_for_everything(run)
+    decide = AuditEvent.objects.get(run_id=run.pk, action="approval.decide")
+    assert (decide.actor_label, decide.interface, decide.details["decision"]) == (
+        "owner",
+        approval.decided_via,
+        decision,
+    )
+
+
+def test_a_second_decision_is_a_conflict_and_the_call_runs_once(
+    llm, start_worker, owner, settings, workspace, api_key_for
+):
+    run, approval = park(llm, start_worker, owner, settings, workspace)
+    first = decide_rest(owner, approval, "approve", api_key_for=api_key_for)
+    second = decide_web(owner, approval, "approve")
+    third = decide_rest(owner, approval, "cancel", api_key_for=api_key_for)
+    assert first.status_code == 200
+    assert second.status_code == 409 and third.status_code == 409
+    assert third.json()["error"]["code"] == "CONFLICT"
+    run = wait_for_run(run.pk, 60)
+    assert run.status == "succeeded"
+    assert ToolCall.objects.filter(run=run, status="succeeded").count() == 1
+    audit_accounts_for_everything(run)
+
+
+def test_a_waiting_submission_answers_202_as_soon_as_the_run_waits_for_a_person(
+    llm, start_worker, owner, workspace, api_key_for
+):
+    make_tool_ask()
+    llm.script(asking_script())
+    start_worker(WORKSPACE_ROOT=str(workspace))
+    response = Client().post(
+        "/api/v1/agent/task",
+        json.dumps({"task": "Write a note", "wait": True, "wait_timeout": 60}),
+        content_type="application/json",
+        HTTP_AUTHORIZATION=api_key_for(owner).decode(),
+    )
+    assert response.status_code == 202, response.content
+    body = response.json()
+    assert body["status"] == "waiting_approval"
+    assert Approval.objects.get(run_id=body["run_id"]).status == "pending"

@@ -1,0 +1,54 @@
+"""Stop (seed 002): during a streaming answer, no new LLM request is made after the one in
+flight returns; the run ends cancelled with its history intact."""
+
+import pytest
+from django.test import Client
+
+from agents_app.models import AuditEvent, Run, RunEvent, Step
+from agents_app.services import task_submit
+from tests.integration.conftest import wait_for, wait_for_run
+from tests.integration.test_worker_runs import asked, plan_reply, step, verdict
+
+pytestmark = pytest.mark.integration
+
+
+def test_stop_during_a_streaming_answer(llm, start_worker, owner, api_key_for):
+    slow = {"chunks": [f"word{i} " for i in range(12)], "chunk_delay": 0.25}
+    llm.script(
+        [
+            {"match": "AGENTDESK:PLAN", "replies": [plan_reply(step("talk"), step("more"))]},
+            {"match": "AGENTDESK:STEP 0", "replies": [slow]},
+            {"match": "AGENTDESK:STEP 1", "replies": [{"content": "never asked"}]},
+            {"match": "AGENTDESK:VERIFY", "replies": [verdict(True, "never")]},
+        ]
+    )
+    start_worker()
+    run = task_submit(owner=owner, interface="api", text="Talk slowly")
+    wait_for(lambda: asked(llm, "AGENTDESK:STEP 0"), 60, message="the step's request")
+    requests_at_stop = len(llm.requests)
+    response = Client().post(
+        f"/api/v1/runs/{run.pk}/cancel", HTTP_AUTHORIZATION=api_key_for(owner).decode()
+    )
+    assert response.status_code in (200, 202), response.content
+    # The answer in flight is still streaming when the stop arrives.
+    assert Run.objects.get(pk=run.pk).status == "running"
+
+    run = wait_for_run(run.pk, 60)
+    assert run.status == "cancelled" and run.error_code == "CANCELLED"
+    assert len(llm.requests) == requests_at_stop  # nothing asked after the stop
+    assert not asked(llm, "AGENTDESK:STEP 1") and not asked(llm, "AGENTDESK:VERIFY")
+    steps = list(Step.objects.filter(run=run).order_by("index"))
+    # The answer in flight was let finish and kept; nothing after it ran.
+    assert [s.status for s in steps] == ["completed", "skipped"]
+    assert steps[0].output == " ".join(f"word{i}" for i in range(12))
+    types = list(RunEvent.objects.filter(run=run).values_list("type", flat=True))
+    assert types[:2] == ["run_queued", "run_status"]
+    assert "plan_created" in types and "step_started" in types and "cancel_requested" in types
+    assert types[-1] == "result"
+    seqs = list(RunEvent.objects.filter(run=run).values_list("seq", flat=True))
+    assert seqs == list(range(1, len(seqs) + 1))
+    cancel = AuditEvent.objects.get(run_id=run.pk, action="run.cancel")
+    assert (cancel.actor_label, cancel.interface) == ("owner", "api")
+    # The answer that was in flight was still paid for and recorded.
+    llm_calls = AuditEvent.objects.filter(run_id=run.pk, action="llm.call").count()
+    assert llm_calls == requests_at_stop == 2
