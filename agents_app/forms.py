@@ -1,9 +1,11 @@
-"""The new-task form. It only turns text into Python values; task_submit decides what is valid."""
+"""The pages' forms. They only turn text into Python values; the services decide what is valid."""
 
 import json
 from typing import Any
 
 from django import forms
+
+from agents_app.models import Decision, Remember, TimeoutStrategy
 
 
 class TaskForm(forms.Form):
@@ -22,6 +24,13 @@ class TaskForm(forms.Form):
     )
     max_tokens = forms.IntegerField(required=False, min_value=1)
     max_tool_calls = forms.IntegerField(required=False, min_value=1)
+    approve_plan = forms.BooleanField(required=False, label="Show me the plan first")
+    approval_timeout = forms.IntegerField(required=False, min_value=1)
+    approval_on_timeout = forms.ChoiceField(
+        required=False,
+        choices=[("", "the site's default"), *TimeoutStrategy.choices],
+        label="When it expires",
+    )
 
     def clean_context(self) -> Any:
         raw = self.cleaned_data["context"].strip()
@@ -31,3 +40,26 @@ class TaskForm(forms.Form):
             return json.loads(raw)
         except ValueError as exc:
             raise forms.ValidationError(f"The context is not valid JSON: {exc}") from None
+
+
+class DecisionForm(forms.Form):
+    """A decision on an approval. `arguments` is read only for `modify`, and `remember` only
+    for `approve`: the dialog sends every field whichever button was pressed."""
+
+    decision = forms.ChoiceField(choices=Decision.choices)
+    arguments = forms.CharField(required=False, strip=False)
+    remember = forms.ChoiceField(required=False, choices=Remember.choices)
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        decision = data.get("decision")
+        if decision != Decision.APPROVE:
+            data["remember"] = ""
+        if decision != Decision.MODIFY:
+            data["arguments"] = None
+            return data
+        try:
+            data["arguments"] = json.loads(data.get("arguments") or "")
+        except ValueError as exc:
+            self.add_error("arguments", f"The arguments are not valid JSON: {exc}")
+        return data

@@ -20,6 +20,8 @@ from agents_app.events import event_message
 from agents_app.models import (
     STEP_DONE_STATUSES,
     TERMINAL_STATUSES,
+    Approval,
+    ApprovalKind,
     Plan,
     Run,
     RunEvent,
@@ -28,13 +30,17 @@ from agents_app.models import (
     StepStatus,
     ToolCall,
 )
+from agents_app.selectors import approval_pending_for_run
 
 ARGUMENTS_SHOWN = 80
 
 # Which regions of the run page an event changes. The event log gets every event regardless.
 REGIONS_BY_EVENT: dict[str, frozenset[str]] = {
     "run_queued": frozenset({"status", "controls", "meta"}),
-    "run_status": frozenset({"status", "controls", "meta", "progress", "result", "stream_reset"}),
+    # A run that ends while it waits voids its approval: the card must go.
+    "run_status": frozenset(
+        {"status", "controls", "meta", "progress", "result", "stream_reset", "approval"}
+    ),
     "cancel_requested": frozenset({"controls"}),
     "plan_created": frozenset({"plan", "progress", "stream_reset"}),
     "replanned": frozenset({"plan", "progress", "reasoning", "meta"}),
@@ -49,9 +55,20 @@ REGIONS_BY_EVENT: dict[str, frozenset[str]] = {
     "llm_usage": frozenset({"meta"}),
     "result": frozenset({"status", "controls", "meta", "progress", "result"}),
     "error": frozenset({"result"}),
+    "approval_required": frozenset({"approval", "steps", "progress"}),
+    "approval_decided": frozenset({"approval", "steps", "progress"}),
 }
 STEP_EVENTS = frozenset(
-    {"step_started", "tool_call", "tool_result", "step_completed", "step_failed", "step_skipped"}
+    {
+        "step_started",
+        "tool_call",
+        "tool_result",
+        "step_completed",
+        "step_failed",
+        "step_skipped",
+        "approval_required",
+        "approval_decided",
+    }
 )
 
 _THINK_BLOCK = re.compile(r"<(think|thinking)>(.*?)(?:</\1>|\Z)", re.DOTALL | re.IGNORECASE)
@@ -127,6 +144,14 @@ def event_summary(event: dict[str, Any]) -> str:
         return cut(f"{p.get('code', '')}: {p.get('message', '')}", 160)
     if kind == "cancel_requested":
         return "cancel requested"
+    if kind == "approval_required":
+        what = (
+            "the plan" if p.get("kind") == ApprovalKind.PLAN else f"{step()} {p.get('tool', '?')}"
+        )
+        return cut(f"waiting for approval of {what} ({p.get('level', '')})", 160)
+    if kind == "approval_decided":
+        by = p.get("decided_by") or ("its timeout" if p.get("expired") else "the system")
+        return cut(f"approval {p.get('status', '?')} by {by}", 160)
     return kind
 
 
@@ -168,6 +193,10 @@ def progress_of(run: Run, step_statuses: list[str]) -> Progress:
         label = "Planning" if not total else "Planning again"
     elif run.status == RunStatus.VERIFYING:
         label = "Verifying the result"
+    elif run.status == RunStatus.WAITING_APPROVAL:
+        label = f"{done} of {total} steps done · waiting for your approval"
+    elif run.status == RunStatus.PAUSED:
+        label = f"{done} of {total} steps done · paused by the kill switch"
     elif running is not None:
         label = f"Step {running + 1} of {total}"
     elif run.is_terminal:
@@ -274,6 +303,32 @@ def plan_context(plans: list[Plan]) -> dict[str, Any]:
     return {"current_plan": plans[-1] if plans else None, "older_plans": plans[:-1][::-1]}
 
 
+def approval_context(
+    approval: Approval | None,
+    *,
+    error: Any = None,
+    arguments_text: str | None = None,
+) -> dict[str, Any]:
+    """What the approval card and its dialog show (the dialog opens wherever it arrives).
+    `arguments_text` keeps what the person typed when their edit was refused."""
+    if approval is None:
+        return {"approval": None, "approval_error": error}
+    is_plan = approval.kind == ApprovalKind.PLAN
+    steps = approval.arguments.get("steps", []) if is_plan else []
+    return {
+        "approval": approval,
+        "approval_is_plan": is_plan,
+        "approval_plan_steps": [s if isinstance(s, dict) else {"objective": s} for s in steps],
+        "approval_arguments": json.dumps(approval.arguments, indent=2, ensure_ascii=False),
+        "approval_arguments_text": (
+            arguments_text
+            if arguments_text is not None
+            else json.dumps(approval.arguments, indent=2, ensure_ascii=False)
+        ),
+        "approval_error": error,
+    }
+
+
 def run_page_context(*, run: Run, plans: list[Plan], events: list[RunEvent]) -> dict[str, Any]:
     """Everything the run page renders. Read `events` before the rows so the regions are at
     least as new as the last seq the page reports (the socket replays what follows it)."""
@@ -287,6 +342,7 @@ def run_page_context(*, run: Run, plans: list[Plan], events: list[RunEvent]) -> 
         **result_context(run),
         "log": _log_entries(event_message(e) for e in events),
         "last_seq": events[-1].seq if events else 0,
+        **approval_context(approval_pending_for_run(run)),
     }
 
 
@@ -357,6 +413,13 @@ def render_run_events(*, run: Run, events: list[dict[str, Any]]) -> str:
     if "result" in regions:
         parts.append(
             render_to_string("agents/partials/result.html", {**context, **result_context(run)})
+        )
+    if "approval" in regions:
+        parts.append(
+            render_to_string(
+                "agents/partials/approval.html",
+                {**context, **approval_context(approval_pending_for_run(run))},
+            )
         )
     if "stream_reset" in regions:
         parts.append(render_to_string("agents/partials/stream.html", context))

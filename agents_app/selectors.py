@@ -5,7 +5,18 @@ from typing import Any
 from django.db.models import Prefetch, QuerySet
 
 from agents_app.errors import DomainError
-from agents_app.models import Plan, Run, RunEvent, Step, ToolCall, Webhook, WebhookDelivery
+from agents_app.models import (
+    Approval,
+    ApprovalRule,
+    ApprovalStatus,
+    Plan,
+    Run,
+    RunEvent,
+    Step,
+    ToolCall,
+    Webhook,
+    WebhookDelivery,
+)
 
 
 def runs_for(user: Any) -> QuerySet[Run]:
@@ -117,3 +128,22 @@ def webhook_get(*, user: Any, webhook_id: int) -> Webhook:
 
 def webhook_deliveries(*, webhook: Webhook) -> QuerySet[WebhookDelivery]:
     return WebhookDelivery.objects.filter(webhook=webhook).order_by("-created_at", "-id")
+
+
+def approvals_for(user: Any) -> QuerySet[Approval]:
+    """The approvals of the user's runs, newest first, with what the pages show of each."""
+    return Approval.objects.filter(owner=user).select_related("run__task", "step", "decided_by")
+
+
+def approval_pending_for_run(run: Run) -> Approval | None:
+    """The approval a parked run waits for (a run waits for one at a time)."""
+    return (
+        Approval.objects.filter(run=run, status=ApprovalStatus.PENDING)
+        .select_related("run__task", "step")
+        .order_by("-created_at", "-id")
+        .first()
+    )
+
+
+def approval_rules_for(user: Any) -> QuerySet[ApprovalRule]:
+    return ApprovalRule.objects.filter(owner=user).order_by("tool", "-created_at")

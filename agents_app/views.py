@@ -1,6 +1,7 @@
 """The pages: function views, services for writes, selectors for reads, a partial for htmx."""
 
 import json
+from typing import Any
 
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import AbstractBaseUser
@@ -64,6 +65,9 @@ def task_new(request: HtmxHttpRequest) -> HttpResponse:
                     context=form.cleaned_data["context"],
                     max_tokens=form.cleaned_data["max_tokens"],
                     max_tool_calls=form.cleaned_data["max_tool_calls"],
+                    approve_plan=form.cleaned_data["approve_plan"],
+                    approval_timeout=form.cleaned_data["approval_timeout"],
+                    approval_on_timeout=form.cleaned_data["approval_on_timeout"] or None,
                 )
             except DomainError as exc:
                 error, status = exc, exc.http_status
@@ -86,9 +90,15 @@ def run_url(run: Run) -> str:
     return reverse("run_detail", args=[run.pk])
 
 
-def _render_run(
-    request: HtmxHttpRequest, run_id: int, *, error: DomainError | None = None, status: int = 200
+def render_run(
+    request: HtmxHttpRequest,
+    run_id: int,
+    *,
+    error: DomainError | None = None,
+    status: int = 200,
+    approval: dict[str, Any] | None = None,
 ) -> HttpResponse:
+    """The run page; `approval` replaces the approval card's context (a refused decision)."""
     run = _owned_run(request, run_id)
     # Events first: the regions read after them are at least as new as the seq the page
     # reports, and the socket replays whatever commits in between.
@@ -101,6 +111,7 @@ def _render_run(
         ),
         task_context=json.dumps(run.task.context, indent=2, ensure_ascii=False),
         error=error,
+        **(approval or {}),
     )
     return render(request, "agents/run_detail.html", context, status=status)
 
@@ -108,7 +119,7 @@ def _render_run(
 @login_required
 @require_http_methods(["GET"])
 def run_detail(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
-    return _render_run(request, run_id)
+    return render_run(request, run_id)
 
 
 def _controls(request: HtmxHttpRequest, run: Run, error: DomainError | None) -> HttpResponse:
@@ -130,7 +141,7 @@ def run_cancel(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
     except DomainError as error:
         if request.htmx:
             return _controls(request, Run.objects.get(pk=run.pk), error)
-        return _render_run(request, run_id, error=error, status=error.http_status)
+        return render_run(request, run_id, error=error, status=error.http_status)
     if request.htmx:
         return _controls(request, run, None)
     return redirect(run_url(run))
@@ -145,7 +156,7 @@ def run_restart(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
     except DomainError as error:
         if request.htmx:
             return _controls(request, Run.objects.get(pk=run.pk), error)
-        return _render_run(request, run_id, error=error, status=error.http_status)
+        return render_run(request, run_id, error=error, status=error.http_status)
     if request.htmx:
         return HttpResponseClientRedirect(run_url(new_run))
     return redirect(run_url(new_run))

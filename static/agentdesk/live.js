@@ -49,6 +49,12 @@
     } else if (target.id === "progress") {
       var bar = target.querySelector(".progress-bar");
       previousWidth = bar ? bar.style.width : null;
+    } else if (target.id === "approval") {
+      // The same approval again (a replay, a status change) must not wipe what the person is
+      // typing into its dialog, nor reopen a dialog they closed.
+      var card = fragment.querySelector ? fragment.querySelector("#approval") : fragment;
+      var incomingId = card && card.dataset ? card.dataset.approvalId : undefined;
+      if (incomingId && incomingId === target.dataset.approvalId) event.detail.shouldSwap = false;
     }
   });
 
@@ -95,6 +101,31 @@
     body.insertBefore(content, body.firstChild);
     htmx.process(content);
     flash(content);
+  });
+
+  // An approval opens its dialog wherever it arrives: on load, live, or back with an error.
+  htmx.onLoad(function (root) {
+    var dialogs = root.matches && root.matches("dialog[data-autoopen]") ? [root] : [];
+    if (root.querySelectorAll) {
+      dialogs = dialogs.concat(Array.from(root.querySelectorAll("dialog[data-autoopen]")));
+    }
+    dialogs.forEach(function (dialog) {
+      if (!dialog.open && dialog.isConnected) dialog.showModal();
+    });
+  });
+
+  document.addEventListener("click", function (event) {
+    var opener = event.target.closest("[data-open-dialog]");
+    if (opener) {
+      var dialog = document.getElementById(opener.dataset.openDialog);
+      if (dialog && !dialog.open) dialog.showModal();
+      return;
+    }
+    var closer = event.target.closest("[data-close-dialog]");
+    if (closer) {
+      var own = closer.closest("dialog");
+      if (own) own.close();
+    }
   });
 
   function setLiveState(event, state) {
