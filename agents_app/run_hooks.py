@@ -62,7 +62,7 @@ class DatabaseHooks:
         self._buffered = 0
         self._last_flush = time.monotonic()
         self._token_context: dict[str, Any] = {}
-        self._current_call: int | None = None
+        self._let_through_next = ""
 
     def checkpoint(self) -> None:
         self.flush_tokens()
@@ -161,7 +161,9 @@ class DatabaseHooks:
                     "arguments": arguments,
                 },
             )
-        self._current_call = call.pk
+        if self._let_through_next:
+            self.let_through[call.pk] = self._let_through_next
+            self._let_through_next = ""
         return ToolCallHandle(call.pk, time.monotonic(), tool, arguments_sha256(arguments))
 
     def approval_needed(self, tool: str, arguments: dict[str, Any]) -> Ask | None:
@@ -169,8 +171,7 @@ class DatabaseHooks:
         if spec is None:
             return None  # not offered by configuration (e.g. a test registry): nothing to ask
         ask, how = approval_policy(self.owner_id, spec, arguments, self.workspace or Path("/"))
-        if ask is None and self._current_call is not None:
-            self.let_through[self._current_call] = how
+        self._let_through_next = how  # the next before_tool_call is this call
         return ask
 
     def after_tool_call(

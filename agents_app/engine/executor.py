@@ -154,12 +154,11 @@ def execute_step(
                 arguments = decided.arguments
                 failure = _refusal(registry, name, replace(call, arguments=arguments), offered)
             else:
-                handle = hooks.before_tool_call(name, arguments)
                 failure = _refusal(registry, name, call, offered)
-                if failure is None:
-                    ask = hooks.approval_needed(name, arguments)
-                    if ask is not None:
-                        park(position, ask, handle, name, call)
+                ask = hooks.approval_needed(name, arguments) if failure is None else None
+                handle = hooks.before_tool_call(name, arguments)
+                if ask is not None:
+                    park(position, ask, handle, name, call)
             if failure is not None:
                 hooks.after_tool_call(
                     handle, result=None, error_code=failure.code, error=failure.message

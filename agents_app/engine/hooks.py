@@ -35,7 +35,8 @@ class EngineHooks(Protocol):
 
     def approval_needed(self, tool: str, arguments: dict[str, Any]) -> Any:
         """None when the call may run now; otherwise what to ask a person (the engine then
-        raises AwaitApproval and the step parks before the call)."""
+        raises AwaitApproval and the step parks before the call). Asked just before
+        before_tool_call of the same call, so the call starts right after its row is written."""
 
     def after_tool_call(
         self, handle: Any, *, result: ToolResult | None, error_code: str = "", error: str = ""

@@ -25,15 +25,15 @@ def write_call(path: str = "note.txt", content: str = "hello") -> dict:
     return {"tool_calls": [{"name": TOOL, "arguments": {"path": path, "content": content}}]}
 
 
-def asking_script(path: str = "note.txt", content: str = "hello", complete: bool = True) -> list:
-    """Plan one write and one summary; the write's step answers once its tool result (or a
-    denial) is in the conversation. Every rule repeats, so any number of runs can use it."""
+def asking_script(
+    path: str = "note.txt", content: str = "hello", complete: bool = True, summary: bool = True
+) -> list:
+    """Plan one write and (with `summary`) a summary after it; the write's step answers once
+    its tool result (or a denial) is in the conversation. Every rule repeats, so any number of
+    runs can use it."""
+    steps = [step("write", [TOOL])] + ([step("sum up", [], [0])] if summary else [])
     return [
-        {
-            "match": "AGENTDESK:PLAN",
-            "replies": [plan_reply(step("write", [TOOL]), step("sum up", [], [0]))],
-            "repeat": True,
-        },
+        {"match": "AGENTDESK:PLAN", "replies": [plan_reply(*steps)], "repeat": True},
         {
             "match": ["AGENTDESK:STEP 0", "bytes_written"],
             "replies": [{"content": "written"}],
