@@ -4,6 +4,7 @@ broken with its stderr, and the same worker (not restarted) reconnects for the n
 import json
 import os
 import signal
+import time
 import uuid
 
 import pytest
@@ -76,6 +77,10 @@ def test_a_killed_server_breaks_one_call_and_the_same_worker_reconnects(llm, sta
         60,
         message="the long call",
     )
+    # The row is written just before the request goes out; killing the server before the
+    # request reaches it would let the call reconnect to a fresh server and run its whole
+    # 30 s. The operation lasts 30 s, so 2 s later the call is surely under way.
+    time.sleep(2.0)
     os.kill(
         wait_for(lambda: pid_with_marker(marker), 10, message="the server process"), signal.SIGKILL
     )
