@@ -4,6 +4,7 @@ from django.contrib.auth import get_user_model
 from agents_app.models import ApiKey
 from tests.support.llm_server import ScriptedLLMServer
 from tests.support.worker import Worker
+from tools_app.mcp_client import shutdown_pool
 
 
 @pytest.fixture
@@ -30,6 +31,14 @@ def plain_static_storage(settings):
         **settings.STORAGES,
         "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
     }
+
+
+@pytest.fixture(autouse=True)
+def no_lingering_mcp_pool():
+    """A run executed in the test process starts the process's MCP pool; close it after the
+    test, or it would keep connecting to later tests' servers (spawning their stdio servers)."""
+    yield
+    shutdown_pool()
 
 
 @pytest.fixture

@@ -372,11 +372,14 @@ class MCPPool:
             if self._supervisor is not None:
                 self._supervisor.cancel()
             await asyncio.gather(*(c.close() for c in list(self.connections.values())))
+            for server_id in list(self.tool_names):
+                self._unregister(server_id)  # no tool may call into a closed pool
 
         if self._thread.is_alive():
             with contextlib.suppress(Exception):
                 asyncio.run_coroutine_threadsafe(close_all(), self.loop).result(15)
             self.loop.call_soon_threadsafe(self.loop.stop)
+            self._thread.join(5)
 
 
 _pool: MCPPool | None = None
@@ -404,6 +407,17 @@ def ensure_pool(registry: Any, *, wait: float = 0.0) -> MCPPool:
     if wait:
         _pool.wait_ready(wait)
     return _pool
+
+
+def shutdown_pool() -> None:
+    """Close this process's pool, if it was started: its sessions end and its stdio servers
+    stop. A later `ensure_pool` starts a fresh one."""
+    global _pool
+    with _pool_lock:
+        pool, _pool = _pool, None
+    if pool is not None:
+        atexit.unregister(pool.close)
+        pool.close()
 
 
 def check_servers(server_ids: list[int]) -> list[tuple[str, str, str]]:

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from agents_app.models import Run
+from config.env import BASE_DIR
 from tests.browser.remote import CHROMIUM, BrowserThread, Remote
 from tests.integration.conftest import wait_for
 from tests.support.llm_server import ScriptedLLMServer
@@ -38,6 +39,9 @@ class Stack:
         self.worker.kill()
         self.workers_started += 1
         self.worker = Worker(f"browser-{self.workers_started}", self.log_dir, **self.env).start()
+
+
+SCREENSHOTS = BASE_DIR / "docs" / "screenshots"
 
 
 @pytest.fixture(scope="session")
@@ -97,6 +101,22 @@ def page(browser, stack):
     yield page
     context.close()
     assert not errors, f"JavaScript errors on the page: {errors}"
+
+
+@pytest.fixture
+def screenshot(tmp_path):
+    """Save a page's picture: into docs/screenshots (the README's) when
+    AGENTDESK_UPDATE_SCREENSHOTS=1, otherwise into the test's own directory, so a test run
+    leaves the checkout as it found it."""
+    directory = SCREENSHOTS if os.environ.get("AGENTDESK_UPDATE_SCREENSHOTS") == "1" else tmp_path
+
+    def save(page: Remote, name: str) -> Path:
+        path = directory / name
+        page.screenshot(path=str(path), animations="disabled")
+        assert path.stat().st_size > 0
+        return path
+
+    return save
 
 
 def log_in(page: Remote, username: str, password: str) -> None:

@@ -9,7 +9,7 @@ import pytest
 from agents_app.models import Approval, Run, RunStatus, ToolCall
 from tests.browser.conftest import WAIT_MS, log_in
 from tests.browser.remote import expect
-from tests.browser.test_run_pages import PASSWORD, SCREENSHOTS, run_id_of
+from tests.browser.test_run_pages import PASSWORD, run_id_of
 from tests.integration.test_worker_runs import plan_reply, step, verdict
 from tools_app.discovery import sync_builtin_tools
 from tools_app.models import Tool
@@ -29,7 +29,7 @@ def write_file_asks():
 
 
 def test_a_call_waiting_for_approval_opens_its_dialog_live_and_approve_finishes_the_run(
-    page, stack, owner, write_file_asks
+    page, stack, owner, write_file_asks, screenshot
 ):
     stack.llm.script(
         [
@@ -75,7 +75,7 @@ def test_a_call_waiting_for_approval_opens_its_dialog_live_and_approve_finishes_
     expect(dialog.locator("textarea[name=arguments]")).to_be_hidden()  # inside "Modify"
     expect(page.locator("#nav-approvals")).to_be_visible()
     assert page.evaluate("window.loadedOnce") == "yes"
-    page.screenshot(path=str(SCREENSHOTS / "approval-dialog.png"), animations="disabled")
+    screenshot(page, "approval-dialog.png")
 
     # Closing the dialog keeps the card, which opens it again.
     dialog.locator("button[data-close-dialog].close").click()

@@ -10,7 +10,6 @@ from django.db import transaction
 
 from agents_app.models import AuditInterface, Run, RunEvent, RunStatus
 from agents_app.services import run_cancel
-from config.env import BASE_DIR
 from tests.browser.conftest import WAIT_MS, log_in
 from tests.browser.remote import expect
 from tests.integration.test_worker_runs import plan_reply, step, verdict
@@ -19,7 +18,6 @@ from tests.support.runs import make_run
 
 pytestmark = pytest.mark.integration
 
-SCREENSHOTS = BASE_DIR / "docs" / "screenshots"
 PASSWORD = "owner-pass-123"  # the `owner` fixture's
 
 NOTES = (
@@ -60,7 +58,7 @@ def run_id_of(page) -> int:
     return int(re.search(r"/runs/(\d+)/$", page.url).group(1))
 
 
-def test_a_submitted_task_runs_live_on_its_page_without_a_reload(page, stack, owner):
+def test_a_submitted_task_runs_live_on_its_page_without_a_reload(page, stack, owner, screenshot):
     stack.llm.script(
         [
             {
@@ -162,7 +160,7 @@ def test_a_submitted_task_runs_live_on_its_page_without_a_reload(page, stack, ow
     run = Run.objects.get(pk=run_id_of(page))
     assert run.status == RunStatus.SUCCEEDED and run.owner == owner
     page.evaluate("window.scrollTo(0, 0)")
-    page.screenshot(path=str(SCREENSHOTS / "run-page.png"), animations="disabled")
+    screenshot(page, "run-page.png")
 
 
 def test_a_reload_mid_run_shows_the_whole_history_and_stays_live(page, stack, owner):
@@ -266,7 +264,9 @@ def test_a_cancelled_run_can_be_restarted_as_attempt_2(page, stack, owner):
     expect(page.locator("#attempts a.attempt")).to_contain_text("#2")
 
 
-def test_the_dashboard_shows_a_new_run_and_its_status_live(page, stack, owner, api_key_for):
+def test_the_dashboard_shows_a_new_run_and_its_status_live(
+    page, stack, owner, api_key_for, screenshot
+):
     # Runs in other states, made as the engine would make them. In a transaction because
     # make_run's run_create locks the task row, which PostgreSQL refuses in autocommit.
     with transaction.atomic():
@@ -319,4 +319,4 @@ def test_the_dashboard_shows_a_new_run_and_its_status_live(page, stack, owner, a
     )
     assert statuses == ["succeeded", "running", "cancelled", "failed", "succeeded"]
     assert page.evaluate("window.loadedOnce") == "yes"
-    page.screenshot(path=str(SCREENSHOTS / "dashboard.png"), animations="disabled")
+    screenshot(page, "dashboard.png")

@@ -14,36 +14,22 @@ from agents_app.tasks import execute_run
 from tests.integration.conftest import wait_for, wait_for_run
 from tests.integration.test_worker_runs import plan_reply, step, verdict
 from tests.support.mcp_servers import everything_stdio_args, node
+from tests.support.processes import pid_with_env
 from tests.support.runs import allow_every_call, make_run
 from tools_app.models import MCPServer
 
 pytestmark = pytest.mark.integration
 
 
-def pid_with_marker(marker: str) -> int | None:
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/environ", "rb") as f:
-                    if marker.encode() in f.read():
-                        return int(entry)
-            except OSError:
-                continue
-    return None
-
-
-@pytest.mark.skip(
-    reason="flaky under CI load (2026-11-23): a stdio server SIGKILLed mid-call sometimes leaves the call waiting for its timeout instead of failing at once; see the closing note of issue 5"
-)
 def test_a_killed_server_breaks_one_call_and_the_same_worker_reconnects(llm, start_worker, owner):
     allow_every_call(owner)  # MCP tools act outside the workspace: moderate, they would ask
-    marker = f"AGENTDESK_TEST_SERVER={uuid.uuid4().hex}"
+    marker = uuid.uuid4().hex
     server = MCPServer.objects.create(
         name="everything",
         transport="stdio",
         command=node(),
         args=everything_stdio_args(),
-        env={"AGENTDESK_TEST_SERVER": marker.split("=", 1)[1]},
+        env={"AGENTDESK_TEST_SERVER": marker},
     )
     long_call = {
         "name": "everything__trigger-long-running-operation",
@@ -84,9 +70,7 @@ def test_a_killed_server_breaks_one_call_and_the_same_worker_reconnects(llm, sta
     # request reaches it would let the call reconnect to a fresh server and run its whole
     # 30 s. The operation lasts 30 s, so 2 s later the call is surely under way.
     time.sleep(2.0)
-    os.kill(
-        wait_for(lambda: pid_with_marker(marker), 10, message="the server process"), signal.SIGKILL
-    )
+    os.kill(pid_with_env("AGENTDESK_TEST_SERVER", marker), signal.SIGKILL)
 
     first = wait_for_run(first.pk, 60)
     call = ToolCall.objects.get(run=first)

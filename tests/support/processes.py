@@ -23,6 +23,23 @@ def port_open(port: int) -> bool:
         return s.connect_ex(("127.0.0.1", port)) == 0
 
 
+def pid_with_env(variable: str, value: str) -> int:
+    """The one process whose environment has `variable=value`. Two such processes mean two
+    sessions to the same server (a test would kill the wrong one): an error, not a guess."""
+    needle = f"{variable}={value}".encode()
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/environ", "rb") as f:
+                    if needle in f.read().split(b"\0"):
+                        found.append(int(entry))
+            except OSError:
+                continue
+    assert len(found) == 1, f"expected one process with {variable}={value}, found {found}"
+    return found[0]
+
+
 class ManagedProcess:
     def __init__(self, name: str, log_path: Path, env: dict[str, str]):
         self.name = name
