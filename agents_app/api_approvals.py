@@ -1,21 +1,19 @@
 """REST endpoints for approvals, approval rules and preferences: Schema in, service out.
 
 Lists show the caller's own approvals; one approval is seen and decided by its owner or by
-staff (`decisions.can_decide`), and anyone else hears NOT_FOUND, never that it exists.
+staff (`selectors.approval_get`), and anyone else hears NOT_FOUND, never that it exists.
 """
 
 from datetime import datetime
 from typing import Any
 
-from django.db.models import QuerySet
 from django.http import HttpRequest
 from ninja import Field, Query, Router, Schema, Status
 
-from agents_app import decisions
+from agents_app import decisions, selectors
 from agents_app.approvals import YOLO_PERMISSION, approval_payload, yolo_active
 from agents_app.errors import DomainError
 from agents_app.models import (
-    Approval,
     ApprovalRule,
     ApprovalStatus,
     AuditInterface,
@@ -64,8 +62,8 @@ class ApprovalOut(Schema):
 class ApprovalPage(Schema):
     success: bool = True
     count: int
-    limit: int
-    offset: int
+    page: int
+    page_size: int
     results: list[ApprovalOut]
 
 
@@ -73,8 +71,8 @@ class ApprovalQuery(Schema):
     status: ApprovalStatus | None = None
     run_id: int | None = None
     tool: str | None = None
-    limit: int = Field(default=20, ge=1, le=100)
-    offset: int = Field(default=0, ge=0)
+    page: int = Field(default=1, ge=1)
+    page_size: int = Field(default=20, ge=1, le=100)
 
 
 class DecisionIn(Schema):
@@ -139,18 +137,6 @@ class PreferencesOut(Schema):
     yolo_permitted: bool = Field(description="Staff granted the permission to turn it on.")
 
 
-def approvals_of(user: Any) -> QuerySet[Approval]:
-    return Approval.objects.filter(owner=user).select_related("step", "decided_by")
-
-
-def approval_visible(*, user: Any, approval_id: int) -> Approval:
-    """The approval if `user` may see and decide it (owner or staff), else NOT_FOUND."""
-    approval = Approval.objects.select_related("step", "decided_by").filter(pk=approval_id).first()
-    if approval is None or not decisions.can_decide(user, approval):
-        raise DomainError("NOT_FOUND", f"Approval {approval_id} not found")
-    return approval
-
-
 def rule_out(rule: ApprovalRule) -> dict[str, Any]:
     return {
         "id": rule.pk,
@@ -169,18 +155,19 @@ def preferences_out(user: Any) -> dict[str, bool]:
 
 @router.get("/approvals", response=ApprovalPage, summary="List your approvals, newest first")
 def list_approvals(request: HttpRequest, query: Query[ApprovalQuery]):
-    approvals = approvals_of(request.user)
+    approvals = selectors.approvals_for(request.user)
     if query.status:
         approvals = approvals.filter(status=query.status)
     if query.run_id is not None:
         approvals = approvals.filter(run_id=query.run_id)
     if query.tool:
         approvals = approvals.filter(tool=query.tool)
-    page = approvals[query.offset : query.offset + query.limit]
+    start = (query.page - 1) * query.page_size
+    page = approvals[start : start + query.page_size]
     return {
         "count": approvals.count(),
-        "limit": query.limit,
-        "offset": query.offset,
+        "page": query.page,
+        "page_size": query.page_size,
         "results": [approval_payload(a) for a in page],
     }
 
@@ -188,7 +175,7 @@ def list_approvals(request: HttpRequest, query: Query[ApprovalQuery]):
 @router.get("/approvals/{int:approval_id}", response=ApprovalOut, summary="One approval")
 def get_approval(request: HttpRequest, approval_id: int):
     """Yours, or any as staff; 404 for anyone else."""
-    return approval_payload(approval_visible(user=request.user, approval_id=approval_id))
+    return approval_payload(selectors.approval_get(user=request.user, approval_id=approval_id))
 
 
 @router.post("/approvals/{int:approval_id}", response=ApprovalOut, summary="Decide an approval")
@@ -196,19 +183,12 @@ def decide_approval(request: HttpRequest, approval_id: int, payload: DecisionIn)
     """approve | modify (with `arguments` that fit the tool's schema) | skip (the step) |
     deny (the call; the model goes on without it) | cancel (the run). The first decision
     wins: a second one is 409 CONFLICT and nothing runs twice."""
-    approval_visible(user=request.user, approval_id=approval_id)
-    if payload.arguments is not None and payload.decision != Decision.MODIFY:
-        raise DomainError(
-            "VALIDATION_ERROR",
-            "`arguments` go with a modify decision only",
-            {"field": "arguments"},
-        )
-    decided = decisions.approval_decide(
+    decided = decisions.approval_decide_as(
+        user=request.user,
         approval_id=approval_id,
         decision=payload.decision,
         arguments=payload.arguments,
         remember=payload.remember,
-        actor=request.user,
         interface=AuditInterface.API,
     )
     return approval_payload(decided)
@@ -231,7 +211,7 @@ def decide_approvals(request: HttpRequest, payload: BulkIn):
     if payload.ids is not None:
         ids = list(dict.fromkeys(payload.ids))
     else:
-        pending = approvals_of(request.user).filter(
+        pending = selectors.approvals_for(request.user).filter(
             status=ApprovalStatus.PENDING, tool=payload.tool
         )
         ids = list(pending.order_by("created_at", "id").values_list("pk", flat=True)[:BULK_MAX])

@@ -64,7 +64,7 @@ def _decision_answer(
 def approval_decide(request: HtmxHttpRequest, approval_id: int) -> HttpResponse:
     approval = Approval.objects.select_related("run", "step").filter(pk=approval_id).first()
     # Someone else's approval looks exactly like a missing one.
-    if approval is None or not decisions.can_decide(request.user, approval):
+    if approval is None or not approval.decidable_by(request.user):
         raise Http404("Approval not found")
     form = DecisionForm(request.POST)
     try:

@@ -143,10 +143,12 @@ class DashboardConsumer(AsyncWebsocketConsumer):
         return fragments.render_run_row(run=run) if run else ""
 
 
-class ServersConsumer(AsyncWebsocketConsumer):
-    """The header's MCP server panel, re-rendered whenever a server's status changes."""
+class HeaderConsumer(AsyncWebsocketConsumer):
+    """Every page's header, kept live: the MCP server panel whenever a server's status changes,
+    and the count of approvals waiting for the user whenever one of their runs changes status
+    (parking on an approval and every decision do)."""
 
-    joined = False
+    groups_joined: tuple[str, ...] = ()
 
     async def connect(self) -> None:
         user = self.scope.get("user")
@@ -155,17 +157,24 @@ class ServersConsumer(AsyncWebsocketConsumer):
             return
         from tools_app.mcp_store import MCP_STATUS_GROUP
 
-        await self.channel_layer.group_add(MCP_STATUS_GROUP, self.channel_name)
-        self.joined = True
+        self.groups_joined = (MCP_STATUS_GROUP, user_group(user.pk))
+        for group in self.groups_joined:
+            await self.channel_layer.group_add(group, self.channel_name)
         await self.accept()
-        await self.mcp_status({})  # whatever changed since the page was rendered
+        # Whatever changed since the page was rendered.
+        await self.mcp_status({})
+        await self.run_changed({})
 
     async def disconnect(self, code: int) -> None:
-        if self.joined:
-            from tools_app.mcp_store import MCP_STATUS_GROUP
-
-            await self.channel_layer.group_discard(MCP_STATUS_GROUP, self.channel_name)
+        for group in self.groups_joined:
+            await self.channel_layer.group_discard(group, self.channel_name)
 
     async def mcp_status(self, message: dict[str, Any]) -> None:
         html = await database_sync_to_async(fragments.render_servers_panel)(user=self.scope["user"])
+        await self.send(text_data=html)
+
+    async def run_changed(self, message: dict[str, Any]) -> None:
+        html = await database_sync_to_async(fragments.render_approvals_count)(
+            user_id=self.scope["user"].pk
+        )
         await self.send(text_data=html)

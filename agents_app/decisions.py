@@ -12,6 +12,7 @@ import jsonschema
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from agents_app import selectors
 from agents_app.approvals import YOLO_PERMISSION, approval_payload
 from agents_app.audit import (
     APPROVAL_DECIDE,
@@ -51,11 +52,6 @@ EXPIRY_DECISION = {
     TimeoutStrategy.SKIP: Decision.SKIP,
     TimeoutStrategy.CANCEL: Decision.CANCEL,
 }
-
-
-def can_decide(user: Any, approval: Approval) -> bool:
-    """Only the run's owner or staff."""
-    return user.is_authenticated and (user.pk == approval.owner_id or user.is_staff)
 
 
 def check_arguments(approval: Approval, arguments: Any) -> dict[str, Any]:
@@ -126,7 +122,7 @@ def approval_decide(
 ) -> Approval:
     """Decide a pending approval; returns it decided. Raises DomainError NOT_FOUND,
     VALIDATION_ERROR, INVALID_ARGUMENTS (modify), or CONFLICT when it was already decided.
-    The caller checks `can_decide` (actor None is the system: an expired timeout)."""
+    The caller checks `Approval.decidable_by` (actor None is the system: an expired timeout)."""
     approval = Approval.objects.filter(pk=approval_id).first()
     if approval is None:
         raise DomainError("NOT_FOUND", f"Approval {approval_id} not found")
@@ -212,6 +208,32 @@ def _remember(approval: Approval, remember: str, actor: Any, interface: str) -> 
     )
 
 
+def approval_decide_as(
+    *,
+    user: Any,
+    approval_id: int,
+    decision: str,
+    arguments: Any = None,
+    remember: str = "",
+    interface: str,
+) -> Approval:
+    """A person's decision sent through an API (REST, MCP): NOT_FOUND unless the approval is
+    theirs (or they are staff), and `arguments` only with modify."""
+    selectors.approval_get(user=user, approval_id=approval_id)
+    if arguments is not None and decision != Decision.MODIFY:
+        raise DomainError(
+            "VALIDATION_ERROR", "`arguments` go with a modify decision only", {"field": "arguments"}
+        )
+    return approval_decide(
+        approval_id=approval_id,
+        decision=decision,
+        arguments=arguments,
+        remember=remember,
+        actor=user,
+        interface=interface,
+    )
+
+
 def approvals_decide_many(
     *, approval_ids: list[int], decision: str, actor: Any, interface: str
 ) -> tuple[list[Approval], list[dict[str, Any]]]:
@@ -221,7 +243,7 @@ def approvals_decide_many(
     for approval_id in approval_ids:
         try:
             approval = Approval.objects.filter(pk=approval_id).first()
-            if approval is None or not can_decide(actor, approval):
+            if approval is None or not approval.decidable_by(actor):
                 raise DomainError("NOT_FOUND", f"Approval {approval_id} not found")
             decided.append(
                 approval_decide(

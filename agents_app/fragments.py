@@ -22,6 +22,7 @@ from agents_app.models import (
     TERMINAL_STATUSES,
     Approval,
     ApprovalKind,
+    ApprovalStatus,
     Plan,
     Run,
     RunEvent,
@@ -474,4 +475,12 @@ def render_servers_panel(*, user: Any) -> str:
     context = {**panel_context(), "oob": True, "user": user}
     return render_to_string("tools/partials/servers_summary.html", context) + render_to_string(
         "tools/partials/servers_body.html", context
+    )
+
+
+def render_approvals_count(*, user_id: int) -> str:
+    """The header's count of the user's pending approvals, as an out-of-band swap."""
+    pending = Approval.objects.filter(owner_id=user_id, status=ApprovalStatus.PENDING).count()
+    return render_to_string(
+        "agents/partials/nav_count.html", {"approvals_pending": pending, "oob": True}
     )

@@ -4,8 +4,8 @@ The same API keys as REST (`Authorization: Bearer adk_...`), the same services a
 the same REST shapes as structured output, and every DomainError as an `is_error` tool result
 carrying seed 000's error envelope. Each tool sees only the key owner's runs.
 
-Not here yet: `decide_approval`. Approvals do not exist (they come with the approvals issue,
-see docs/ARCHITECTURE.md "Where it is going"); the tool is added with them, not faked before.
+A chat client can also answer the calls that wait for a person: `list_approvals` and
+`decide_approval`, with the same rules as REST (owner or staff, the first decision wins).
 
 Stateless and JSON-only: a request carries everything it needs (no Mcp-Session-Id, no SSE
 stream to resume), so any daphne process behind a load balancer can answer any request.
@@ -29,11 +29,13 @@ from ninja import Schema
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.responses import JSONResponse
 
-from agents_app import selectors, services
+from agents_app import decisions, selectors, services
 from agents_app.api import RunDetail, RunLinks, RunSummary, links, plan_out, summary
+from agents_app.api_approvals import ApprovalOut
+from agents_app.approvals import approval_payload
 from agents_app.auth import user_for_api_key
 from agents_app.errors import DomainError
-from agents_app.models import AuditInterface, RunStatus
+from agents_app.models import ApprovalStatus, AuditInterface, Decision, Remember, RunStatus
 from config.api import error_body
 from tools_app.registry import get_registry
 from tools_app.selectors import tool_catalog
@@ -69,6 +71,13 @@ class RunList(Schema):
     page: int
     page_size: int
     results: list[RunSummary]
+
+
+class ApprovalList(Schema):
+    count: int
+    page: int
+    page_size: int
+    results: list[ApprovalOut]
 
 
 class ToolServer(BaseModel):
@@ -289,6 +298,76 @@ async def restart_run(ctx: Context, run_id: RunId) -> RunSummary:
         return RunSummary.model_validate(summary(new_run))
 
     return await in_django(restart, caller(ctx))
+
+
+@tool(annotations=READ_ONLY)
+async def list_approvals(
+    ctx: Context,
+    status: Annotated[
+        ApprovalStatus | None, Field(description="Only approvals with this status; null: all.")
+    ] = ApprovalStatus.PENDING,
+    run_id: Annotated[int | None, Field(description="Only this run's approvals.")] = None,
+    page: Annotated[int, Field(ge=1, description="1-based page number.")] = 1,
+    page_size: Annotated[int, Field(ge=1, le=100, description="Approvals per page.")] = 20,
+) -> ApprovalList:
+    """The tool calls (and plans) of your runs that wait for your decision, newest first:
+    each with its tool, arguments, risk, level and the step's reasoning. Decide one with
+    decide_approval."""
+
+    def page_of_approvals(user: Any) -> ApprovalList:
+        approvals = selectors.approvals_for(user).order_by("-created_at", "-id")
+        if status:
+            approvals = approvals.filter(status=status)
+        if run_id is not None:
+            approvals = approvals.filter(run_id=run_id)
+        start = (page - 1) * page_size
+        return ApprovalList.model_validate(
+            {
+                "count": approvals.count(),
+                "page": page,
+                "page_size": page_size,
+                "results": [approval_payload(a) for a in approvals[start : start + page_size]],
+            }
+        )
+
+    return await in_django(page_of_approvals, caller(ctx))
+
+
+@tool(annotations=ToolAnnotations(destructive_hint=True, idempotent_hint=False))
+async def decide_approval(
+    ctx: Context,
+    approval_id: Annotated[int, Field(description="The approval's id, from list_approvals.")],
+    decision: Annotated[
+        Decision,
+        Field(
+            description="approve (run the call), modify (run it with `arguments`), skip (the "
+            "step), deny (refuse the call; the agent goes on without it), cancel (the run)."
+        ),
+    ],
+    arguments: Annotated[
+        dict[str, Any] | None,
+        Field(description="modify only: the arguments to run instead; they must fit the tool."),
+    ] = None,
+    remember: Annotated[
+        Remember,
+        Field(description='approve only: "tool" allows the tool from now on, "call" this call.'),
+    ] = Remember.NOTHING,
+) -> ApprovalOut:
+    """Decide a call that waits for you; the run goes on at once on any worker. The first
+    decision wins: CONFLICT if it was already decided, and nothing runs twice."""
+
+    def decide(user: Any) -> ApprovalOut:
+        decided = decisions.approval_decide_as(
+            user=user,
+            approval_id=approval_id,
+            decision=decision,
+            arguments=arguments,
+            remember=remember,
+            interface=AuditInterface.MCP,
+        )
+        return ApprovalOut.model_validate(approval_payload(decided))
+
+    return await in_django(decide, caller(ctx))
 
 
 @tool(annotations=READ_ONLY)

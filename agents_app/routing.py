@@ -14,6 +14,6 @@ def for_pages(app):
 websocket_urlpatterns = [
     path("ws/runs/<int:run_id>/", for_pages(consumers.RunPageConsumer.as_asgi())),
     path("ws/dashboard/", for_pages(consumers.DashboardConsumer.as_asgi())),
-    path("ws/servers/", for_pages(consumers.ServersConsumer.as_asgi())),
+    path("ws/header/", for_pages(consumers.HeaderConsumer.as_asgi())),
     path("ws/api/runs/<int:run_id>/", ApiKeyAuthMiddleware(consumers.RunApiConsumer.as_asgi())),
 ]

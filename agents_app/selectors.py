@@ -135,6 +135,19 @@ def approvals_for(user: Any) -> QuerySet[Approval]:
     return Approval.objects.filter(owner=user).select_related("run__task", "step", "decided_by")
 
 
+def approval_get(*, user: Any, approval_id: int) -> Approval:
+    """An approval `user` may see and decide (theirs, or any as staff); anyone else hears
+    NOT_FOUND, never that it exists."""
+    approval = (
+        Approval.objects.select_related("run__task", "step", "decided_by")
+        .filter(pk=approval_id)
+        .first()
+    )
+    if approval is None or not approval.decidable_by(user):
+        raise DomainError("NOT_FOUND", f"Approval {approval_id} not found")
+    return approval
+
+
 def approval_pending_for_run(run: Run) -> Approval | None:
     """The approval a parked run waits for (a run waits for one at a time)."""
     return (

@@ -1,6 +1,8 @@
 """Human in the loop: approvals of tool calls and plans, the rules that spare people from
 asking twice, and each user's preferences (YOLO mode)."""
 
+from typing import Any
+
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
@@ -115,6 +117,10 @@ class Approval(models.Model):
     def __str__(self) -> str:
         what = self.tool if self.kind == ApprovalKind.TOOL_CALL else "plan"
         return f"Approval {self.pk}: {what} ({self.status})"
+
+    def decidable_by(self, user: Any) -> bool:
+        """Only the run's owner or staff see and decide an approval."""
+        return user.is_authenticated and (user.pk == self.owner_id or user.is_staff)
 
     @property
     def is_pending(self) -> bool:

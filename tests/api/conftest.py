@@ -1,23 +1,7 @@
 import pytest
 from django.test import Client
 
-from tests.api.support import key_client, make_api_key
-
-
-@pytest.fixture(autouse=True)
-def fast_password_hashing(settings):
-    # Autouse, so it applies before the persona fixtures hash their passwords.
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
-@pytest.fixture
-def owner_client(owner) -> Client:
-    return key_client(make_api_key(owner))
-
-
-@pytest.fixture
-def outsider_client(outsider) -> Client:
-    return key_client(make_api_key(outsider))
+from tests.support.fixtures import fast_password_hashing, outsider_key_client, owner_key_client  # noqa: F401
 
 
 @pytest.fixture

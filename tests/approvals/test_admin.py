@@ -17,28 +17,12 @@ from agents_app.models import (
     UserPreferences,
 )
 from agents_app.run_writer import locked_run
+from tests.support.fixtures import fast_password_hashing, superuser_client, superuser_staff  # noqa: F401
 from tests.support.runs import make_run
 
 APPROVALS = "/admin/agents_app/approval/"
 RULES = "/admin/agents_app/approvalrule/"
 USERS = "/admin/auth/user/"
-
-
-@pytest.fixture(autouse=True)
-def fast_password_hashing(settings):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
-@pytest.fixture
-def staff(db):
-    return get_user_model().objects.create_superuser("staff", "", None)
-
-
-@pytest.fixture
-def staff_client(staff) -> Client:
-    client = Client()
-    client.force_login(staff)
-    return client
 
 
 def parked(owner, tool="write_file", arguments=None) -> Approval:

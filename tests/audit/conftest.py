@@ -1,26 +1,13 @@
 import pytest
-from django.contrib.auth import get_user_model
 from django.test import Client
 
 from tests.api.support import key_client, make_api_key
-
-
-@pytest.fixture(autouse=True)
-def fast_password_hashing(settings):
-    # Autouse, so it applies before the persona fixtures hash their passwords.
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
-@pytest.fixture
-def staff(db):
-    return get_user_model().objects.create_superuser("staff", "", None)
-
-
-@pytest.fixture
-def staff_client(staff) -> Client:
-    client = Client()
-    client.force_login(staff)
-    return client
+from tests.support.fixtures import (
+    client_for,
+    fast_password_hashing,  # noqa: F401
+    superuser_client,  # noqa: F401
+    superuser_staff,  # noqa: F401
+)
 
 
 @pytest.fixture
@@ -32,6 +19,4 @@ def owner_api(owner) -> Client:
 @pytest.fixture
 def owner_browser(owner) -> Client:
     """The owner logged in to the pages."""
-    client = Client()
-    client.force_login(owner)
-    return client
+    return client_for(owner)

@@ -25,7 +25,7 @@ def test_every_page_shows_the_servers_and_why_one_is_broken(client, owner, serve
     html = client.get("/").content.decode()
     assert 'id="servers-summary"' in html and "1 active · 1 broken" in html
     assert "spawn node ENOENT" in html and "fatal: no such file" in html
-    assert 'ws-connect="/ws/servers/"' in html
+    assert 'ws-connect="/ws/header/"' in html
 
 
 @pytest.mark.django_db(transaction=True)
@@ -34,18 +34,20 @@ def test_a_status_change_reaches_open_pages(owner, servers):
     headers = session_headers(owner)
 
     async def scenario():
-        socket = WebsocketCommunicator(application, "/ws/servers/", headers=headers)
+        socket = WebsocketCommunicator(application, "/ws/header/", headers=headers)
         assert (await socket.connect())[0]
         first = await socket.receive_from(5)
+        count = await socket.receive_from(5)  # the header's other live part: approvals
         await sync_to_async(DatabaseStore().record_broken)(
             good.pk, "the server closed the connection", "bye"
         )
         second = await socket.receive_from(5)
         await socket.disconnect()
-        return first, second
+        return first, count, second
 
-    first, second = async_to_sync(scenario)()
+    first, count, second = async_to_sync(scenario)()
     assert "1 active · 1 broken" in first and 'hx-swap-oob="true"' in first
+    assert 'id="nav-approvals-count"' in count
     assert "0 active · 2 broken" in second and "the server closed the connection" in second
 
 
@@ -53,7 +55,7 @@ def test_a_status_change_reaches_open_pages(owner, servers):
 def test_the_panel_socket_needs_a_login():
     async def scenario():
         socket = WebsocketCommunicator(
-            application, "/ws/servers/", headers=[(b"origin", b"http://127.0.0.1")]
+            application, "/ws/header/", headers=[(b"origin", b"http://127.0.0.1")]
         )
         return await socket.connect()
 

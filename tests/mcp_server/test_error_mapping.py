@@ -71,7 +71,7 @@ def test_arguments_that_fail_the_schema_name_the_field():
 
 
 def test_an_unknown_tool_lists_the_ones_there_are():
-    is_error, body = call("decide_approval", {})
+    is_error, body = call("no_such_tool", {})
 
     assert is_error
     assert body["error"]["code"] == "TOOL_NOT_FOUND"

@@ -10,7 +10,16 @@ from tools_app.models import MCPServer, Tool, ToolSource
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-AGENTDESK_TOOLS = {"submit_task", "get_run", "list_runs", "cancel_run", "restart_run", "list_tools"}
+AGENTDESK_TOOLS = {
+    "submit_task",
+    "get_run",
+    "list_runs",
+    "cancel_run",
+    "restart_run",
+    "list_approvals",
+    "decide_approval",
+    "list_tools",
+}
 
 
 def error_of(result) -> dict:
@@ -180,7 +189,7 @@ def test_list_tools_includes_tools_discovered_on_mcp_servers_with_their_server(a
 
 
 def test_an_unknown_tool_is_a_tool_not_found_error(as_owner):
-    error = error_of(as_owner.call("decide_approval", {"approval_id": 1, "decision": "approve"}))
+    error = error_of(as_owner.call("approve_everything", {}))
 
     assert error["code"] == "TOOL_NOT_FOUND"
-    assert "submit_task" in error["details"]["available_tools"]
+    assert error["details"]["available_tools"] == sorted(AGENTDESK_TOOLS)
