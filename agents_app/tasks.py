@@ -61,12 +61,10 @@ def recover_runs_on_start(**kwargs) -> None:
     from django.db import transaction
 
     from agents_app import services
-    from agents_app.decisions import approvals_expire_due
+    from agents_app.worker_steps import sweep_approvals
 
     with transaction.atomic():
         recovered = services.runs_recover()
     if recovered:
         logger.info("queued %d run(s) that no worker held: %s", len(recovered), recovered)
-    expired = approvals_expire_due()
-    if expired:
-        logger.info("decided %d overdue approval(s): %s", len(expired), expired)
+    sweep_approvals()

@@ -211,6 +211,9 @@ APPROVAL_TIMEOUT = env_float("APPROVAL_TIMEOUT", 0.0, minimum=0.0)
 APPROVAL_TIMEOUT_STRATEGY = env_choice(
     "APPROVAL_TIMEOUT_STRATEGY", "deny", choices=("deny", "skip", "cancel")
 )
+# Every worker decides overdue approvals this often (seconds; 0: only when a worker starts), a
+# safety net under each approval's own timer message, which a broker can lose or hold late.
+APPROVAL_SWEEP_INTERVAL = env_float("APPROVAL_SWEEP_INTERVAL", 60.0, minimum=0.0)
 
 # --- Builtin tools --------------------------------------------------------------
 HTTP_TOOL_MAX_BYTES = env_int("HTTP_TOOL_MAX_BYTES", 1_000_000, minimum=1)

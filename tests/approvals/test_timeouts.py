@@ -1,6 +1,6 @@
 """Approval timeouts through a real Celery worker: nobody decides, the `expire_approval` task
 the parking scheduled fires on the same queue and decides by the task's strategy; a worker
-coming up decides what a lost timer missed."""
+coming up, and every running worker on a timer, decide what a lost timer missed."""
 
 import json
 
@@ -140,6 +140,23 @@ def test_a_worker_coming_up_decides_an_overdue_approval_whose_timer_was_lost(
     )
 
     worker = start_worker()
+
+    run = wait_for_run(run.pk, 20)
+    assert run.status == "succeeded", (run.error_code, run.error_message)
+    assert_expired_by_the_worker(run, "denied")
+    assert f"decided 1 overdue approval(s): [{approval.pk}]" in worker.log()
+
+
+def test_a_running_worker_sweeps_an_overdue_approval_whose_timer_was_lost(llm, start_worker, owner):
+    script_a_write(llm, "could not write the notes")
+    worker = start_worker(APPROVAL_SWEEP_INTERVAL="1")  # up before the approval exists
+    run = run_create(task=Task.objects.create(owner=owner, text="Write the notes"))
+    execution.execute_run(run.pk)
+    approval = Approval.objects.get(run=run)
+    assert (Run.objects.get(pk=run.pk).status, approval.expires_at) == ("waiting_approval", None)
+    Approval.objects.filter(pk=approval.pk).update(
+        expires_at=approval.created_at, on_timeout="deny"
+    )
 
     run = wait_for_run(run.pk, 20)
     assert run.status == "succeeded", (run.error_code, run.error_message)
