@@ -132,16 +132,28 @@ def _controls(request: HtmxHttpRequest, run: Run, error: DomainError | None) -> 
     return HttpResponse(html, status=error.http_status if error else 200)
 
 
+def _control(request: HtmxHttpRequest, run_id: int, act) -> tuple[Run | None, HttpResponse | None]:
+    """Apply `act(run)` (a service call) to the user's run: (its result, None), or on a refusal
+    (None, the Cancel/Restart box with the error for htmx, or the run page)."""
+    run = _owned_run(request, run_id)
+    try:
+        return act(run), None
+    except DomainError as error:
+        if request.htmx:
+            return None, _controls(request, Run.objects.get(pk=run.pk), error)
+        return None, render_run(request, run_id, error=error, status=error.http_status)
+
+
 @login_required
 @require_POST
 def run_cancel(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
-    run = _owned_run(request, run_id)
-    try:
-        run = services.run_cancel(run=run, actor=request.user, interface=AuditInterface.WEB)
-    except DomainError as error:
-        if request.htmx:
-            return _controls(request, Run.objects.get(pk=run.pk), error)
-        return render_run(request, run_id, error=error, status=error.http_status)
+    run, refused = _control(
+        request,
+        run_id,
+        lambda run: services.run_cancel(run=run, actor=request.user, interface=AuditInterface.WEB),
+    )
+    if refused:
+        return refused
     if request.htmx:
         return _controls(request, run, None)
     return redirect(run_url(run))
@@ -150,13 +162,13 @@ def run_cancel(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
 @login_required
 @require_POST
 def run_restart(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
-    run = _owned_run(request, run_id)
-    try:
-        new_run = services.run_restart(run=run, actor=request.user, interface=AuditInterface.WEB)
-    except DomainError as error:
-        if request.htmx:
-            return _controls(request, Run.objects.get(pk=run.pk), error)
-        return render_run(request, run_id, error=error, status=error.http_status)
+    new_run, refused = _control(
+        request,
+        run_id,
+        lambda run: services.run_restart(run=run, actor=request.user, interface=AuditInterface.WEB),
+    )
+    if refused:
+        return refused
     if request.htmx:
         return HttpResponseClientRedirect(run_url(new_run))
     return redirect(run_url(new_run))
