@@ -315,7 +315,7 @@ async def list_approvals(
     decide_approval."""
 
     def page_of_approvals(user: Any) -> ApprovalList:
-        approvals = selectors.approvals_for(user).order_by("-created_at", "-id")
+        approvals = selectors.approvals_for(user)  # newest first
         if status:
             approvals = approvals.filter(status=status)
         if run_id is not None:
