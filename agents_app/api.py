@@ -154,6 +154,18 @@ def links(run: Run) -> dict[str, str]:
     return selectors.run_links(run)
 
 
+def page_of(items: Any, page: int, page_size: int, render: Any) -> dict[str, Any]:
+    """One page of a query (1-based), as every list answers: count, page, page_size, results
+    (each item through `render`)."""
+    start = (page - 1) * page_size
+    return {
+        "count": items.count(),
+        "page": page,
+        "page_size": page_size,
+        "results": [render(item) for item in items[start : start + page_size]],
+    }
+
+
 def summary(run: Run) -> dict[str, Any]:
     return {
         **{field: getattr(run, field) for field in RunSummary.model_fields if hasattr(run, field)},
@@ -233,15 +245,7 @@ def list_runs(request: HttpRequest, query: Query[RunListQuery]):
     runs = selectors.runs_for(request.user)
     if query.status:
         runs = runs.filter(status=query.status)
-    count = runs.count()
-    start = (query.page - 1) * query.page_size
-    page = runs[start : start + query.page_size]
-    return {
-        "count": count,
-        "page": query.page,
-        "page_size": query.page_size,
-        "results": [summary(run) for run in page],
-    }
+    return page_of(runs, query.page, query.page_size, summary)
 
 
 @router.get(

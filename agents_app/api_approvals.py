@@ -11,6 +11,7 @@ from django.http import HttpRequest
 from ninja import Field, Query, Router, Schema, Status
 
 from agents_app import decisions, selectors
+from agents_app.api import page_of
 from agents_app.approvals import YOLO_PERMISSION, approval_payload, yolo_active
 from agents_app.errors import DomainError
 from agents_app.models import (
@@ -162,14 +163,7 @@ def list_approvals(request: HttpRequest, query: Query[ApprovalQuery]):
         approvals = approvals.filter(run_id=query.run_id)
     if query.tool:
         approvals = approvals.filter(tool=query.tool)
-    start = (query.page - 1) * query.page_size
-    page = approvals[start : start + query.page_size]
-    return {
-        "count": approvals.count(),
-        "page": query.page,
-        "page_size": query.page_size,
-        "results": [approval_payload(a) for a in page],
-    }
+    return page_of(approvals, query.page, query.page_size, approval_payload)
 
 
 @router.get("/approvals/{int:approval_id}", response=ApprovalOut, summary="One approval")

@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.responses import JSONResponse
 
 from agents_app import decisions, selectors, services
-from agents_app.api import RunDetail, RunLinks, RunSummary, links, plan_out, summary
+from agents_app.api import RunDetail, RunLinks, RunSummary, links, page_of, plan_out, summary
 from agents_app.api_approvals import ApprovalOut
 from agents_app.approvals import approval_payload
 from agents_app.auth import user_for_api_key
@@ -262,15 +262,7 @@ async def list_runs(
         runs = selectors.runs_for(user)
         if status:
             runs = runs.filter(status=status)
-        start = (page - 1) * page_size
-        return RunList.model_validate(
-            {
-                "count": runs.count(),
-                "page": page,
-                "page_size": page_size,
-                "results": [summary(run) for run in runs[start : start + page_size]],
-            }
-        )
+        return RunList.model_validate(page_of(runs, page, page_size, summary))
 
     return await in_django(page_of_runs, caller(ctx))
 
@@ -320,15 +312,7 @@ async def list_approvals(
             approvals = approvals.filter(status=status)
         if run_id is not None:
             approvals = approvals.filter(run_id=run_id)
-        start = (page - 1) * page_size
-        return ApprovalList.model_validate(
-            {
-                "count": approvals.count(),
-                "page": page,
-                "page_size": page_size,
-                "results": [approval_payload(a) for a in approvals[start : start + page_size]],
-            }
-        )
+        return ApprovalList.model_validate(page_of(approvals, page, page_size, approval_payload))
 
     return await in_django(page_of_approvals, caller(ctx))
 
