@@ -8,7 +8,6 @@ worker continues it from its rows.
 
 from typing import Any
 
-import jsonschema
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
@@ -45,6 +44,7 @@ from agents_app.models import (
 )
 from agents_app.run_writer import locked_run
 from agents_app.services import run_enqueue
+from tools_app import registry
 
 PLAN_DECISIONS = frozenset({Decision.APPROVE, Decision.CANCEL})
 EXPIRY_DECISION = {
@@ -57,29 +57,13 @@ EXPIRY_DECISION = {
 def check_arguments(approval: Approval, arguments: Any) -> dict[str, Any]:
     """Edited arguments, validated against the tool's schema as the worker offered it.
     Raises INVALID_ARGUMENTS."""
-    tool = approval.tool
     if not isinstance(arguments, dict):
         raise DomainError(
             "INVALID_ARGUMENTS",
             "A modify decision needs `arguments`, a JSON object",
             {"field": "arguments"},
         )
-    errors = sorted(
-        jsonschema.Draft202012Validator(approval.input_schema).iter_errors(arguments),
-        key=lambda e: list(e.path),
-    )
-    if errors:
-        raise DomainError(
-            "INVALID_ARGUMENTS",
-            f"Invalid arguments for tool '{tool}': {errors[0].message}",
-            {
-                "tool": tool,
-                "errors": [
-                    {"path": "/".join(str(p) for p in e.path), "message": e.message}
-                    for e in errors[:10]
-                ],
-            },
-        )
+    registry.check_arguments(approval.tool, approval.input_schema, arguments)
     return arguments
 
 

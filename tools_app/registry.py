@@ -86,6 +86,26 @@ class ToolError(Exception):
     """A tool failed in a way the model should hear about (refused path, HTTP error...)."""
 
 
+def check_arguments(tool: str, schema: dict[str, Any], arguments: Any) -> None:
+    """Raise DomainError(INVALID_ARGUMENTS), naming up to ten problems, unless `arguments`
+    fits `schema` (a tool's input schema)."""
+    errors = sorted(
+        jsonschema.Draft202012Validator(schema).iter_errors(arguments), key=lambda e: list(e.path)
+    )
+    if errors:
+        raise DomainError(
+            "INVALID_ARGUMENTS",
+            f"Invalid arguments for tool '{tool}': {errors[0].message}",
+            {
+                "tool": tool,
+                "errors": [
+                    {"path": "/".join(str(p) for p in e.path), "message": e.message}
+                    for e in errors[:10]
+                ],
+            },
+        )
+
+
 class ToolRegistry:
     """Tools by name, discoverable by capability and by domain (seed 000). Thread-safe."""
 
@@ -126,21 +146,7 @@ class ToolRegistry:
 
     def validate_arguments(self, name: str, arguments: Any) -> None:
         """Raise DomainError(INVALID_ARGUMENTS) unless `arguments` fits the tool's schema."""
-        tool = self.get(name)
-        validator = jsonschema.Draft202012Validator(tool.spec.input_schema)
-        errors = sorted(validator.iter_errors(arguments), key=lambda e: list(e.path))
-        if errors:
-            raise DomainError(
-                "INVALID_ARGUMENTS",
-                f"Invalid arguments for tool '{name}': {errors[0].message}",
-                {
-                    "tool": name,
-                    "errors": [
-                        {"path": "/".join(str(p) for p in e.path), "message": e.message}
-                        for e in errors[:10]
-                    ],
-                },
-            )
+        check_arguments(name, self.get(name).spec.input_schema, arguments)
 
     def call(self, name: str, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
         """Validate and run one call. Tool failures come back as ToolResult(ok=False), never raise;
