@@ -174,6 +174,8 @@ class HeaderConsumer(AsyncWebsocketConsumer):
         await self.send(text_data=html)
 
     async def run_changed(self, message: dict[str, Any]) -> None:
+        if not message.get("status_changed", True):
+            return  # a step's progress: what waits for the user is the same
         html = await database_sync_to_async(fragments.render_approvals_count)(
             user_id=self.scope["user"].pk
         )

@@ -47,10 +47,16 @@ def user_group(user_id: int) -> str:
 
 # Events that change what a run looks like in a list of runs (the dashboard).
 LISTED_EVENT_TYPES = frozenset({"run_queued", "run_status", "progress_update"})
+# Of those, the ones that change a run's status (and so maybe what waits for its owner).
+STATUS_EVENT_TYPES = frozenset({"run_queued", "run_status"})
 
 
 def publish_events(run: Any, events: list[Any]) -> None:
     messages = [event_message(e) for e in events]
     publish(run_group(run.pk), messages)
     if any(e.type in LISTED_EVENT_TYPES for e in events):
-        publish(user_group(run.owner_id), [{"type": "run.changed", "run_id": run.pk}])
+        status_changed = any(e.type in STATUS_EVENT_TYPES for e in events)
+        publish(
+            user_group(run.owner_id),
+            [{"type": "run.changed", "run_id": run.pk, "status_changed": status_changed}],
+        )
