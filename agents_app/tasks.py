@@ -1,12 +1,21 @@
-"""Celery tasks: an id in, one call, the retry policy. No ORM writes here."""
+"""Celery tasks: an id in, one call, the retry policy. No ORM writes here.
+
+The top of the house: tasks import the domain, never the reverse. Domain code queues them by
+their pinned names (`core.dispatch.TaskName`).
+"""
 
 import logging
 
 from celery import shared_task
 from celery.signals import worker_ready
-from django.db import DatabaseError
+from django.db import DatabaseError, transaction
 
-from agents_app import execution, webhooks
+from agents_app.approvals.decisions import approval_expire
+from agents_app.core.dispatch import TaskName
+from agents_app.runs.control import runs_recover
+from agents_app.webhooks.services import webhook_deliver
+from agents_app.worker.execution import execute_run as run_execute
+from agents_app.worker.sweeps import sweep_approvals
 
 logger = logging.getLogger(__name__)
 
@@ -24,9 +33,9 @@ DURABLE = {
 }
 
 
-@shared_task(**DURABLE)
+@shared_task(name=TaskName.EXECUTE_RUN, **DURABLE)
 def execute_run(self, run_id: int) -> str:
-    outcome = execution.execute_run(run_id)
+    outcome = run_execute(run_id)
     if outcome.state == "busy":
         # Another worker holds a live lease: come back when it would expire. If that worker
         # died, this delivery takes the run over; if it finishes, this one finds it done.
@@ -34,19 +43,17 @@ def execute_run(self, run_id: int) -> str:
     return outcome.state
 
 
-@shared_task(**DURABLE)
+@shared_task(name=TaskName.DELIVER_WEBHOOK, **DURABLE)
 def deliver_webhook(self, delivery_id: int) -> str:
-    outcome = webhooks.webhook_deliver(delivery_id)
+    outcome = webhook_deliver(delivery_id)
     if outcome.state == "retry":
         # The attempt count lives in the row, which also decides when to give up.
         raise self.retry(countdown=outcome.retry_in, max_retries=None)
     return outcome.state
 
 
-@shared_task(**DURABLE)
+@shared_task(name=TaskName.EXPIRE_APPROVAL, **DURABLE)
 def expire_approval(self, approval_id: int) -> str:
-    from agents_app.decisions import approval_expire
-
     remaining = approval_expire(approval_id)
     if remaining > 0:
         # Delivered early (a broker redelivery, a clock skew): wait for the rest.
@@ -58,13 +65,8 @@ def expire_approval(self, approval_id: int) -> str:
 def recover_runs_on_start(**kwargs) -> None:
     """A worker coming up queues the runs nobody holds, so none waits forever for a message
     that was lost (e.g. a Redis restarted without persistence)."""
-    from django.db import transaction
-
-    from agents_app import services
-    from agents_app.worker_steps import sweep_approvals
-
     with transaction.atomic():
-        recovered = services.runs_recover()
+        recovered = runs_recover()
     if recovered:
         logger.info("queued %d run(s) that no worker held: %s", len(recovered), recovered)
     sweep_approvals()

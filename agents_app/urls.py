@@ -1,7 +1,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from agents_app import approval_views, views
+from agents_app.web import approvals, views
 from tools_app.views import tool_list
 
 urlpatterns = [
@@ -17,14 +17,14 @@ urlpatterns = [
     path("runs/<int:run_id>/cancel/", views.run_cancel, name="run_cancel"),
     path("runs/<int:run_id>/restart/", views.run_restart, name="run_restart"),
     path("tools/", tool_list, name="tool_list"),
-    path("approvals/", approval_views.approval_list, name="approval_list"),
-    path("approvals/bulk/", approval_views.approvals_bulk, name="approvals_bulk"),
+    path("approvals/", approvals.approval_list, name="approval_list"),
+    path("approvals/bulk/", approvals.approvals_bulk, name="approvals_bulk"),
     path(
         "approvals/<int:approval_id>/decide/",
-        approval_views.approval_decide,
+        approvals.approval_decide,
         name="approval_decide",
     ),
-    path("settings/", approval_views.settings_page, name="settings"),
-    path("settings/yolo/", approval_views.yolo_set, name="yolo_set"),
-    path("settings/rules/<int:rule_id>/revoke/", approval_views.rule_revoke, name="rule_revoke"),
+    path("settings/", approvals.settings_page, name="settings"),
+    path("settings/yolo/", approvals.yolo_set, name="yolo_set"),
+    path("settings/rules/<int:rule_id>/revoke/", approvals.rule_revoke, name="rule_revoke"),
 ]

@@ -58,7 +58,7 @@ def main() -> None:
     from django.contrib.auth import get_user_model
 
     from agents_app.models import ApiKey, Run, Task
-    from agents_app.run_writer import locked_run
+    from agents_app.runs.writer import locked_run
     from tests.support.processes import free_port
 
     user, _ = get_user_model().objects.get_or_create(username="latency-bench")

@@ -26,8 +26,8 @@ def main() -> None:
     from django.db import connection
 
     from agents_app.engine.llm import LLMResponse, ToolCallRequest, Usage
-    from agents_app.execution import execute_run
     from agents_app.models import Run, Step, Task
+    from agents_app.worker.execution import execute_run
     from tools_app.registry import Tool, ToolRegistry, ToolResult, ToolSpec
 
     class NoopTool(Tool):

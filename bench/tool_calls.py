@@ -36,7 +36,7 @@ def timed(count: int, call) -> list[float]:
 
 
 async def direct_samples(config, count: int) -> list[float]:
-    from tools_app.mcp_client import open_session
+    from tools_app.mcp.client import open_session
 
     with tempfile.TemporaryFile("w+") as errlog:
         async with open_session(config, errlog) as session:
@@ -57,10 +57,11 @@ def main() -> None:
 
     scratch, valkey = start_django("toolcalls")
     from tests.support.mcp_servers import EverythingHttpServer, everything_stdio_args, node
-    from tools_app.mcp_client import MCPPool
-    from tools_app.mcp_store import DatabaseStore
+    from tools_app.mcp.client import MCPPool
+    from tools_app.mcp.store import DatabaseStore
     from tools_app.models import MCPServer
-    from tools_app.registry import ToolContext, ToolRegistry, get_registry
+    from tools_app.process_registry import get_registry
+    from tools_app.registry import ToolContext, ToolRegistry
 
     context = ToolContext(run_id=0, workspace=scratch / "workspaces", timeout=30)
     builtin = get_registry()

@@ -1,7 +1,7 @@
 from django.contrib import admin
 from django.urls import include, path, re_path
 
-from config.api import api, api_not_found
+from agents_app.api.site import api, api_not_found
 
 urlpatterns = [
     path("admin/", admin.site.urls),

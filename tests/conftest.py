@@ -4,7 +4,7 @@ from django.contrib.auth import get_user_model
 from agents_app.models import ApiKey
 from tests.support.llm_server import ScriptedLLMServer
 from tests.support.worker import Worker
-from tools_app.mcp_client import shutdown_pool
+from tools_app.mcp.client import shutdown_pool
 
 
 @pytest.fixture

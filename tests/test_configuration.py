@@ -57,7 +57,7 @@ def test_a_malformed_number_names_the_variable(tmp_path):
 def test_create_api_key_prints_a_key_that_authenticates(owner, capsys):
     from django.core.management import call_command
 
-    from agents_app.auth import user_for_api_key
+    from agents_app.core.api_keys import user_for_api_key
     from agents_app.models import ApiKey
 
     call_command("create_api_key", "owner", "--name", "phone")

@@ -15,15 +15,15 @@ from django.urls import path
 from django.utils import timezone
 from django.utils.html import format_html
 
-from agents_app.audit import (
+from agents_app.core.audit import (
     MCP_SERVER_CHECK,
     MCP_SERVER_DISABLE,
     MCP_SERVER_ENABLE,
     MCP_SERVER_IMPORT,
+    AuditInterface,
     audit_record,
 )
-from agents_app.models import AuditInterface
-from tools_app.mcp_config import (
+from tools_app.mcp.config import (
     ImportResult,
     MCPConfigError,
     dump_mcp_config,
@@ -31,7 +31,7 @@ from tools_app.mcp_config import (
     import_mcp_config,
     load_mcp_config,
 )
-from tools_app.mcp_store import notify as notify_pages
+from tools_app.mcp.store import notify as notify_pages
 from tools_app.models import CAPABILITY_NAME, CapabilityOrigin, MCPServer, ServerStatus, Tool
 
 logger = logging.getLogger(__name__)
@@ -227,14 +227,14 @@ class MCPServerAdmin(admin.ModelAdmin):
     @admin.action(description="Check now", permissions=["change"])
     def check_now(self, request: HttpRequest, queryset) -> None:
         try:
-            from tools_app.mcp_client import check_servers
+            from tools_app.mcp.client import check_servers
         except ImportError as exc:
-            if exc.name != "tools_app.mcp_client":
+            if exc.name != "tools_app.mcp.client":
                 raise
             self.message_user(
                 request,
                 "Checking is not available: this AgentDesk has no MCP connection layer "
-                "(tools_app.mcp_client.check_servers).",
+                "(tools_app.mcp.client.check_servers).",
                 messages.ERROR,
             )
             return

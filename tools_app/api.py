@@ -5,7 +5,7 @@ from typing import Any
 from django.http import HttpRequest
 from ninja import Router, Schema
 
-from tools_app.registry import get_registry
+from tools_app.process_registry import get_registry
 from tools_app.selectors import tool_catalog
 
 router = Router(tags=["tools"])

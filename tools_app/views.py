@@ -7,7 +7,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from tools_app.registry import get_registry
+from tools_app.process_registry import get_registry
 from tools_app.selectors import tool_catalog
 
 

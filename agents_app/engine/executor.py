@@ -6,10 +6,10 @@ import time
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
+from agents_app.core.errors import DomainError
 from agents_app.engine.hooks import EngineHooks
 from agents_app.engine.llm import LLMError, LLMProvider, LLMRequest, ToolCallRequest, ToolSchema
 from agents_app.engine.prompts import step_messages
-from agents_app.errors import DomainError
 from tools_app.registry import ToolContext, ToolRegistry
 
 FINISH_TOOL = "finish_task"

@@ -1,7 +1,7 @@
 """What the engine needs from whoever runs it: persistence, budgets, stop signals.
 
 The engine calls these at every point where the outside world may have changed; the Django
-driver (agents_app.execution) implements them with database writes.
+driver (agents_app.worker.execution) implements them with database writes.
 """
 
 from typing import Any, Protocol

@@ -4,7 +4,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from agents_app.errors import DomainError
+from agents_app.core.errors import DomainError
 
 
 @dataclass(frozen=True)

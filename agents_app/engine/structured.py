@@ -6,11 +6,11 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from agents_app.core.errors import DomainError
 from agents_app.engine.hooks import EngineHooks
 from agents_app.engine.jsonparse import extract_json_object
 from agents_app.engine.llm import LLMError, LLMProvider, LLMRequest
 from agents_app.engine.prompts import invalid_output_message
-from agents_app.errors import DomainError
 
 Model = TypeVar("Model", bound=BaseModel)
 

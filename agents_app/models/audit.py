@@ -45,7 +45,7 @@ class AuditEventQuerySet(models.QuerySet):
 
 
 class AuditEvent(models.Model):
-    """One agent action or human act, written once (agents_app.audit.audit_record) and never
+    """One agent action or human act, written once (agents_app.core.audit.audit_record) and never
     changed or deleted."""
 
     created_at = models.DateTimeField(default=timezone.now, db_index=True, editable=False)

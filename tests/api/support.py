@@ -7,9 +7,9 @@ from typing import Any
 
 from django.test import Client
 
-from agents_app.execution import finish
 from agents_app.models import ApiKey, Run, RunStatus
-from agents_app.run_writer import locked_run
+from agents_app.runs.lifecycle import finish
+from agents_app.runs.writer import locked_run
 
 TRACE_ID = re.compile(r"req-[0-9a-f]{12}")
 

@@ -10,7 +10,7 @@ from django.contrib.messages import get_messages
 from django.test import Client
 from django.utils import timezone
 
-from agents_app.auth import LAST_USED_RESOLUTION
+from agents_app.core.api_keys import LAST_USED_RESOLUTION
 from agents_app.models import API_KEY_PREFIX, ApiKey, Run, Task
 from tests.api.support import assert_error, key_client, make_api_key, submit
 

@@ -3,7 +3,7 @@
 import pytest
 
 from agents_app.models import RunStatus
-from agents_app.run_writer import locked_run
+from agents_app.runs.writer import locked_run
 from tests.api.support import advance, assert_error
 from tests.support.runs import make_run
 

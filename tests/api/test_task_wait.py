@@ -11,8 +11,8 @@ from collections.abc import Callable
 import pytest
 from django.db import connection
 
-from agents_app import services
 from agents_app.models import AuditInterface, Run, RunStatus
+from agents_app.runs import services
 from tests.api.support import assert_error, end, submit
 
 pytestmark = pytest.mark.usefixtures("llm_configured")

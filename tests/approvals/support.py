@@ -1,7 +1,7 @@
 """Tools, a script and helpers that park a run on an approval in-process (no Celery)."""
 
-from agents_app.execution import execute_run
 from agents_app.models import Approval
+from agents_app.worker.execution import execute_run
 from tests.support.runs import make_run
 from tests.support.scripted_provider import ScriptedProvider, plan, step, verdict
 from tools_app.registry import ApprovalLevel, SideEffects, Tool, ToolResult, ToolSpec

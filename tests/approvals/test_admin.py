@@ -6,8 +6,8 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
 from django.test import Client
 
-from agents_app.approvals import YOLO_PERMISSION, yolo_active
-from agents_app.decisions import rule_create, yolo_set
+from agents_app.approvals.policy import YOLO_PERMISSION, yolo_active
+from agents_app.approvals.rules import rule_create, yolo_set
 from agents_app.models import (
     Approval,
     ApprovalRule,
@@ -16,7 +16,7 @@ from agents_app.models import (
     RunStatus,
     UserPreferences,
 )
-from agents_app.run_writer import locked_run
+from agents_app.runs.writer import locked_run
 from tests.support.fixtures import fast_password_hashing, superuser_client, superuser_staff  # noqa: F401
 from tests.support.runs import make_run
 

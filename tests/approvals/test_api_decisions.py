@@ -3,9 +3,9 @@
 import pytest
 from django.test import Client
 
-from agents_app.decisions import rule_create
+from agents_app.approvals.rules import rule_create
 from agents_app.models import Approval, ApprovalRule, AuditEvent, Step, Task, ToolCall
-from agents_app.services import run_create
+from agents_app.runs.services import run_create
 from tests.api.support import assert_error, post_json
 from tests.approvals.api_support import APPROVALS, decide, pending
 from tests.approvals.fixtures import staff_key_client, staff_member  # noqa: F401

@@ -3,7 +3,7 @@
 import pytest
 from django.test import Client
 
-from agents_app.approvals import approval_payload
+from agents_app.approvals.presenters import approval_payload
 from agents_app.models import Approval, AuditEvent
 from tests.api.support import assert_error
 from tests.approvals.api_support import APPROVALS, as_json, decide, ids, pending

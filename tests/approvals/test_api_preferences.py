@@ -2,7 +2,7 @@
 
 import pytest
 
-from agents_app.decisions import yolo_grant
+from agents_app.approvals.rules import yolo_grant
 from agents_app.models import Approval, AuditEvent, UserPreferences
 from tests.api.support import assert_error
 from tests.approvals.api_support import put_json

@@ -2,7 +2,7 @@
 
 import pytest
 
-from agents_app.decisions import rule_create
+from agents_app.approvals.rules import rule_create
 from agents_app.models import Approval, ApprovalRule, AuditEvent
 from tests.api.support import assert_error, post_json
 from tests.approvals.support import SCRIPT, drive, parked

@@ -4,9 +4,9 @@ from datetime import timedelta
 
 import pytest
 
-from agents_app.errors import DomainError
+from agents_app.core.errors import DomainError
 from agents_app.models import Approval, Run, Task
-from agents_app.services import task_submit
+from agents_app.runs.services import task_submit
 from tests.api.support import assert_error, submit
 from tests.approvals.support import SCRIPT, drive, parked
 from tests.support.fixtures import fast_password_hashing, owner_key_client  # noqa: F401

@@ -3,11 +3,12 @@ every decision. The same paths through a real worker are in test_worker_decision
 
 import pytest
 
-from agents_app.audit import arguments_sha256
-from agents_app.decisions import approval_decide, approval_expire, rule_create
-from agents_app.errors import DomainError
+from agents_app.approvals.decisions import approval_decide, approval_expire
+from agents_app.approvals.rules import rule_create
+from agents_app.core.audit import arguments_sha256
+from agents_app.core.errors import DomainError
 from agents_app.models import Approval, AuditEvent, RunEvent, Step, Task, ToolCall
-from agents_app.services import run_create
+from agents_app.runs.services import run_create
 from tests.approvals.support import SCRIPT, drive, parked
 from tests.support.runs import make_run
 from tests.support.scripted_provider import ScriptedProvider, plan, step, verdict
@@ -204,7 +205,7 @@ def test_an_expired_approval_decides_by_its_strategy(owner, send, registry, stra
 
 
 def test_stopping_a_waiting_run_ends_it_and_voids_the_approval(owner, registry):
-    from agents_app.services import run_cancel
+    from agents_app.runs.services import run_cancel
 
     run, _, approval = parked(owner, registry)
     run_cancel(run=run, actor=owner, interface="web")

@@ -7,7 +7,7 @@ import pytest
 from asgiref.sync import async_to_sync, sync_to_async
 from channels.testing import WebsocketCommunicator
 
-from agents_app.decisions import approval_decide
+from agents_app.approvals.decisions import approval_decide
 from config.asgi import application
 from tests.approvals.support import parked
 from tests.streams.test_page_sockets import session_headers

@@ -9,7 +9,7 @@ from django.conf import settings
 from django.test import Client
 
 from agents_app.models import Approval, Run, ToolCall
-from agents_app.services import task_submit
+from agents_app.runs.services import task_submit
 from tests.approvals.test_worker_decisions import audit_accounts_for_everything
 from tests.approvals.worker_support import TOOL, asking_script, make_tool_ask
 from tests.integration.conftest import wait_for, wait_for_run

@@ -2,9 +2,9 @@
 
 import pytest
 
-from agents_app.context_processors import approvals
-from agents_app.decisions import yolo_grant
+from agents_app.approvals.rules import yolo_grant
 from agents_app.models import UserPreferences
+from agents_app.web.context_processors import approvals
 from tests.approvals.fixtures import owner_session_client, staff_member  # noqa: F401
 from tests.approvals.support import parked
 from tests.pages.support import by_id, ids

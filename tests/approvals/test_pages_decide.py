@@ -3,7 +3,7 @@
 import pytest
 from django.test import Client
 
-from agents_app.decisions import approval_decide
+from agents_app.approvals.decisions import approval_decide
 from agents_app.models import Approval, ApprovalRule, Step, ToolCall
 from tests.approvals.fixtures import outsider_session_client, owner_session_client, staff_member  # noqa: F401
 from tests.approvals.pages_support import HTMX, decide_url, textarea_text

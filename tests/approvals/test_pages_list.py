@@ -3,7 +3,7 @@
 import pytest
 from django.test import Client
 
-from agents_app.decisions import approval_decide
+from agents_app.approvals.decisions import approval_decide
 from agents_app.models import Approval, AuditEvent, Run
 from tests.approvals.fixtures import outsider_session_client, owner_session_client  # noqa: F401
 from tests.approvals.support import SCRIPT, parked

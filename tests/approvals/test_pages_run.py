@@ -4,11 +4,11 @@ import json
 
 import pytest
 
-from agents_app import fragments
-from agents_app.decisions import approval_decide
-from agents_app.events import event_message
+from agents_app.approvals.decisions import approval_decide
+from agents_app.core.events import event_message
 from agents_app.models import Approval, RunEvent, Step, Task
-from agents_app.services import run_create
+from agents_app.runs.services import run_create
+from agents_app.web import fragments
 from tests.approvals.fixtures import owner_session_client  # noqa: F401
 from tests.approvals.pages_support import decide_url, dialog_buttons, textarea_text
 from tests.approvals.support import SCRIPT, drive, parked

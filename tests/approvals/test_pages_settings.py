@@ -2,7 +2,7 @@
 
 import pytest
 
-from agents_app.decisions import rule_create, yolo_grant
+from agents_app.approvals.rules import rule_create, yolo_grant
 from agents_app.models import ApprovalRule, AuditEvent, UserPreferences
 from tests.approvals.fixtures import outsider_session_client, owner_session_client, staff_member  # noqa: F401
 from tests.pages.support import ids

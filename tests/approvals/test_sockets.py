@@ -5,7 +5,7 @@ import pytest
 from asgiref.sync import async_to_sync, sync_to_async
 from channels.testing import WebsocketCommunicator
 
-from agents_app.decisions import approval_decide
+from agents_app.approvals.decisions import approval_decide
 from config.asgi import application
 from tests.approvals.test_engine_flow import parked
 from tests.streams.conftest import api_socket, nothing_more, receive_json

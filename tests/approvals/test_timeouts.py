@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from agents_app import execution
 from agents_app.models import Approval, AuditEvent, Run, Step, Task, ToolCall
-from agents_app.services import run_create
+from agents_app.runs.services import run_create
 from agents_app.tasks import execute_run
+from agents_app.worker import execution
 from tests.approvals.worker_support import make_tool_ask
 from tests.integration.conftest import wait_for_run
 from tests.integration.test_worker_runs import plan_reply, step, verdict

@@ -6,10 +6,10 @@ import json
 import pytest
 from django.conf import settings
 
-from agents_app.decisions import approval_decide
-from agents_app.errors import DomainError
+from agents_app.approvals.decisions import approval_decide
+from agents_app.core.errors import DomainError
 from agents_app.models import Approval, AuditEvent, Run, ToolCall, WebhookDelivery
-from agents_app.webhooks import verify_signature, webhook_create
+from agents_app.webhooks.services import verify_signature, webhook_create
 from tests.approvals.test_timeouts import NOTES, script_a_write, submit
 from tests.approvals.worker_support import make_tool_ask
 from tests.integration.conftest import wait_for, wait_for_run

@@ -8,7 +8,7 @@ import pytest
 from django.test import Client
 
 from agents_app.models import Approval, AuditEvent, Run, Step, ToolCall
-from agents_app.services import task_submit
+from agents_app.runs.services import task_submit
 from tests.approvals.worker_support import TOOL, asking_script, make_tool_ask
 from tests.integration.conftest import wait_for, wait_for_run
 

@@ -9,7 +9,7 @@ from django.contrib.auth.models import Permission
 from django.test import AsyncClient, Client
 from django.utils import timezone
 
-from agents_app.audit import audit_record
+from agents_app.core.audit import audit_record
 from agents_app.models import AuditEvent
 from tests.support.runs import make_run
 
@@ -170,7 +170,7 @@ def test_the_export_streams_from_an_async_iterator_under_asgi(staff, events):
 
 
 def test_the_export_is_read_in_pages_of_rows(staff_client, events, monkeypatch):
-    monkeypatch.setattr("agents_app.audit.EXPORT_BATCH", 3)
+    monkeypatch.setattr("agents_app.core.audit.EXPORT_BATCH", 3)
 
     assert [line["id"] for line in lines_of(staff_client.get(EXPORT))] == [e.pk for e in events]
 

@@ -5,13 +5,13 @@ import json
 
 import pytest
 
-from agents_app.audit import arguments_sha256
+from agents_app.core.audit import arguments_sha256
 from agents_app.engine.llm import Usage
-from agents_app.execution import execute_run
-from agents_app.lease import Lease
 from agents_app.models import AuditEvent, Run, ToolCall
-from agents_app.run_hooks import DatabaseHooks
-from agents_app.run_writer import LeaseLost
+from agents_app.runs.lease import Lease
+from agents_app.runs.writer import LeaseLost
+from agents_app.worker.execution import execute_run
+from agents_app.worker.hooks import DatabaseHooks
 from tests.support.runs import BrokenTool, EchoTool, FinishTool, make_registry, make_run
 from tests.support.scripted_provider import ScriptedProvider, plan, step, verdict
 

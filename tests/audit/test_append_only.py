@@ -2,7 +2,7 @@
 
 import pytest
 
-from agents_app.audit import audit_record
+from agents_app.core.audit import audit_record
 from agents_app.models import AuditEvent, AuditLogIsAppendOnly, Run
 from tests.support.runs import make_run
 

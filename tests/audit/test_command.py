@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 import pytest
 from django.core.management import CommandError, call_command
 
-from agents_app.audit import audit_record
+from agents_app.core.audit import audit_record
 from agents_app.models import AuditEvent
 from tests.support.runs import make_run
 

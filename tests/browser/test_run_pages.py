@@ -9,7 +9,7 @@ import pytest
 from django.db import transaction
 
 from agents_app.models import AuditInterface, Run, RunEvent, RunStatus
-from agents_app.services import run_cancel
+from agents_app.runs.services import run_cancel
 from tests.browser.conftest import WAIT_MS, log_in
 from tests.browser.remote import expect
 from tests.integration.test_worker_runs import plan_reply, step, verdict

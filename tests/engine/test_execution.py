@@ -2,8 +2,8 @@
 
 import pytest
 
-from agents_app.execution import execute_run
 from agents_app.models import Run, RunEvent, Step, ToolCall
+from agents_app.worker.execution import execute_run
 from tests.support.runs import EchoTool, FinishTool, make_registry, make_run
 from tests.support.scripted_provider import ScriptedProvider, plan, step, verdict
 
@@ -328,7 +328,7 @@ def test_recovery_queues_only_active_runs_that_no_worker_holds(owner, monkeypatc
 
     from django.utils import timezone
 
-    from agents_app.services import runs_recover
+    from agents_app.runs.control import runs_recover
 
     orphan, held, expired, done, paused = (make_run(owner) for _ in range(5))
     soon, past = timezone.now() + timedelta(seconds=30), timezone.now() - timedelta(seconds=1)

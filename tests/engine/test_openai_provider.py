@@ -9,8 +9,8 @@ from agents_app.engine.llm import LLMError, LLMRequest, ToolSchema
 from agents_app.engine.openai_provider import (
     OpenAICompatibleProvider,
     forget_endpoint_features,
-    provider_from_settings,
 )
+from agents_app.worker.llm import provider_from_settings
 from tests.support.llm_server import ScriptedLLMServer
 
 ADD = ToolSchema(

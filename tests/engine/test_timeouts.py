@@ -5,8 +5,8 @@ import json
 import pytest
 
 from agents_app.engine.openai_provider import OpenAICompatibleProvider
-from agents_app.execution import execute_run
 from agents_app.models import Step
+from agents_app.worker.execution import execute_run
 from tests.support.llm_server import ScriptedLLMServer
 from tests.support.runs import make_registry, make_run
 

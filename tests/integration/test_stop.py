@@ -5,7 +5,7 @@ import pytest
 from django.test import Client
 
 from agents_app.models import AuditEvent, Run, RunEvent, Step
-from agents_app.services import task_submit
+from agents_app.runs.services import task_submit
 from tests.integration.conftest import wait_for, wait_for_run
 from tests.integration.test_worker_runs import asked, plan_reply, step, verdict
 

@@ -6,9 +6,10 @@ import json
 import pytest
 from django.contrib.auth import get_user_model
 
-from agents_app.execution import execute_run
 from agents_app.models import AuditEvent, KillSwitch, Run, RunEvent, Step
-from agents_app.services import kill_switch_set, run_cancel
+from agents_app.runs.control import kill_switch_set
+from agents_app.runs.services import run_cancel
+from agents_app.worker.execution import execute_run
 from tests.support.runs import make_registry, make_run
 from tests.support.scripted_provider import ScriptedProvider, plan, step, verdict
 

@@ -2,7 +2,7 @@ import pytest
 from django.contrib.auth import get_user_model
 
 from agents_app.models import Run, Step
-from agents_app.services import kill_switch_set
+from agents_app.runs.control import kill_switch_set
 from agents_app.tasks import execute_run
 from tests.integration.conftest import wait_for, wait_for_run
 from tests.integration.test_worker_runs import plan_reply, step, verdict

@@ -8,7 +8,7 @@ import uuid
 
 import pytest
 
-from agents_app.errors import DomainError
+from agents_app.core.errors import DomainError
 from tests.support.mcp_servers import (
     EverythingHttpServer,
     everything_stdio_args,
@@ -17,8 +17,8 @@ from tests.support.mcp_servers import (
     python_server,
 )
 from tests.support.processes import pid_with_env
-from tools_app.mcp_client import MCPPool, ensure_pool, shutdown_pool
-from tools_app.mcp_store import DatabaseStore
+from tools_app.mcp.client import MCPPool, ensure_pool, shutdown_pool
+from tools_app.mcp.store import DatabaseStore
 from tools_app.models import MCPServer, Tool
 from tools_app.registry import ToolContext, ToolRegistry
 

@@ -6,7 +6,7 @@ from channels.testing import WebsocketCommunicator
 
 from config.asgi import application
 from tests.streams.test_page_sockets import session_headers
-from tools_app.mcp_store import DatabaseStore
+from tools_app.mcp.store import DatabaseStore
 from tools_app.models import MCPServer
 
 

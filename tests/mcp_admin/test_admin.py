@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from django.test import Client
 
-from tools_app.discovery import sync_server_tools
+from tools_app.mcp.discovery import sync_server_tools
 from tools_app.models import CapabilityOrigin, MCPServer, ServerStatus, Tool
 
 CHANGELIST = "/admin/tools_app/mcpserver/"

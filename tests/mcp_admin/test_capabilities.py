@@ -2,7 +2,7 @@
 
 import pytest
 
-from tools_app.discovery import infer_capabilities, infer_side_effects
+from tools_app.mcp.discovery import infer_capabilities, infer_side_effects
 from tools_app.registry import SideEffects
 
 PATH_SCHEMA = {"type": "object", "properties": {"path": {"type": "string"}}}

@@ -2,7 +2,7 @@
 
 import pytest
 
-from tools_app.mcp_config import (
+from tools_app.mcp.config import (
     MCPConfigError,
     export_mcp_config,
     import_mcp_config,

@@ -6,7 +6,7 @@ from mcp.types import Tool as MCPTool
 from mcp.types import ToolAnnotations
 
 from tools_app.builtin import register_builtin_tools
-from tools_app.discovery import sync_builtin_tools, sync_server_tools
+from tools_app.mcp.discovery import sync_builtin_tools, sync_server_tools
 from tools_app.models import CapabilityOrigin, ServerStatus, Tool, ToolSource
 from tools_app.registry import ApprovalLevel, ToolRegistry
 

@@ -5,8 +5,8 @@ import json
 import anyio
 from pydantic import BaseModel
 
-from agents_app.errors import DomainError
-from agents_app.mcp_server import AgentDeskMCP
+from agents_app.api.mcp_server import AgentDeskMCP
+from agents_app.core.errors import DomainError
 
 
 class Answer(BaseModel):

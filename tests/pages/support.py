@@ -5,9 +5,9 @@ from typing import Any
 
 from django.utils import timezone
 
-from agents_app.execution import finish
 from agents_app.models import Plan, Run, RunStatus, Step, StepStatus, ToolCall, ToolCallStatus
-from agents_app.run_writer import locked_run
+from agents_app.runs.lifecycle import finish
+from agents_app.runs.writer import locked_run
 
 LONG_ARGUMENTS = {"path": "notes/" + "a" * 120 + ".txt", "content": "hello"}
 

@@ -3,9 +3,9 @@
 import pytest
 from django.test import Client
 
-from agents_app import fragments
-from agents_app.events import event_message
+from agents_app.core.events import event_message
 from agents_app.models import Run, RunEvent, RunStatus
+from agents_app.web import fragments
 from tests.pages.support import add_plan, by_id, complete_step, elements, ids, succeed, top_level
 from tests.support.runs import make_run
 

@@ -5,7 +5,7 @@ from asgiref.sync import sync_to_async
 from channels.testing import WebsocketCommunicator
 from django.contrib.auth import get_user_model
 
-from agents_app.run_writer import locked_run
+from agents_app.runs.writer import locked_run
 from config.asgi import application
 
 

@@ -147,7 +147,7 @@ def test_it_answers_a_ping_and_explains_anything_else(owner, api_key_for):
 
 
 def test_tokens_stream_as_stream_token_messages(owner, api_key_for):
-    from agents_app.events import publish, run_group
+    from agents_app.core.events import publish, run_group
 
     run = make_run(owner)
     owner_key = api_key_for(owner)

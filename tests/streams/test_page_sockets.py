@@ -6,7 +6,7 @@ from channels.testing import WebsocketCommunicator
 from django.test import Client
 
 from agents_app.models import AuditInterface
-from agents_app.services import run_cancel
+from agents_app.runs.services import run_cancel
 from config.asgi import application
 from tests.streams.conftest import add_events_async, nothing_more
 from tests.support.runs import make_run

@@ -1,7 +1,7 @@
 """Making runs directly in the database, without the API or a queue."""
 
 from agents_app.models import Run, Task
-from agents_app.services import run_create
+from agents_app.runs.services import run_create
 from tools_app.registry import SideEffects, Tool, ToolError, ToolRegistry, ToolResult, ToolSpec
 
 
@@ -77,7 +77,7 @@ def make_registry(*tools: Tool) -> ToolRegistry:
 def allow_every_call(user) -> None:
     """YOLO mode for `user`, as staff would grant it: tests about something other than
     approvals let MCP tools (external side effects, so `moderate`) run without asking."""
-    from agents_app.decisions import yolo_grant, yolo_set
+    from agents_app.approvals.rules import yolo_grant, yolo_set
 
     yolo_grant(user=user, granted=True, actor=None, interface="admin")
     # has_perm caches per user object; a fresh copy sees the new permission.

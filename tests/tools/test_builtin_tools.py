@@ -4,9 +4,10 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from agents_app.errors import DomainError
+from agents_app.core.errors import DomainError
 from tools_app.builtin import ListFilesTool, register_builtin_tools
-from tools_app.registry import ToolContext, ToolRegistry, ToolResult, get_registry
+from tools_app.process_registry import get_registry
+from tools_app.registry import ToolContext, ToolRegistry, ToolResult
 
 FILE_MAX_BYTES = 64
 BUILTIN_NAMES = ["finish_task", "http_get", "list_files", "read_file", "write_file"]

@@ -4,10 +4,10 @@ import json
 
 import pytest
 
-from agents_app.execution import finish
 from agents_app.models import RunStatus, WebhookDelivery
-from agents_app.run_writer import locked_run
-from agents_app.webhooks import (
+from agents_app.runs.lifecycle import finish
+from agents_app.runs.writer import locked_run
+from agents_app.webhooks.services import (
     verify_signature,
     webhook_deliver,
     webhook_deliveries_retry,

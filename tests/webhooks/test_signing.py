@@ -1,6 +1,6 @@
 import time
 
-from agents_app.webhooks import sign, verify_signature
+from agents_app.webhooks.services import sign, verify_signature
 
 SECRET = "whsec_test"
 BODY = b'{"event":"run.finished","data":{"run_id":1}}'

@@ -2,14 +2,7 @@
 
 from typing import Any
 
-from tools_app.registry import (
-    ApprovalLevel,
-    SideEffects,
-    Tool,
-    ToolContext,
-    ToolResult,
-    ToolSpec,
-)
+from tools_app.registry import ApprovalLevel, SideEffects, Tool, ToolContext, ToolResult, ToolSpec
 
 
 class FinishTaskTool(Tool):

@@ -2,13 +2,13 @@
 
 import codecs
 import ipaddress
-import socket
 import time
 from collections.abc import Iterable
 from typing import Any
 
 import httpx
 
+from agents_app.core import netguard
 from tools_app.registry import (
     ApprovalLevel,
     SideEffects,
@@ -25,16 +25,6 @@ HTTP_REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 # Credentials the caller meant for one host must not follow a redirect to another.
 HTTP_ORIGIN_BOUND_HEADERS = frozenset({"authorization", "cookie", "proxy-authorization"})
 
-IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
-IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
-
-
-def _is_public_address(address: IPAddress) -> bool:
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped:
-        address = address.ipv4_mapped
-    # is_global is False for loopback, private, link-local, CGNAT, reserved and unspecified ranges.
-    return address.is_global and not address.is_multicast
-
 
 class HttpGetTool(Tool):
     """GET a URL. Unless private addresses are allowed, every hop's host is resolved here, checked,
@@ -47,7 +37,7 @@ class HttpGetTool(Tool):
         max_bytes: int,
         timeout: float,
         allow_private: bool,
-        allowed_networks: Iterable[str | IPNetwork] = (),
+        allowed_networks: Iterable[str | netguard.IPNetwork] = (),
     ) -> None:
         self.max_bytes = max_bytes
         self.timeout = timeout
@@ -171,26 +161,17 @@ class HttpGetTool(Tool):
             raise ToolError(f"Could not connect to {url}: {last_error}")
         raise ToolError(f"Timed out after {timeout:g}s fetching {url}")
 
-    def _checked_addresses(self, url: httpx.URL) -> list[IPAddress]:
-        port = url.port or (443 if url.scheme == "https" else 80)
+    def _checked_addresses(self, url: httpx.URL) -> list[netguard.IPAddress]:
         try:
-            infos = socket.getaddrinfo(url.raw_host.decode("ascii"), port, type=socket.SOCK_STREAM)
-        except (OSError, UnicodeError) as exc:
-            raise ToolError(f"Could not resolve host '{url.host}': {exc}") from None
-        addresses = list(dict.fromkeys(ipaddress.ip_address(info[4][0]) for info in infos))
-        # All must pass, or which one gets used would decide whether the guard holds.
-        refused = [
-            a
-            for a in addresses
-            if not _is_public_address(a) and not any(a in n for n in self.allowed_networks)
-        ]
-        if refused or not addresses:
+            return netguard.public_addresses(url, self.allowed_networks)
+        except netguard.UnresolvableHost as exc:
+            raise ToolError(str(exc)) from None
+        except netguard.PrivateAddress as exc:
             raise ToolError(
                 f"Refusing to fetch {url}: host '{url.host}' resolves to a private, loopback, "
-                f"link-local or reserved address ({', '.join(map(str, refused))}); only public "
+                f"link-local or reserved address ({exc}); only public "
                 "internet addresses are allowed"
-            )
-        return addresses
+            ) from None
 
     def _read_body(
         self, response: httpx.Response, url: httpx.URL, deadline: float, timeout: float

@@ -7,7 +7,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 from django.utils.dateparse import parse_date, parse_datetime
 
-from agents_app.audit import export_lines
+from agents_app.core.audit import export_lines
 from agents_app.models import AuditEvent
 
 

@@ -8,7 +8,7 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from tools_app.mcp_config import (
+from tools_app.mcp.config import (
     MCPConfigError,
     dump_mcp_config,
     export_mcp_config,

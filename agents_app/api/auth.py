@@ -1,0 +1,33 @@
+"""API keys for mobile and script clients: `Authorization: Bearer adk_...`, stored hashed."""
+
+from typing import Any
+
+from django.conf import settings
+from django.http import HttpRequest
+from ninja.security import APIKeyCookie, HttpBearer
+
+from agents_app.core.api_keys import user_for_api_key
+
+
+class ApiKeyAuth(HttpBearer):
+    def authenticate(self, request: HttpRequest, token: str) -> Any | None:
+        user = user_for_api_key(token)
+        if user is not None:
+            request.user = user
+        return user
+
+
+class SessionAuth(APIKeyCookie):
+    """Django's login session, CSRF-checked. Unlike ninja's `django_auth` it checks CSRF only
+    for a logged-in session: without one there is nothing a forged request could ride on, and
+    an anonymous client or one with a revoked key must hear 401, not "CSRF check Failed"."""
+
+    param_name = settings.SESSION_COOKIE_NAME
+
+    def __call__(self, request: HttpRequest) -> Any | None:
+        if not request.user.is_authenticated:
+            return None
+        return super().__call__(request)
+
+    def authenticate(self, request: HttpRequest, key: str | None) -> Any | None:
+        return request.user

@@ -1,0 +1,49 @@
+"""The error envelope of seed 000 (`success: false`, `error: {code, message, http_status,
+details, trace_id, timestamp}`), as REST answers it and the MCP server reports it."""
+
+import uuid
+from typing import Any
+
+from django.http import HttpRequest, HttpResponse
+from django.utils import timezone
+from ninja.renderers import JSONRenderer
+
+from agents_app.core.errors import ERROR_STATUS
+
+_RENDERER = JSONRenderer()
+
+
+def error_body(code: str, message: str, details: Any = None, status: int | None = None) -> dict:
+    return {
+        "success": False,
+        "error": {
+            "code": code,
+            "message": message,
+            "http_status": status or ERROR_STATUS.get(code, 500),
+            "details": details if details is not None else {},
+            "trace_id": f"req-{uuid.uuid4().hex[:12]}",
+            "timestamp": timezone.now().isoformat(),
+        },
+    }
+
+
+def error_response(
+    request: HttpRequest,
+    code: str,
+    message: str,
+    details: Any = None,
+    *,
+    status: int | None = None,
+    extra: dict[str, Any] | None = None,
+) -> HttpResponse:
+    """The envelope as a response; `extra` adds top-level fields (a failed run's result)."""
+    body = {**error_body(code, message, details, status), **(extra or {})}
+    status = body["error"]["http_status"]
+    # What NinjaAPI.create_response does with the API's (default) renderer.
+    response = HttpResponse(
+        _RENDERER.render(request, body, response_status=status),
+        status=status,
+        content_type=f"{_RENDERER.media_type}; charset={_RENDERER.charset}",
+    )
+    response["X-Trace-Id"] = body["error"]["trace_id"]
+    return response

@@ -1,0 +1,60 @@
+"""What GET /api/v1/health reports: database, Redis, a worker, the LLM configuration."""
+
+from typing import Any
+
+from django.conf import settings
+from django.db import connection
+from django.utils import timezone
+
+
+def check_database() -> str:
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1")
+        return "ok"
+    except Exception as exc:
+        return f"error: {type(exc).__name__}"
+
+
+def check_redis() -> str:
+    import redis
+
+    try:
+        client = redis.Redis.from_url(
+            settings.CELERY_BROKER_URL, socket_timeout=2, socket_connect_timeout=2
+        )
+        client.ping()
+        return "ok"
+    except Exception as exc:
+        return f"error: {type(exc).__name__}"
+
+
+def check_worker(timeout: float = 1.0) -> str:
+    from celery import current_app as app
+
+    try:
+        replies = app.control.ping(timeout=timeout)
+    except Exception as exc:
+        return f"error: {type(exc).__name__}"
+    return (
+        f"ok ({len(replies)} worker{'s' if len(replies) != 1 else ''})"
+        if replies
+        else "unreachable"
+    )
+
+
+def health() -> tuple[int, dict[str, Any]]:
+    services = {
+        "database": check_database(),
+        "redis": check_redis(),
+        "llm": "configured" if settings.LLM_BASE_URL and settings.LLM_MODEL else "not_configured",
+        "tool_registry": "ready",
+    }
+    services["worker"] = check_worker() if services["redis"] == "ok" else "unreachable"
+    critical_ok = services["database"] == "ok" and services["redis"] == "ok"
+    healthy = (
+        critical_ok and services["worker"].startswith("ok") and services["llm"] == "configured"
+    )
+    status = "healthy" if healthy else ("degraded" if critical_ok else "unhealthy")
+    body = {"status": status, "timestamp": timezone.now().isoformat(), "services": services}
+    return (200 if critical_ok else 503), body

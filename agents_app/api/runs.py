@@ -1,0 +1,154 @@
+"""REST endpoints for tasks and runs: Schema in, service or selector, Schema out."""
+
+import time
+
+from django.conf import settings
+from django.http import HttpRequest
+from ninja import Query, Router, Status
+
+from agents_app.api.errors import error_response
+from agents_app.api.health import health as check
+from agents_app.api.pagination import page_of
+from agents_app.api.schemas import (
+    Accepted,
+    EventPage,
+    RunDetail,
+    RunListQuery,
+    RunPage,
+    RunSummary,
+    TaskIn,
+)
+from agents_app.core.errors import ERROR_STATUS
+from agents_app.models import TERMINAL_STATUSES, AuditInterface, Run, RunStatus
+from agents_app.runs import presenters, selectors, services
+from agents_app.runs.presenters import plan_out, run_links, run_summary
+from agents_app.streaming.feeds import parse_after
+from agents_app.streaming.sse import event_stream_response
+
+router = Router(tags=["runs"])
+
+WAIT_POLL_SECONDS = 0.2
+
+
+@router.post("/agent/task", response={200: dict, 202: Accepted}, summary="Submit a task")
+def submit_task(request: HttpRequest, payload: TaskIn):
+    """Queue a task for an agent. 202 with the run's links, or with `wait` 200 and the
+    AgentResult once the run finishes (202 if it is still running when the wait ends, or at
+    once when it starts waiting for a person's approval: status `waiting_approval`)."""
+    run = services.task_submit(
+        owner=request.user,
+        interface=AuditInterface.API,
+        text=payload.task,
+        context=payload.context,
+        max_tokens=payload.max_tokens,
+        max_tool_calls=payload.max_tool_calls,
+        approve_plan=payload.approve_plan,
+        approval_timeout=payload.approval_timeout,
+        approval_on_timeout=payload.approval_on_timeout,
+    )
+    if payload.wait:
+        limit = min(payload.wait_timeout or settings.API_MAX_WAIT, settings.API_MAX_WAIT)
+        deadline = time.monotonic() + limit
+        while time.monotonic() < deadline:
+            status = Run.objects.filter(pk=run.pk).values_list("status", flat=True).first()
+            if status in TERMINAL_STATUSES:
+                return finished_response(
+                    request, selectors.run_get(user=request.user, run_id=run.pk)
+                )
+            if status == RunStatus.WAITING_APPROVAL:
+                run.status = status
+                break  # a person must decide first: waiting longer helps nobody
+            time.sleep(WAIT_POLL_SECONDS)
+    return Status(202, {"run_id": run.pk, "status": run.status, "links": run_links(run)})
+
+
+def finished_response(request: HttpRequest, run: Run):
+    result = presenters.agent_result(run)
+    if run.status == RunStatus.SUCCEEDED:
+        return Status(200, {"success": True, "result": result})
+    code = run.error_code or "INTERNAL_ERROR"
+    # A cancelled run is no server fault: 409, it ended before it could give a result.
+    status = ERROR_STATUS.get(code) or (409 if run.status == RunStatus.CANCELLED else 500)
+    return error_response(
+        request,
+        code,
+        run.error_message or run.status,
+        {"run_id": run.pk},
+        status=status,
+        extra={"result": result},
+    )
+
+
+@router.get("/runs", response=RunPage, summary="List your runs")
+def list_runs(request: HttpRequest, query: Query[RunListQuery]):
+    runs = selectors.runs_for(request.user)
+    if query.status:
+        runs = runs.filter(status=query.status)
+    return page_of(runs, query.page, query.page_size, run_summary)
+
+
+@router.get(
+    "/runs/{int:run_id}", response=RunDetail, summary="A run with its plans, steps and tool calls"
+)
+def get_run(request: HttpRequest, run_id: int):
+    run = selectors.run_detail(user=request.user, run_id=run_id)
+    return {
+        **run_summary(run),
+        "context": run.task.context,
+        "plans": [plan_out(p) for p in run.plan_list],
+    }
+
+
+@router.get(
+    "/runs/{int:run_id}/events", response=EventPage, summary="The run's event log after a seq"
+)
+def run_events(
+    request: HttpRequest,
+    run_id: int,
+    after: int = Query(0, ge=0),
+    limit: int = Query(500, ge=1, le=1000),
+):
+    """JSON pages of the log; with `Accept: text/event-stream`, server-sent events instead:
+    the log after `after` (or Last-Event-ID), then live events until the run's result."""
+    run = selectors.run_get(user=request.user, run_id=run_id)
+    if "text/event-stream" in request.headers.get("Accept", ""):
+        last_event_id = request.headers.get("Last-Event-ID")
+        return event_stream_response(run.pk, parse_after(last_event_id) if last_event_id else after)
+    events = selectors.run_events(run=run, after=after, limit=limit + 1)
+    has_more = len(events) > limit
+    events = events[:limit]
+    return {
+        "run_id": run.pk,
+        "status": run.status,
+        "events": events,
+        "last_seq": events[-1].seq if events else after,
+        "has_more": has_more,
+    }
+
+
+@router.post(
+    "/runs/{int:run_id}/restart", response={201: RunSummary}, summary="Restart a finished run"
+)
+def restart_run(request: HttpRequest, run_id: int):
+    """A new attempt of the run's task (201). 409 while the run is still going."""
+    run = selectors.run_get(user=request.user, run_id=run_id)
+    new_run = services.run_restart(run=run, actor=request.user, interface=AuditInterface.API)
+    return Status(201, run_summary(new_run))
+
+
+@router.post("/runs/{int:run_id}/cancel", response=RunSummary, summary="Cancel a run")
+def cancel_run(request: HttpRequest, run_id: int):
+    """Stops the run at its next checkpoint: no new LLM or tool call starts. 409 if finished."""
+    run = selectors.run_get(user=request.user, run_id=run_id)
+    return run_summary(
+        services.run_cancel(run=run, actor=request.user, interface=AuditInterface.API)
+    )
+
+
+@router.get(
+    "/health", auth=None, response={200: dict, 503: dict}, tags=["system"], summary="Health"
+)
+def health(request: HttpRequest):
+    """database and redis must answer (else 503); a worker and an LLM make it `healthy`."""
+    status, body = check()
+    return Status(status, body)

@@ -1,0 +1,158 @@
+"""The one NinjaAPI: routers from each app, auth, and seed 000's error envelope for every error."""
+
+import functools
+import json
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseNotAllowed
+from ninja import NinjaAPI
+from ninja.errors import AuthenticationError, HttpError, ValidationError
+from ninja.parser import Parser
+
+from agents_app.api.approvals import router as approvals_router
+from agents_app.api.auth import ApiKeyAuth, SessionAuth
+from agents_app.api.errors import error_response
+from agents_app.api.runs import router as agents_router
+from agents_app.api.webhooks import router as webhooks_router
+from agents_app.core.errors import DomainError
+from tools_app.api import router as tools_router
+
+logger = logging.getLogger(__name__)
+
+
+class JsonParser(Parser):
+    def parse_body(self, request: HttpRequest) -> Any:
+        try:
+            return json.loads(request.body or b"{}")
+        except ValueError as exc:
+            raise DomainError(
+                "VALIDATION_ERROR", "The request body is not valid JSON", {"error": str(exc)}
+            ) from None
+
+
+def answer_in_envelope(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    """ninja's own views answer a wrong method with a bare text 405 and the API root with an
+    HTML 404; clients get the envelope instead."""
+
+    @functools.wraps(view)
+    def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        try:
+            response = view(request, *args, **kwargs)
+        except Http404:
+            return api_not_found(request)
+        if not isinstance(response, HttpResponseNotAllowed):
+            return response
+        allowed = sorted(m.strip() for m in response["Allow"].split(","))
+        envelope = error_response(
+            request,
+            "METHOD_NOT_ALLOWED",
+            f"{request.method} is not allowed on {request.path}; use {', '.join(allowed)}",
+            {"method": request.method, "allowed_methods": allowed},
+        )
+        envelope["Allow"] = ", ".join(allowed)
+        return envelope
+
+    return wrapper
+
+
+class AgentDeskAPI(NinjaAPI):
+    def _get_urls(self) -> list:
+        patterns = super()._get_urls()
+        for pattern in patterns:
+            pattern.callback = answer_in_envelope(pattern.callback)
+        return patterns
+
+
+api = AgentDeskAPI(
+    title="AgentDesk API",
+    version="1",
+    urls_namespace="api",
+    docs_url="/docs",
+    auth=[ApiKeyAuth(), SessionAuth()],
+    parser=JsonParser(),
+)
+api.add_router("/v1", agents_router)
+api.add_router("/v1", tools_router)
+api.add_router("/v1", webhooks_router)
+api.add_router("/v1", approvals_router)
+
+
+@api.exception_handler(DomainError)
+def on_domain_error(request: HttpRequest, exc: DomainError) -> HttpResponse:
+    return error_response(request, exc.code, exc.message, exc.details)
+
+
+@api.exception_handler(ValidationError)
+def on_validation_error(request: HttpRequest, exc: ValidationError) -> HttpResponse:
+    problems = [
+        {
+            "field": ".".join(
+                str(p) for p in e.get("loc", ()) if p not in ("body", "payload", "query")
+            ),
+            "message": e.get("msg", ""),
+        }
+        for e in exc.errors
+    ]
+    summary = "; ".join(f"{p['field'] or 'body'}: {p['message']}" for p in problems[:3])
+    return error_response(
+        request, "VALIDATION_ERROR", f"Invalid request: {summary}", {"errors": problems}
+    )
+
+
+@api.exception_handler(AuthenticationError)
+def on_authentication_error(request: HttpRequest, exc: AuthenticationError) -> HttpResponse:
+    return error_response(
+        request,
+        "UNAUTHORIZED",
+        "Authentication required: send 'Authorization: Bearer <API key>' or log in",
+    )
+
+
+@api.exception_handler(RequestDataTooBig)
+def on_request_too_big(request: HttpRequest, exc: RequestDataTooBig) -> HttpResponse:
+    # ninja reads request.body before the parser runs, so this arrives here, not in JsonParser.
+    return error_response(
+        request,
+        "PAYLOAD_TOO_LARGE",
+        f"The request body is larger than {settings.DATA_UPLOAD_MAX_MEMORY_SIZE} bytes",
+        {"max_bytes": settings.DATA_UPLOAD_MAX_MEMORY_SIZE},
+    )
+
+
+@api.exception_handler(HttpError)
+def on_http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
+    if isinstance(exc.__cause__, DomainError):
+        # ninja wraps JsonParser's errors in HttpError(400, "Cannot parse request body").
+        return on_domain_error(request, exc.__cause__)
+    code = {
+        401: "UNAUTHORIZED",
+        403: "FORBIDDEN",
+        404: "NOT_FOUND",
+        405: "METHOD_NOT_ALLOWED",
+        409: "CONFLICT",
+        413: "PAYLOAD_TOO_LARGE",
+    }.get(exc.status_code, "VALIDATION_ERROR")
+    return error_response(request, code, str(exc))
+
+
+@api.exception_handler(Http404)
+def on_not_found(request: HttpRequest, exc: Http404) -> HttpResponse:
+    return error_response(request, "NOT_FOUND", "Not found")
+
+
+@api.exception_handler(Exception)
+def on_unexpected(request: HttpRequest, exc: Exception) -> HttpResponse:
+    response = error_response(
+        request, "INTERNAL_ERROR", "An unexpected error occurred; quote the trace_id to staff"
+    )
+    logger.exception("API error %s on %s %s", response["X-Trace-Id"], request.method, request.path)
+    return response
+
+
+def api_not_found(request: HttpRequest, rest: str = "") -> HttpResponse:
+    """Unknown paths under /api/ answer with the envelope too, not an HTML page."""
+    return error_response(request, "NOT_FOUND", f"No API endpoint at {request.path}")

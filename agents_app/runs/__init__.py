@@ -1,0 +1,4 @@
+"""A run's rows and rules: the lease (`lease`), the fenced writer (`writer`), how a run ends or
+skips a step and where its files live (`lifecycle`), what people ask of runs (`services`:
+submit, cancel, restart), the kill switch and crash recovery (`control`), reads scoped to
+their owner (`selectors`) and every JSON shape of a run (`presenters`)."""

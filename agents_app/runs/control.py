@@ -1,0 +1,77 @@
+"""Control over all runs: the kill switch (engage, release, refuse new work while engaged)
+and recovery of runs no worker holds."""
+
+from typing import Any
+
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from agents_app.core.audit import KILL_SWITCH_ENGAGE, KILL_SWITCH_RELEASE, audit_record
+from agents_app.core.errors import DomainError
+from agents_app.models import (
+    ACTIVE_STATUSES,
+    KillSwitch,
+    Run,
+    RunStatus,
+)
+from agents_app.runs.lifecycle import run_enqueue
+from agents_app.runs.writer import locked_run
+
+
+def refuse_while_halted() -> None:
+    """Raises DomainError SERVICE_UNAVAILABLE while the kill switch is engaged."""
+    switch = KillSwitch.objects.filter(pk=1, engaged=True).first()
+    if switch is not None:
+        raise DomainError(
+            "SERVICE_UNAVAILABLE",
+            "The kill switch is engaged: no run starts until staff release it",
+            {"kill_switch": "engaged", "reason": switch.reason},
+        )
+
+
+@transaction.atomic
+def kill_switch_set(*, engaged: bool, actor: Any, interface: str, reason: str = "") -> KillSwitch:
+    """Engage or release the kill switch. Engaged, every run pauses at its next step boundary
+    and no run starts; released, each paused run goes back to where it was and is queued.
+    Returns the switch."""
+    switch = KillSwitch.objects.select_for_update().filter(pk=1).first() or KillSwitch(pk=1)
+    was = switch.engaged
+    switch.engaged = engaged
+    switch.reason = reason if engaged else switch.reason
+    switch.changed_by = actor
+    switch.changed_at = timezone.now()
+    switch.save()
+    resumed = []
+    if was and not engaged:
+        for run_id in Run.objects.filter(status=RunStatus.PAUSED).values_list("pk", flat=True):
+            with locked_run(run_id) as w:
+                if w.run.status != RunStatus.PAUSED:
+                    continue
+                w.transition(w.run.resume_status or RunStatus.QUEUED, reason="kill switch released")
+                w.set(resume_status="")
+            run_enqueue(run_id=run_id)
+            resumed.append(run_id)
+    audit_record(
+        action=KILL_SWITCH_ENGAGE if engaged else KILL_SWITCH_RELEASE,
+        interface=interface,
+        actor=actor,
+        target="kill switch",
+        details={"reason": reason, "was_engaged": was, "resumed_runs": resumed},
+    )
+    return switch
+
+
+def runs_recover() -> list[int]:
+    """Queue again every active run that no worker holds (no lease, or an expired one): its
+    message may have been lost with a Redis that kept nothing. A run whose message still exists
+    is then delivered twice, which the lease makes harmless. Returns the ids queued."""
+    now = timezone.now()
+    orphans = list(
+        Run.objects.filter(status__in=ACTIVE_STATUSES)
+        .filter(Q(lease_expires_at__isnull=True) | Q(lease_expires_at__lte=now))
+        .values_list("pk", flat=True)
+    )
+    for run_id in orphans:
+        run_enqueue(run_id=run_id)
+    return orphans

@@ -1,0 +1,75 @@
+"""How a run moves on outside a decision: queueing it for a worker, skipping a step, ending
+the run (closing its steps, its result event, the `run.finished` webhook) and its
+workspace directory."""
+
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.utils import timezone
+
+from agents_app.core import dispatch
+from agents_app.models import (
+    Approval,
+    ApprovalStatus,
+    Plan,
+    RunStatus,
+    Step,
+    StepStatus,
+    ToolCall,
+    ToolCallStatus,
+)
+from agents_app.runs.presenters import agent_result, finished_payload
+from agents_app.runs.writer import RunWriter
+from agents_app.webhooks.services import RUN_FINISHED, webhooks_notify
+
+
+def run_enqueue(*, run_id: int) -> None:
+    """Queue execution once the current transaction commits (a worker must see the rows)."""
+    dispatch.send_on_commit(dispatch.TaskName.EXECUTE_RUN, run_id)
+
+
+def skip_step(w: RunWriter, step: Step, reason: str) -> None:
+    step.status = StepStatus.SKIPPED
+    step.error = reason
+    step.finished_at = timezone.now()
+    step.save(update_fields=["status", "error", "finished_at"])
+    w.event("step_skipped", {"index": step.index, "reason": reason})
+
+
+def finish(
+    w: RunWriter, status: str, code: str = "", message: str = "", details: Any = None
+) -> None:
+    """End the run: close unfinished steps, record the outcome and the AgentResult event."""
+    run = w.run
+    if run.is_terminal:
+        return
+    plan = Plan.objects.filter(run=run).order_by("-version").first()
+    if plan is not None:
+        now = timezone.now()
+        Step.objects.filter(plan=plan, status=StepStatus.RUNNING).update(
+            status=StepStatus.FAILED, error=f"{code}: {message}", finished_at=now
+        )
+        Step.objects.filter(plan=plan, status=StepStatus.PENDING).update(
+            status=StepStatus.SKIPPED, error=f"run ended: {code or status}", finished_at=now
+        )
+        ToolCall.objects.filter(run=run, status=ToolCallStatus.WAITING_APPROVAL).update(
+            status=ToolCallStatus.SKIPPED, error=f"run ended: {code or status}"
+        )
+        Step.objects.filter(plan=plan, progress__isnull=False).update(progress=None)
+    Approval.objects.filter(run=run, status=ApprovalStatus.PENDING).update(
+        status=ApprovalStatus.VOID, decided_at=timezone.now()
+    )
+    if status != RunStatus.SUCCEEDED:
+        w.set(error_code=code, error_message=message)
+    w.transition(status)
+    if status == RunStatus.FAILED:
+        w.event("error", {"code": code, "message": message, "details": details or {}})
+    w.event("result", agent_result(run))
+    webhooks_notify(user_id=run.owner_id, event_type=RUN_FINISHED, payload=finished_payload(run))
+
+
+def workspace_for(run_id: int) -> Path:
+    path = Path(settings.WORKSPACE_ROOT) / f"run-{run_id}"
+    path.mkdir(parents=True, exist_ok=True)
+    return path

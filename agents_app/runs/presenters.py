@@ -1,0 +1,140 @@
+"""Every JSON shape of a run, built once: the summary lists show, a plan with its steps,
+seed 000's AgentResult, the links, and the `run.finished` webhook payload."""
+
+from typing import Any
+
+from agents_app.models import (
+    Run,
+)
+from agents_app.runs.selectors import current_plan
+
+
+def agent_result(run: Run) -> dict[str, Any]:
+    """Seed 000's AgentResult for a run, from the steps of its latest plan."""
+    plan = current_plan(run)
+    steps = list(plan.steps.order_by("index").prefetch_related("tool_calls")) if plan else []
+    executed = []
+    for step in steps:
+        executed.append(
+            {
+                "step_index": step.index,
+                "objective": step.objective,
+                "status": step.status,
+                "tool_outputs": {
+                    call.tool: call.result if call.error == "" else {"error": call.error}
+                    for call in step.tool_calls.all()
+                    if call.attempt == step.retry_count
+                },
+                "output": step.output,
+                "error_message": step.error or None,
+                "retry_count": step.retry_count,
+                "execution_time": (
+                    (step.finished_at - step.started_at).total_seconds()
+                    if step.started_at and step.finished_at
+                    else None
+                ),
+            }
+        )
+    return {
+        "run_id": run.pk,
+        "task_description": run.task.text,
+        "status": run.status,
+        "success": run.status == "succeeded",
+        "response": run.final_response,
+        "executed_steps": executed,
+        "execution_time": run.duration_seconds(),
+        "replans": run.replans,
+        "final_error": (
+            {"code": run.error_code, "message": run.error_message} if run.error_code else None
+        ),
+        "usage": {
+            "prompt_tokens": run.prompt_tokens,
+            "completion_tokens": run.completion_tokens,
+            "tool_calls": run.tool_calls_made,
+        },
+    }
+
+
+def run_links(run: Run) -> dict[str, str]:
+    """The API paths of a run, as the REST answers and webhook payloads give them."""
+    base = f"/api/v1/runs/{run.pk}"
+    return {
+        "self": base,
+        "events": f"{base}/events",
+        "cancel": f"{base}/cancel",
+        "restart": f"{base}/restart",
+        "websocket": f"/ws/api/runs/{run.pk}/",
+    }
+
+
+def finished_payload(run: Run) -> dict[str, Any]:
+    """The `run.finished` payload: what a phone or chat tool needs to tell the owner."""
+    return {
+        "run_id": run.pk,
+        "task": run.task.text,
+        "status": run.status,
+        "error_code": run.error_code,
+        "final_response": run.final_response,
+        "finished_at": run.finished_at.isoformat() if run.finished_at else None,
+        "links": run_links(run),
+    }
+
+
+# The fields of a run that every summary shows as they are (REST, MCP).
+RUN_FIELDS = (
+    "id",
+    "task_id",
+    "attempt",
+    "status",
+    "replans",
+    "created_at",
+    "started_at",
+    "finished_at",
+    "final_response",
+    "error_code",
+    "error_message",
+    "prompt_tokens",
+    "completion_tokens",
+    "tool_calls_made",
+    "max_tokens",
+    "max_tool_calls",
+)
+STEP_FIELDS = (
+    "index",
+    "objective",
+    "tool_names",
+    "reasoning",
+    "depends_on",
+    "status",
+    "output",
+    "error",
+    "retry_count",
+    "started_at",
+    "finished_at",
+)
+
+
+def run_summary(run: Run) -> dict[str, Any]:
+    """A run as lists show it: its own fields, the task's text and its links."""
+    return {
+        **{field: getattr(run, field) for field in RUN_FIELDS},
+        "task": run.task.text,
+        "links": run_links(run),
+    }
+
+
+def plan_out(plan: Any) -> dict[str, Any]:
+    """A plan with its steps and each step's tool calls (prefetched by
+    `selectors.run_detail`); the tool calls stay rows, which the caller's schema reads."""
+    return {
+        "version": plan.version,
+        "reason": plan.reason,
+        "created_at": plan.created_at,
+        "steps": [
+            {
+                **{field: getattr(step, field) for field in STEP_FIELDS},
+                "tool_calls": list(step.tool_calls.all()),
+            }
+            for step in plan.steps.all()
+        ],
+    }

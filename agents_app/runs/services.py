@@ -1,0 +1,196 @@
+"""State changes asked for by people (REST, MCP, pages, admin). Each is one transaction, and
+each records its AuditEvent in it: `interface` says where the person acted, and is required
+so that no caller can leave it silently wrong."""
+
+import json
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+
+from agents_app.core.audit import (
+    RUN_CANCEL,
+    RUN_RESTART,
+    TASK_SUBMIT,
+    audit_record,
+)
+from agents_app.core.errors import DomainError
+from agents_app.models import (
+    Run,
+    RunStatus,
+    Task,
+    TimeoutStrategy,
+)
+from agents_app.runs.control import refuse_while_halted
+from agents_app.runs.lifecycle import finish, run_enqueue
+from agents_app.runs.writer import locked_run
+
+# Task.approval_timeout is a PositiveIntegerField: the column's range.
+APPROVAL_TIMEOUT_MAX = 2_147_483_647
+
+
+def _validate_task(text: str, context: Any) -> None:
+    if not isinstance(text, str) or not text.strip():
+        raise DomainError("VALIDATION_ERROR", "The task text is empty", {"field": "task"})
+    if len(text) > settings.TASK_MAX_CHARS:
+        raise DomainError(
+            "VALIDATION_ERROR",
+            f"The task text is {len(text)} characters; at most {settings.TASK_MAX_CHARS} are allowed",
+            {"field": "task", "length": len(text), "max_length": settings.TASK_MAX_CHARS},
+        )
+    if not isinstance(context, dict):
+        raise DomainError(
+            "VALIDATION_ERROR", "The context must be a JSON object", {"field": "context"}
+        )
+    size = len(json.dumps(context, ensure_ascii=False).encode())
+    if size > settings.CONTEXT_MAX_BYTES:
+        raise DomainError(
+            "VALIDATION_ERROR",
+            f"The context is {size} bytes; at most {settings.CONTEXT_MAX_BYTES} are allowed",
+            {"field": "context", "size": size, "max_size": settings.CONTEXT_MAX_BYTES},
+        )
+
+
+def _validate_approval_options(timeout: Any, on_timeout: Any) -> None:
+    # bool is an int to Python, and True seconds is no timeout anyone meant.
+    if timeout is not None and (
+        isinstance(timeout, bool)
+        or not isinstance(timeout, int)
+        or not 1 <= timeout <= APPROVAL_TIMEOUT_MAX
+    ):
+        raise DomainError(
+            "VALIDATION_ERROR",
+            f"approval_timeout is whole seconds from 1 to {APPROVAL_TIMEOUT_MAX}, or null",
+            {"field": "approval_timeout"},
+        )
+    if on_timeout not in (None, "", *TimeoutStrategy.values):
+        raise DomainError(
+            "VALIDATION_ERROR",
+            f"Unknown approval_on_timeout {on_timeout!r}",
+            {"field": "approval_on_timeout", "allowed": TimeoutStrategy.values},
+        )
+
+
+def llm_missing_settings() -> list[str]:
+    return [name for name in ("LLM_BASE_URL", "LLM_MODEL") if not getattr(settings, name)]
+
+
+@transaction.atomic
+def task_submit(
+    *,
+    owner: Any,
+    interface: str,
+    text: str,
+    context: dict[str, Any] | None = None,
+    max_tokens: int | None = None,
+    max_tool_calls: int | None = None,
+    approve_plan: bool = False,
+    approval_timeout: int | None = None,
+    approval_on_timeout: str | None = None,
+) -> Run:
+    """Create a Task and its first Run and queue it for a worker. Returns the Run. The owner is
+    the actor of the audit event: a task is always submitted by the person it belongs to.
+    `approve_plan` parks the run on its plan before any step; `approval_timeout` (seconds) and
+    `approval_on_timeout` (deny | skip | cancel) override APPROVAL_TIMEOUT and its strategy.
+    Raises DomainError VALIDATION_ERROR for bad input, LLM_NOT_CONFIGURED without an LLM."""
+    context = {} if context is None else context
+    _validate_task(text, context)
+    _validate_approval_options(approval_timeout, approval_on_timeout)
+    refuse_while_halted()
+    missing = llm_missing_settings()
+    if missing:
+        raise DomainError(
+            "LLM_NOT_CONFIGURED",
+            f"No LLM is configured: set {' and '.join(missing)} (see README: Connect an LLM)",
+            {"missing": missing},
+        )
+    task = Task.objects.create(
+        owner=owner,
+        text=text,
+        context=context,
+        max_tokens=max_tokens,
+        max_tool_calls=max_tool_calls,
+        approve_plan=bool(approve_plan),
+        approval_timeout=approval_timeout,
+        approval_on_timeout=approval_on_timeout or "",
+    )
+    run = run_create(task=task)
+    audit_record(
+        action=TASK_SUBMIT, interface=interface, actor=owner, run=run, details={"task_id": task.pk}
+    )
+    run_enqueue(run_id=run.pk)
+    return run
+
+
+@transaction.atomic
+def run_create(*, task: Task) -> Run:
+    """A new queued Run of `task` with the task's budgets (or the defaults) and its first
+    event. The caller enqueues it (run_enqueue) once it should start."""
+    # The task row is locked so two restarts at once cannot both take the same attempt number.
+    Task.objects.select_for_update().filter(pk=task.pk).first()
+    run = Run.objects.create(
+        task=task,
+        owner=task.owner,
+        attempt=task.runs.count() + 1,
+        max_tokens=task.max_tokens or settings.RUN_MAX_TOKENS,
+        max_tool_calls=task.max_tool_calls or settings.RUN_MAX_TOOL_CALLS,
+    )
+    with locked_run(run.pk) as w:
+        w.event("run_queued", {"task": task.text, "attempt": run.attempt})
+    return run
+
+
+def run_cancel(*, run: Run, actor: Any, interface: str) -> Run:
+    """Ask the run to stop. A queued run ends at once; a running one ends at its next
+    checkpoint (no new LLM or tool call starts). Returns the run as it is now.
+    Raises DomainError CONFLICT when finished."""
+    with locked_run(run.pk) as w:
+        status_before = w.run.status
+        if w.run.is_terminal:
+            raise DomainError(
+                "CONFLICT",
+                f"Run {run.pk} already finished ({status_before})",
+                {"status": status_before},
+            )
+        if not w.run.cancel_requested:
+            w.set(cancel_requested=True)
+            w.event("cancel_requested", {})
+        # Nobody is executing a queued or paused run: it ends now, not at a checkpoint.
+        ended_at_once = (
+            w.run.status in (RunStatus.QUEUED, RunStatus.PAUSED, RunStatus.WAITING_APPROVAL)
+            and not w.run.lease_owner
+        )
+        if ended_at_once:
+            finish(w, RunStatus.CANCELLED, "CANCELLED", "Cancelled by request")
+        audit_record(
+            action=RUN_CANCEL,
+            interface=interface,
+            actor=actor,
+            run=w.run,
+            details={"status_before": status_before, "ended_at_once": ended_at_once},
+        )
+    return w.run
+
+
+@transaction.atomic
+def run_restart(*, run: Run, actor: Any, interface: str) -> Run:
+    """A new attempt of the run's task, queued. Returns the new Run. Raises DomainError
+    CONFLICT unless `run` has finished (succeeded, failed or cancelled)."""
+    refuse_while_halted()
+    with locked_run(run.pk) as w:
+        if not w.run.is_terminal:
+            raise DomainError(
+                "CONFLICT",
+                f"Run {run.pk} is still {w.run.status}; cancel it before restarting",
+                {"status": w.run.status},
+            )
+    new_run = run_create(task=run.task)
+    audit_record(
+        action=RUN_RESTART,
+        interface=interface,
+        actor=actor,
+        run=run,
+        details={"new_run_id": new_run.pk, "attempt": new_run.attempt},
+    )
+    run_enqueue(run_id=new_run.pk)
+    return new_run

@@ -1,0 +1,84 @@
+"""Changing a run: the row lock, the lease check, the state change and its events, one transaction."""
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from functools import partial
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from agents_app.core.events import publish_events
+from agents_app.models import PARKED_STATUSES, TERMINAL_STATUSES, Run, RunEvent, RunStatus
+
+
+class LeaseLost(Exception):
+    """Another worker holds the run now; this one must stop without writing."""
+
+
+class InvalidTransition(Exception):
+    pass
+
+
+class RunWriter:
+    """Collects changes to one locked run and writes them, with their events, at the end."""
+
+    def __init__(self, run: Run):
+        self.run = run
+        self._fields: set[str] = set()
+        self._events: list[RunEvent] = []
+
+    def set(self, **fields: Any) -> None:
+        for name, value in fields.items():
+            setattr(self.run, name, value)
+            self._fields.add(name)
+
+    def event(self, type: str, payload: dict[str, Any] | None = None) -> RunEvent:
+        self.run.event_seq += 1
+        self._fields.add("event_seq")
+        event = RunEvent(run=self.run, seq=self.run.event_seq, type=type, payload=payload or {})
+        self._events.append(event)
+        return event
+
+    def transition(self, status: str, **payload: Any) -> None:
+        if not self.run.can_transition_to(status):
+            raise InvalidTransition(f"run {self.run.pk}: {self.run.status} -> {status}")
+        now = timezone.now()
+        changes: dict[str, Any] = {"status": status}
+        if status == RunStatus.PLANNING and self.run.started_at is None:
+            changes["started_at"] = now
+        if self.run.status in PARKED_STATUSES and self.run.parked_at is not None:
+            waited = (now - self.run.parked_at).total_seconds()
+            changes["parked_seconds"] = self.run.parked_seconds + max(0.0, waited)
+            changes["parked_at"] = None
+        if status in PARKED_STATUSES:
+            # Parked, the run is nobody's: whatever unparks it queues it for any worker.
+            changes.update(parked_at=now, lease_owner="", lease_expires_at=None)
+        if status in TERMINAL_STATUSES:
+            changes["finished_at"] = now
+            changes["lease_owner"] = ""
+            changes["lease_expires_at"] = None
+        self.set(**changes)
+        self.event("run_status", {"status": status, **payload})
+
+    def flush(self) -> None:
+        if self._fields:
+            self.run.save(update_fields=sorted(self._fields))
+        if self._events:
+            RunEvent.objects.bulk_create(self._events)
+            transaction.on_commit(partial(publish_events, self.run, list(self._events)))
+        self._fields.clear()
+        self._events.clear()
+
+
+@contextmanager
+def locked_run(run_id: int, lease_token: str | None = None) -> Iterator[RunWriter]:
+    """Lock the run row for one transaction. With `lease_token`, raise LeaseLost unless this
+    worker still holds the lease, so a worker that lost its lease can never commit a step."""
+    with transaction.atomic():
+        run = Run.objects.select_for_update().get(pk=run_id)
+        if lease_token is not None and run.lease_owner != lease_token:
+            raise LeaseLost(f"run {run_id} is leased by another worker")
+        writer = RunWriter(run)
+        yield writer
+        writer.flush()

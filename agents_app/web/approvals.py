@@ -1,0 +1,192 @@
+"""The people's side of approvals: deciding one from its run page, the list of what waits (with
+one button per tool against approval fatigue), and the settings page (rules, YOLO mode)."""
+
+from itertools import groupby
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpResponse
+from django.shortcuts import redirect, render
+from django.template.loader import render_to_string
+from django.views.decorators.http import require_GET, require_POST
+
+from agents_app.approvals import decisions, rules, selectors
+from agents_app.approvals.policy import YOLO_PERMISSION
+from agents_app.core.errors import DomainError
+from agents_app.models import (
+    Approval,
+    ApprovalKind,
+    ApprovalStatus,
+    AuditInterface,
+    Decision,
+    Run,
+    UserPreferences,
+)
+from agents_app.web import fragments
+from agents_app.web.forms import DecisionForm
+from agents_app.web.views import HtmxHttpRequest, render_run, run_url
+
+RECENT_DECIDED = 20
+
+
+def _form_error(form: DecisionForm) -> DomainError:
+    field, problems = next(iter(form.errors.items()))
+    code = "INVALID_ARGUMENTS" if field == "arguments" else "VALIDATION_ERROR"
+    return DomainError(code, problems[0], {"field": field})
+
+
+def _decision_answer(
+    request: HtmxHttpRequest, approval: Approval, context: dict[str, Any], status: int
+) -> HttpResponse:
+    """The approval card for htmx (and the run's new status on success); without htmx, the run
+    page again, or the approvals page for staff deciding on someone else's run."""
+    own_run = approval.owner_id == request.user.pk
+    if request.htmx:
+        html = render_to_string("agents/partials/approval.html", context, request=request)
+        if status == 200 and own_run:
+            run = Run.objects.get(pk=approval.run_id)
+            html += render_to_string(
+                "agents/partials/run_status.html", {"run": run, "oob": True}, request=request
+            )
+        return HttpResponse(html, status=status)
+    if own_run:
+        if status == 200:
+            return redirect(run_url(approval.run))
+        return render_run(request, approval.run_id, status=status, approval=context)
+    if status == 200:
+        messages.success(request, f"Approval {approval.pk} decided.")
+        return redirect("approval_list")
+    return _render_list(request, error=context["approval_error"], status=status)
+
+
+@login_required
+@require_POST
+def approval_decide(request: HtmxHttpRequest, approval_id: int) -> HttpResponse:
+    approval = Approval.objects.select_related("run", "step").filter(pk=approval_id).first()
+    # Someone else's approval looks exactly like a missing one.
+    if approval is None or not approval.decidable_by(request.user):
+        raise Http404("Approval not found")
+    form = DecisionForm(request.POST)
+    try:
+        if not form.is_valid():
+            raise _form_error(form)
+        decisions.approval_decide(
+            approval_id=approval.pk,
+            decision=form.cleaned_data["decision"],
+            actor=request.user,
+            interface=AuditInterface.WEB,
+            arguments=form.cleaned_data["arguments"],
+            remember=form.cleaned_data["remember"],
+        )
+    except DomainError as error:
+        approval.refresh_from_db()
+        context = fragments.approval_context(
+            approval if approval.is_pending else None,
+            error=error,
+            arguments_text=request.POST.get("arguments"),
+        )
+        return _decision_answer(request, approval, context, error.http_status)
+    return _decision_answer(request, approval, fragments.approval_context(None), 200)
+
+
+def _render_list(
+    request: HtmxHttpRequest, *, error: DomainError | None = None, status: int = 200
+) -> HttpResponse:
+    approvals = selectors.approvals_for(request.user)
+    pending = list(approvals.filter(status=ApprovalStatus.PENDING).order_by("tool", "created_at"))
+    for approval in pending:
+        approval.arguments_short = fragments.cut(fragments.compact_json(approval.arguments))
+    calls = [a for a in pending if a.kind == ApprovalKind.TOOL_CALL]
+    context = {
+        "nav": "approvals",
+        "error": error,
+        "pending_count": len(pending),
+        "groups": [(tool, list(items)) for tool, items in groupby(calls, key=lambda a: a.tool)],
+        "plans": [a for a in pending if a.kind == ApprovalKind.PLAN],
+        "recent": list(approvals.exclude(status=ApprovalStatus.PENDING)[:RECENT_DECIDED]),
+    }
+    return render(request, "agents/approvals.html", context, status=status)
+
+
+@login_required
+@require_GET
+def approval_list(request: HtmxHttpRequest) -> HttpResponse:
+    return _render_list(request)
+
+
+@login_required
+@require_POST
+def approvals_bulk(request: HtmxHttpRequest) -> HttpResponse:
+    """Approve every pending call of one tool, or the ones of it the page listed (`approval`
+    ids), so a call that arrived after the page was drawn is not approved unseen."""
+    tool = request.POST.get("tool", "")
+    pending = selectors.approvals_for(request.user).filter(
+        status=ApprovalStatus.PENDING, kind=ApprovalKind.TOOL_CALL, tool=tool
+    )
+    listed = [int(i) for i in request.POST.getlist("approval") if i.isdigit()]
+    if listed:
+        pending = pending.filter(pk__in=listed)
+    ids = list(pending.order_by("created_at").values_list("pk", flat=True))
+    if not tool or not ids:
+        messages.info(request, f"No call of {tool or 'that tool'} is waiting for you.")
+        return redirect("approval_list")
+    decided, refused = decisions.approvals_decide_many(
+        approval_ids=ids,
+        decision=Decision.APPROVE,
+        actor=request.user,
+        interface=AuditInterface.WEB,
+    )
+    if decided:
+        plural = "s" if len(decided) != 1 else ""
+        messages.success(request, f"Approved {len(decided)} call{plural} of {tool}.")
+    for refusal in refused:
+        messages.error(request, refusal["message"])
+    return redirect("approval_list")
+
+
+def _render_settings(
+    request: HtmxHttpRequest, *, error: DomainError | None = None, status: int = 200
+) -> HttpResponse:
+    preferences = UserPreferences.objects.filter(user=request.user).first()
+    context = {
+        "nav": "settings",
+        "error": error,
+        "rules": list(selectors.approval_rules_for(request.user)),
+        "yolo_on": bool(preferences and preferences.yolo),
+        "can_yolo": request.user.has_perm(YOLO_PERMISSION),
+    }
+    return render(request, "agents/settings.html", context, status=status)
+
+
+@login_required
+@require_GET
+def settings_page(request: HtmxHttpRequest) -> HttpResponse:
+    return _render_settings(request)
+
+
+@login_required
+@require_POST
+def rule_revoke(request: HtmxHttpRequest, rule_id: int) -> HttpResponse:
+    rule = selectors.approval_rules_for(request.user).filter(pk=rule_id).first()
+    if rule is None:
+        raise Http404("Rule not found")
+    rules.rule_revoke(rule=rule, actor=request.user, interface=AuditInterface.WEB)
+    scope = "this exact call" if rule.is_exact else "every call"
+    messages.success(request, f"Revoked: {rule.tool} ({scope}) asks again.")
+    return redirect("settings")
+
+
+@login_required
+@require_POST
+def yolo_set(request: HtmxHttpRequest) -> HttpResponse:
+    on = request.POST.get("yolo") == "on"
+    try:
+        rules.yolo_set(user=request.user, on=on, interface=AuditInterface.WEB)
+    except DomainError as error:
+        return _render_settings(request, error=error, status=error.http_status)
+    if on:
+        messages.warning(request, "YOLO mode is on: tool calls run without asking.")
+    else:
+        messages.success(request, "YOLO mode is off: risky calls ask you again.")
+    return redirect("settings")

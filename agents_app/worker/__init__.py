@@ -1,0 +1,3 @@
+"""What a Celery worker does with a run: the executor loop that claims, decides, performs and
+commits (`execution`), the engine's window on the database (`hooks`), the configured LLM
+(`llm`) and the periodic sweeps every worker runs (`sweeps`)."""

@@ -1,0 +1,416 @@
+"""Executing a run from its rows: claim the lease, decide, perform, commit, repeat.
+
+The database is the program counter (docs/ARCHITECTURE.md): nothing here survives between two
+commits except the lease, so any worker can continue a run where another one stopped.
+"""
+
+import logging
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from django.conf import settings
+from django.db import DatabaseError, close_old_connections
+from django.utils import timezone
+
+from agents_app.approvals.parking import park_on_call, park_on_plan
+from agents_app.core.audit import arguments_sha256
+from agents_app.core.errors import DomainError
+from agents_app.engine.analysis import analyze_task, select_tools
+from agents_app.engine.decide import RunState, StepState, next_action
+from agents_app.engine.executor import AwaitApproval, Resume, StepInput, execute_step
+from agents_app.engine.hooks import StopRun
+from agents_app.engine.llm import LLMProvider
+from agents_app.engine.planner import make_plan
+from agents_app.engine.verifier import verify
+from agents_app.models import (
+    Approval,
+    ApprovalStatus,
+    KillSwitch,
+    Plan,
+    Run,
+    RunStatus,
+    Step,
+    StepStatus,
+)
+from agents_app.runs.lease import Lease
+from agents_app.runs.lifecycle import finish, skip_step, workspace_for
+from agents_app.runs.writer import LeaseLost, locked_run
+from agents_app.worker.hooks import DatabaseHooks, ToolCallHandle
+from agents_app.worker.llm import provider_from_settings
+from tools_app.process_registry import get_registry
+from tools_app.registry import ToolRegistry, ToolSpec
+from tools_app.selectors import configured_specs
+
+logger = logging.getLogger(__name__)
+
+TOKEN_FLUSH_CHARS = 64
+TOKEN_FLUSH_SECONDS = 0.1
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What became of one delivery: `busy` means another worker holds a live lease; `finished`
+    also covers a run left paused by the kill switch (nothing more to do until its release)."""
+
+    state: str  # finished | busy | lost
+    retry_in: float = 0.0
+
+
+# --- performing one decision ----------------------------------------------------------------
+
+
+class RunExecutor:
+    def __init__(self, run_id: int, lease: Lease, provider: LLMProvider, registry: ToolRegistry):
+        self.run_id = run_id
+        self.lease = lease
+        self.provider = provider
+        self.registry = registry
+        # Set once this worker parked the run: its lease went with it, so it stops here.
+        self.parked = False
+
+    def load(self) -> tuple[Run, Plan | None, list[Step]]:
+        run = Run.objects.select_related("task").get(pk=self.run_id)
+        plan = Plan.objects.filter(run=run).order_by("-version").first()
+        steps = list(Step.objects.filter(plan=plan).order_by("index")) if plan else []
+        return run, plan, steps
+
+    def lock(self) -> Any:
+        return locked_run(self.run_id, self.lease.token)
+
+    def step_once(self) -> bool:
+        """Decide and perform one action; False when there is nothing left to do."""
+        run, plan, steps = self.load()
+        state = RunState(
+            status=run.status,
+            cancel_requested=run.cancel_requested,
+            halted=KillSwitch.is_engaged(),
+            steps=tuple(StepState(s.index, s.status, tuple(s.depends_on)) for s in steps),
+        )
+        action = next_action(state)
+        if action.kind == "none":
+            return False
+        try:
+            if action.kind == "cancel":
+                with self.lock() as w:
+                    finish(w, RunStatus.CANCELLED, "CANCELLED", "Cancelled by request")
+            elif action.kind == "pause":
+                with self.lock() as w:
+                    w.set(resume_status=w.run.status)
+                    w.transition(RunStatus.PAUSED, reason="kill switch engaged")
+                self.parked = True
+            elif action.kind == "start":
+                with self.lock() as w:
+                    w.transition(RunStatus.PLANNING)
+            elif action.kind == "plan":
+                self.plan(run, plan, steps)
+            elif action.kind == "skip":
+                with self.lock() as w:
+                    for index in action.skip:
+                        skip_step(w, steps[index], "a step it depends on did not complete")
+            elif action.kind == "execute":
+                self.execute(run, steps, steps[action.step_index])
+            elif action.kind == "begin_verify":
+                with self.lock() as w:
+                    w.transition(RunStatus.VERIFYING)
+            elif action.kind == "verify":
+                self.verify(run, steps)
+        except StopRun as stop:
+            if stop.code == "LEASE_LOST":
+                raise LeaseLost(str(stop)) from None
+            with self.lock() as w:
+                if stop.code == "CANCELLED":
+                    finish(w, RunStatus.CANCELLED, "CANCELLED", "Cancelled by request")
+                else:
+                    finish(w, RunStatus.FAILED, stop.code, str(stop))
+        except DomainError as exc:
+            with self.lock() as w:
+                finish(w, RunStatus.FAILED, exc.code, exc.message, exc.details)
+        except (LeaseLost, DatabaseError):
+            raise  # the next delivery continues from the rows
+        except Exception as exc:
+            logger.exception("run %s: unexpected error in %s", self.run_id, action.kind)
+            with self.lock() as w:
+                finish(w, RunStatus.FAILED, "INTERNAL_ERROR", f"{type(exc).__name__}: {exc}")
+        return not self.parked
+
+    def offered_tools(self, run: Run, hooks: DatabaseHooks) -> list[ToolSpec]:
+        """Every tool, or with many tools only those the task analysis asks for."""
+        tools = configured_specs(self.registry)
+        if len(tools) < settings.AGENT_ANALYSIS_MIN_TOOLS:
+            return tools
+        try:
+            analysis = analyze_task(
+                provider=self.provider,
+                hooks=hooks,
+                task=run.task.text,
+                context=run.task.context,
+                tools=tools,
+                timeout=settings.AGENT_PLAN_TIMEOUT,
+            )
+        except DomainError as exc:
+            if exc.code == "BUDGET_EXCEEDED":
+                raise
+            with self.lock() as w:
+                w.event("task_analysis", {"error": f"{exc.code}: {exc.message}", "tools": "all"})
+            return tools
+        offered = select_tools(tools, analysis)
+        with self.lock() as w:
+            w.event(
+                "task_analysis",
+                {**analysis.model_dump(), "tools": [t.name for t in offered]},
+            )
+        return offered
+
+    def plan(self, run: Run, previous: Plan | None, previous_steps: list[Step]) -> None:
+        hooks = DatabaseHooks(run, self.lease)
+        output = make_plan(
+            provider=self.provider,
+            hooks=hooks,
+            task=run.task.text,
+            context=run.task.context,
+            tools=self.offered_tools(run, hooks),
+            max_steps=settings.AGENT_MAX_STEPS,
+            timeout=settings.AGENT_PLAN_TIMEOUT,
+            history=replan_history(run, previous_steps) if previous else "",
+        )
+        with self.lock() as w:
+            version = (previous.version if previous else 0) + 1
+            plan = Plan.objects.create(
+                run=w.run, version=version, reason=w.run.replan_reason, raw=output.model_dump()
+            )
+            Step.objects.bulk_create(
+                Step(
+                    plan=plan,
+                    run=w.run,
+                    index=index,
+                    objective=planned.objective,
+                    tool_names=planned.tool_names,
+                    reasoning=planned.reasoning,
+                    depends_on=planned.depends_on,
+                )
+                for index, planned in enumerate(output.steps)
+            )
+            w.event("plan_created", {"version": version, "steps": output.model_dump()["steps"]})
+            if w.run.task.approve_plan:
+                park_on_plan(w, plan)
+                self.parked = True
+                return
+            w.transition(RunStatus.RUNNING)
+            w.event(
+                "progress_update",
+                {
+                    "current_step": 0,
+                    "total_steps": len(output.steps),
+                    "percent": 0,
+                    "status": "running",
+                },
+            )
+
+    def execute(self, run: Run, steps: list[Step], step: Step) -> None:
+        resume = self.decided(step) if step.progress else None
+        with self.lock() as w:
+            interrupted = step.status == StepStatus.RUNNING and resume is None
+            step.retry_count += int(interrupted)
+            step.status = StepStatus.RUNNING
+            step.started_at = timezone.now()
+            # A crash after this commit restarts the step from scratch, like any interruption.
+            step.progress = None
+            step.save(update_fields=["status", "retry_count", "started_at", "progress"])
+            w.event(
+                "step_started",
+                {
+                    "index": step.index,
+                    "objective": step.objective,
+                    "retry_count": step.retry_count,
+                    "resumed_after_interruption": interrupted,
+                    "resumed_after_approval": resume is not None,
+                },
+            )
+        workspace = workspace_for(run.pk)
+        hooks = DatabaseHooks(
+            run,
+            self.lease,
+            step,
+            specs={spec.name: spec for spec in configured_specs(self.registry)},
+            workspace=workspace,
+        )
+        if resume is not None:
+            hooks.let_through[resume.handle.call_id] = "person"
+        earlier = [
+            (s.index, s.objective, s.status, s.output or s.error)
+            for s in steps
+            if s.index < step.index
+        ]
+        try:
+            outcome = execute_step(
+                provider=self.provider,
+                registry=self.registry,
+                hooks=hooks,
+                task=run.task.text,
+                context=run.task.context,
+                step=StepInput(
+                    index=step.index,
+                    total=len(steps),
+                    objective=step.objective,
+                    reasoning=step.reasoning,
+                    tool_names=list(step.tool_names),
+                    earlier=earlier,
+                ),
+                workspace=workspace,
+                run_id=run.pk,
+                timeout=settings.AGENT_STEP_TIMEOUT,
+                max_rounds=settings.AGENT_MAX_TOOL_ROUNDS,
+                resume=resume,
+            )
+        except AwaitApproval as wait:
+            with self.lock() as w:
+                thinking = "\n\n".join(t for t in wait.progress["thoughts"] if t)
+                park_on_call(w, step, wait, thinking)
+            self.parked = True
+            return
+        finally:
+            hooks.flush_tokens()
+        with self.lock() as w:
+            step.status = outcome.status
+            step.output = outcome.output
+            step.error = f"{outcome.error_code}: {outcome.error}" if outcome.error_code else ""
+            step.thinking = outcome.thinking
+            step.finished_at = timezone.now()
+            step.save(update_fields=["status", "output", "error", "thinking", "finished_at"])
+            if outcome.status == StepStatus.COMPLETED:
+                w.event(
+                    "step_completed",
+                    {"index": step.index, "output": step.output, "thinking": step.thinking},
+                )
+            else:
+                w.event(
+                    "step_failed",
+                    {
+                        "index": step.index,
+                        "status": outcome.status,
+                        "error_code": outcome.error_code,
+                        "error": outcome.error,
+                        "thinking": step.thinking,
+                    },
+                )
+            if outcome.finished_task:
+                w.set(final_response=outcome.output)
+                for later in steps:
+                    if later.index > step.index and later.status == StepStatus.PENDING:
+                        skip_step(w, later, "finish_task was called")
+            done = sum(1 for s in steps if s.is_done or s.pk == step.pk)
+            w.event(
+                "progress_update",
+                {
+                    "current_step": step.index + 1,
+                    "total_steps": len(steps),
+                    "percent": round(100 * done / len(steps)),
+                    "status": "running",
+                },
+            )
+
+    def decided(self, step: Step) -> Resume | None:
+        """How to continue a step parked on an approval, once a person decided it (None: the
+        approval is gone or undecided, and the step starts again like an interrupted one)."""
+        approval = Approval.objects.filter(pk=step.progress.get("approval_id")).first()
+        if approval is None or approval.tool_call_id is None:
+            return None
+        if approval.status == ApprovalStatus.APPROVED:
+            decision, arguments = "approve", approval.arguments
+        elif approval.status == ApprovalStatus.MODIFIED:
+            decision, arguments = "modify", approval.decision_arguments or {}
+        elif approval.status == ApprovalStatus.DENIED:
+            decision, arguments = "deny", approval.arguments
+        else:
+            return None
+        handle = ToolCallHandle(
+            approval.tool_call_id, time.monotonic(), approval.tool, arguments_sha256(arguments)
+        )
+        note = "It timed out waiting for a decision." if approval.expired else ""
+        return Resume(step.progress, decision, arguments, handle, note)
+
+    def verify(self, run: Run, steps: list[Step]) -> None:
+        can_replan = run.replans < settings.AGENT_MAX_REPLANS
+        verdict = verify(
+            provider=self.provider,
+            hooks=DatabaseHooks(run, self.lease),
+            task=run.task.text,
+            context=run.task.context,
+            steps=[(s.index, s.objective, s.status, s.output or s.error) for s in steps],
+            can_replan=can_replan,
+            timeout=settings.AGENT_VERIFY_TIMEOUT,
+        )
+        with self.lock() as w:
+            w.event("verification", verdict.model_dump())
+            if verdict.task_complete:
+                last_output = next((s.output for s in reversed(steps) if s.output), "")
+                w.set(final_response=verdict.response or w.run.final_response or last_output)
+                finish(w, RunStatus.SUCCEEDED)
+            elif verdict.should_replan and can_replan:
+                w.set(replans=w.run.replans + 1, replan_reason=verdict.reasoning)
+                w.event("replanned", {"replans": w.run.replans, "reason": verdict.reasoning})
+                w.transition(RunStatus.PLANNING)
+            else:
+                finish(
+                    w,
+                    RunStatus.FAILED,
+                    "VERIFICATION_FAILED",
+                    verdict.reasoning or "The verifier judged the task incomplete",
+                )
+
+
+def replan_history(run: Run, steps: list[Step]) -> str:
+    lines = [
+        f"Step {s.index} ({s.status}): {s.objective}\n  {(s.output or s.error)[:2000]}"
+        for s in steps
+    ]
+    lines.append(f"Verifier: {run.replan_reason}")
+    return "\n".join(lines)
+
+
+# --- the loop -------------------------------------------------------------------------------
+
+
+def execute_run(
+    run_id: int,
+    *,
+    provider: LLMProvider | None = None,
+    registry: ToolRegistry | None = None,
+) -> Outcome:
+    """Execute the run until it finishes, or return at once when another worker holds it.
+    Idempotent: a second delivery continues from the first step not completed."""
+    close_old_connections()
+    lease = Lease.claim(run_id, settings.RUN_LEASE_SECONDS)
+    if lease is None:
+        run = Run.objects.filter(pk=run_id).only("status", "lease_expires_at").first()
+        if run is None or run.is_terminal:
+            return Outcome("finished")
+        remaining = (
+            (run.lease_expires_at - timezone.now()).total_seconds() if run.lease_expires_at else 0
+        )
+        return Outcome("busy", retry_in=max(1.0, remaining))
+    lease.start()
+    try:
+        if provider is None:
+            try:
+                provider = provider_from_settings()
+            except DomainError as exc:
+                with locked_run(run_id, lease.token) as w:
+                    finish(w, RunStatus.FAILED, exc.code, exc.message, exc.details)
+                return Outcome("finished")
+        if registry is None:
+            registry = get_registry()
+            # This process's MCP sessions: started once, after any fork, then kept open.
+            from tools_app.mcp.client import ensure_pool
+
+            ensure_pool(registry, wait=settings.MCP_STARTUP_WAIT)
+        executor = RunExecutor(run_id, lease, provider, registry)
+        while executor.step_once():
+            pass
+        return Outcome("finished")
+    except LeaseLost:
+        logger.warning("run %s: lease lost to another worker; stopping", run_id)
+        return Outcome("lost")
+    finally:
+        lease.release()

@@ -1,0 +1,221 @@
+"""DatabaseHooks: the engine's window on the world, backed by the run's rows."""
+
+import time
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.utils import timezone
+
+from agents_app.approvals.policy import Ask, approval_policy
+from agents_app.core.audit import LLM_CALL, TOOL_CALL, arguments_sha256, audit_record
+from agents_app.core.errors import DomainError
+from agents_app.core.events import publish, run_group
+from agents_app.engine.hooks import StopRun
+from agents_app.engine.llm import Usage
+from agents_app.models import AuditInterface, Run, Step, ToolCall, ToolCallStatus
+from agents_app.runs.lease import Lease
+from agents_app.runs.writer import locked_run
+from tools_app.registry import ToolResult, ToolSpec
+
+TOKEN_FLUSH_CHARS = 64
+TOKEN_FLUSH_SECONDS = 0.1
+
+
+@dataclass(frozen=True)
+class ToolCallHandle:
+    """What after_tool_call needs from before_tool_call, so it writes without reading."""
+
+    call_id: int
+    started: float
+    tool: str
+    arguments_sha256: str
+
+
+class DatabaseHooks:
+    """EngineHooks backed by the run's rows: every call and its outcome is committed."""
+
+    def __init__(
+        self,
+        run: Run,
+        lease: Lease,
+        step: Step | None = None,
+        *,
+        specs: dict[str, ToolSpec] | None = None,
+        workspace: Path | None = None,
+    ):
+        self.run_id = run.pk
+        self.owner_id = run.owner_id
+        self.lease = lease
+        self.step = step
+        self.specs = specs or {}
+        self.workspace = workspace
+        # Time parked on a person or the kill switch does not count against the deadline.
+        self.deadline = (run.started_at or timezone.now()) + timedelta(
+            seconds=settings.AGENT_RUN_TIMEOUT + run.parked_seconds
+        )
+        # tool_call_id -> how the call was let through (auto | rule | yolo | person).
+        self.let_through: dict[int, str] = {}
+        self._buffer: list[str] = []
+        self._buffered = 0
+        self._last_flush = time.monotonic()
+        self._token_context: dict[str, Any] = {}
+        self._let_through_next = ""
+
+    def checkpoint(self) -> None:
+        self.flush_tokens()
+        if self.lease.lost.is_set():
+            raise StopRun("LEASE_LOST")
+        if timezone.now() >= self.deadline:
+            raise StopRun("EXECUTION_TIMEOUT", f"the run exceeded {settings.AGENT_RUN_TIMEOUT:g} s")
+        cancel = Run.objects.filter(pk=self.run_id).values_list("cancel_requested", flat=True)
+        if cancel.first():
+            raise StopRun("CANCELLED")
+
+    def on_llm_usage(self, usage: Usage, model: str) -> None:
+        self.flush_tokens()
+        with locked_run(self.run_id, self.lease.token) as w:
+            run = w.run
+            w.set(
+                prompt_tokens=run.prompt_tokens + usage.prompt_tokens,
+                completion_tokens=run.completion_tokens + usage.completion_tokens,
+            )
+            call = {
+                "model": model,
+                "prompt_tokens": usage.prompt_tokens,
+                "completion_tokens": usage.completion_tokens,
+                "step_index": self.step.index if self.step else None,
+            }
+            w.event("llm_usage", call)
+            audit_record(
+                action=LLM_CALL,
+                interface=AuditInterface.WORKER,
+                run_id=self.run_id,
+                target=model,
+                details=call,
+            )
+        if run.total_tokens > run.max_tokens:
+            raise DomainError(
+                "BUDGET_EXCEEDED",
+                f"The run used {run.total_tokens} LLM tokens; its budget is {run.max_tokens}",
+                {"budget": "tokens", "used": run.total_tokens, "limit": run.max_tokens},
+            )
+
+    def on_token(
+        self, text: str, *, phase: str, step_index: int | None, reasoning: bool = False
+    ) -> None:
+        context = {"phase": phase, "step_index": step_index, "reasoning": reasoning}
+        if context != self._token_context:
+            self.flush_tokens()
+            self._token_context = context
+        self._buffer.append(text)
+        self._buffered += len(text)
+        if (
+            self._buffered >= TOKEN_FLUSH_CHARS
+            or time.monotonic() - self._last_flush >= TOKEN_FLUSH_SECONDS
+        ):
+            self.flush_tokens()
+
+    def flush_tokens(self) -> None:
+        """Tokens are not RunEvents: coalesced pieces go to the channel layer only."""
+        self._last_flush = time.monotonic()
+        if not self._buffer:
+            return
+        token = "".join(self._buffer)
+        self._buffer.clear()
+        self._buffered = 0
+        publish(
+            run_group(self.run_id), [{"type": "run.token", "token": token, **self._token_context}]
+        )
+
+    def before_tool_call(self, tool: str, arguments: dict[str, Any]) -> ToolCallHandle:
+        assert self.step is not None
+        with locked_run(self.run_id, self.lease.token) as w:
+            run = w.run
+            if run.tool_calls_made >= run.max_tool_calls:
+                raise DomainError(
+                    "BUDGET_EXCEEDED",
+                    f"The run reached its budget of {run.max_tool_calls} tool calls",
+                    {
+                        "budget": "tool_calls",
+                        "used": run.tool_calls_made,
+                        "limit": run.max_tool_calls,
+                    },
+                )
+            w.set(tool_calls_made=run.tool_calls_made + 1)
+            call = ToolCall.objects.create(
+                run_id=self.run_id,
+                step=self.step,
+                attempt=self.step.retry_count,
+                tool=tool,
+                arguments=arguments,
+            )
+            w.event(
+                "tool_call",
+                {
+                    "tool_call_id": call.pk,
+                    "step_index": self.step.index,
+                    "tool": tool,
+                    "arguments": arguments,
+                },
+            )
+        if self._let_through_next:
+            self.let_through[call.pk] = self._let_through_next
+            self._let_through_next = ""
+        return ToolCallHandle(call.pk, time.monotonic(), tool, arguments_sha256(arguments))
+
+    def approval_needed(self, tool: str, arguments: dict[str, Any]) -> Ask | None:
+        spec = self.specs.get(tool)
+        if spec is None:
+            return None  # not offered by configuration (e.g. a test registry): nothing to ask
+        ask, how = approval_policy(self.owner_id, spec, arguments, self.workspace or Path("/"))
+        self._let_through_next = how  # the next before_tool_call is this call
+        return ask
+
+    def after_tool_call(
+        self,
+        handle: ToolCallHandle,
+        *,
+        result: ToolResult | None,
+        error_code: str = "",
+        error: str = "",
+    ) -> None:
+        call_id = handle.call_id
+        duration_ms = int((time.monotonic() - handle.started) * 1000)
+        ok = result is not None and result.ok and not error_code
+        with locked_run(self.run_id, self.lease.token) as w:
+            ToolCall.objects.filter(pk=call_id).update(
+                status=ToolCallStatus.SUCCEEDED if ok else ToolCallStatus.FAILED,
+                result=result.content if result is not None else None,
+                error=error if error_code else "",
+                duration_ms=duration_ms,
+            )
+            w.event(
+                "tool_result",
+                {
+                    "tool_call_id": call_id,
+                    "step_index": self.step.index if self.step else None,
+                    "status": "succeeded" if ok else "failed",
+                    "result": result.content if ok else None,
+                    "error_code": error_code,
+                    "error": error,
+                    "duration_ms": duration_ms,
+                },
+            )
+            audit_record(
+                action=TOOL_CALL,
+                interface=AuditInterface.WORKER,
+                run_id=self.run_id,
+                target=handle.tool,
+                details={
+                    "tool_call_id": call_id,
+                    "step_index": self.step.index if self.step else None,
+                    "arguments_sha256": handle.arguments_sha256,
+                    "outcome": "succeeded" if ok else "failed",
+                    "approval": self.let_through.get(call_id, ""),
+                    "error_code": error_code,
+                    "duration_ms": duration_ms,
+                },
+            )
