@@ -9,7 +9,7 @@ from typing import Any
 
 import jsonschema
 
-from agents_app.core.errors import DomainError
+from agents_app.core.errors import DomainError, ErrorCode
 
 
 class ApprovalLevel:
@@ -94,7 +94,7 @@ def check_arguments(tool: str, schema: dict[str, Any], arguments: Any) -> None:
     )
     if errors:
         raise DomainError(
-            "INVALID_ARGUMENTS",
+            ErrorCode.INVALID_ARGUMENTS,
             f"Invalid arguments for tool '{tool}': {errors[0].message}",
             {
                 "tool": tool,
@@ -126,7 +126,7 @@ class ToolRegistry:
             return self._tools[name]
         except KeyError:
             raise DomainError(
-                "TOOL_NOT_FOUND",
+                ErrorCode.TOOL_NOT_FOUND,
                 f"Tool '{name}' not available",
                 {"requested_tool": name, "available_tools": self.names()},
             ) from None

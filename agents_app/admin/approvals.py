@@ -19,6 +19,7 @@ from django.utils.html import format_html
 from agents_app.approvals.decisions import approvals_decide_many
 from agents_app.approvals.policy import YOLO_PERMISSION
 from agents_app.approvals.rules import rule_revoke, yolo_grant
+from agents_app.core.errors import ErrorCode
 from agents_app.models import Approval, ApprovalRule, AuditInterface, Decision, UserPreferences
 
 User = get_user_model()
@@ -134,14 +135,14 @@ class ApprovalAdmin(admin.ModelAdmin):
                 f"{numbers([a.pk for a in decided])}.",
                 messages.SUCCESS,
             )
-        conflicts = [r for r in refused if r["code"] == "CONFLICT"]
+        conflicts = [r for r in refused if r["code"] == ErrorCode.CONFLICT]
         if conflicts:
             self.message_user(
                 request,
                 f"Left alone, already decided: {'; '.join(r['message'] for r in conflicts)}.",
                 messages.WARNING,
             )
-        for other in (r for r in refused if r["code"] != "CONFLICT"):
+        for other in (r for r in refused if r["code"] != ErrorCode.CONFLICT):
             self.message_user(request, f"#{other['id']}: {other['message']}", messages.ERROR)
 
     @admin.action(description="Approve selected", permissions=["decide"])

@@ -12,7 +12,7 @@ from django.utils.html import format_html
 
 # Approvals, rules and YOLO mode register their own admins (the same site).
 from agents_app.core.audit import export_lines, export_lines_async
-from agents_app.core.errors import DomainError
+from agents_app.core.errors import DomainError, ErrorCode
 from agents_app.models import (
     ApiKey,
     AuditEvent,
@@ -89,7 +89,7 @@ class RunAdmin(admin.ModelAdmin):
             try:
                 run_cancel(run=run, actor=request.user, interface=AuditInterface.ADMIN)
             except DomainError as error:
-                if error.code != "CONFLICT":
+                if error.code != ErrorCode.CONFLICT:
                     raise
                 finished.append(str(run.pk))
             else:

@@ -14,7 +14,7 @@ from agents_app.api.pagination import page_of
 from agents_app.approvals import decisions, rules, selectors
 from agents_app.approvals.policy import YOLO_PERMISSION, yolo_active
 from agents_app.approvals.presenters import approval_payload
-from agents_app.core.errors import DomainError
+from agents_app.core.errors import DomainError, ErrorCode
 from agents_app.models import (
     ApprovalRule,
     ApprovalStatus,
@@ -195,11 +195,11 @@ def decide_approvals(request: HttpRequest, payload: BulkIn):
     decided on its own: those that cannot be are listed in `refused` with the reason."""
     if (payload.tool is None) == (payload.ids is None):
         raise DomainError(
-            "VALIDATION_ERROR", "Give either `tool` or `ids`", {"fields": ["tool", "ids"]}
+            ErrorCode.VALIDATION_ERROR, "Give either `tool` or `ids`", {"fields": ["tool", "ids"]}
         )
     if payload.decision == Decision.MODIFY:
         raise DomainError(
-            "VALIDATION_ERROR",
+            ErrorCode.VALIDATION_ERROR,
             "modify edits one call's arguments: decide it on its own",
             {"field": "decision"},
         )
@@ -243,7 +243,7 @@ def create_rule(request: HttpRequest, payload: RuleIn):
 def delete_rule(request: HttpRequest, rule_id: int):
     rule = ApprovalRule.objects.filter(owner=request.user, pk=rule_id).first()
     if rule is None:
-        raise DomainError("NOT_FOUND", f"Approval rule {rule_id} not found")
+        raise DomainError(ErrorCode.NOT_FOUND, f"Approval rule {rule_id} not found")
     rules.rule_revoke(rule=rule, actor=request.user, interface=AuditInterface.API)
     return Status(204, None)
 

@@ -37,7 +37,7 @@ from agents_app.approvals import decisions
 from agents_app.approvals import selectors as approval_selectors
 from agents_app.approvals.presenters import approval_payload
 from agents_app.core.api_keys import user_for_api_key
-from agents_app.core.errors import DomainError
+from agents_app.core.errors import DomainError, ErrorCode
 from agents_app.models import ApprovalStatus, AuditInterface, Decision, Remember, RunStatus
 from agents_app.runs import presenters, services
 from agents_app.runs import selectors as run_selectors
@@ -123,7 +123,7 @@ class AgentDeskMCP(MCPServer):
         if name not in names:
             return error_result(
                 DomainError(
-                    "TOOL_NOT_FOUND",
+                    ErrorCode.TOOL_NOT_FOUND,
                     f"Tool '{name}' not available",
                     {"requested_tool": name, "available_tools": names},
                 )
@@ -140,7 +140,8 @@ class AgentDeskMCP(MCPServer):
             if isinstance(cause, ValidationError) and not isinstance(exc, UnexpectedToolError):
                 return error_result(arguments_error(cause))
             body = error_body(
-                "INTERNAL_ERROR", "An unexpected error occurred; quote the trace_id to staff"
+                ErrorCode.INTERNAL_ERROR,
+                "An unexpected error occurred; quote the trace_id to staff",
             )
             logger.error("MCP tool %s failed: %s", name, body["error"]["trace_id"], exc_info=cause)
             return error_result_body(body)
@@ -164,7 +165,7 @@ def arguments_error(exc: ValidationError) -> DomainError:
     ]
     summary_text = "; ".join(f"{p['field'] or 'arguments'}: {p['message']}" for p in problems[:3])
     return DomainError(
-        "VALIDATION_ERROR", f"Invalid arguments: {summary_text}", {"errors": problems}
+        ErrorCode.VALIDATION_ERROR, f"Invalid arguments: {summary_text}", {"errors": problems}
     )
 
 
@@ -197,7 +198,7 @@ def caller(ctx: Context) -> Any:
     request = ctx.request_context.request
     user = request.scope.get(SCOPE_USER) if request is not None else None
     if user is None:  # only reachable if the app is served without the auth layer
-        raise DomainError("UNAUTHORIZED", "Send 'Authorization: Bearer <API key>'")
+        raise DomainError(ErrorCode.UNAUTHORIZED, "Send 'Authorization: Bearer <API key>'")
     return user
 
 
@@ -426,21 +427,21 @@ async def mcp_app(scope: dict, receive: Any, send: Any) -> None:
         user = await database_sync_to_async(user_for_api_key)(token) if token else None
         if user is None:
             response = envelope_response(
-                "UNAUTHORIZED",
+                ErrorCode.UNAUTHORIZED,
                 "Authentication required: send 'Authorization: Bearer <API key>'",
                 headers={"WWW-Authenticate": 'Bearer realm="AgentDesk"'},
             )
             await response(scope, receive, send)
             return
         if relative_path(scope) not in (MCP_PATH, MCP_PATH + "/"):
-            response = envelope_response("NOT_FOUND", f"No MCP endpoint at {scope['path']}")
+            response = envelope_response(ErrorCode.NOT_FOUND, f"No MCP endpoint at {scope['path']}")
             await response(scope, receive, send)
             return
         if scope["method"] != "POST":
             # Stateless: there is no server-initiated stream to GET (the SDK would hold an
             # empty one open for ever) and no session to DELETE. The spec allows a 405 for both.
             response = envelope_response(
-                "METHOD_NOT_ALLOWED",
+                ErrorCode.METHOD_NOT_ALLOWED,
                 f"{scope['method']} is not allowed on {MCP_PATH}; use POST",
                 {"method": scope["method"], "allowed_methods": ["POST"]},
                 headers={"Allow": "POST"},

@@ -18,7 +18,7 @@ from agents_app.api.schemas import (
     RunSummary,
     TaskIn,
 )
-from agents_app.core.errors import ERROR_STATUS
+from agents_app.core.errors import ERROR_STATUS, ErrorCode
 from agents_app.models import TERMINAL_STATUSES, AuditInterface, Run, RunStatus
 from agents_app.runs import presenters, selectors, services
 from agents_app.runs.presenters import plan_out, run_links, run_summary
@@ -66,7 +66,7 @@ def finished_response(request: HttpRequest, run: Run):
     result = presenters.agent_result(run)
     if run.status == RunStatus.SUCCEEDED:
         return Status(200, {"success": True, "result": result})
-    code = run.error_code or "INTERNAL_ERROR"
+    code = run.error_code or ErrorCode.INTERNAL_ERROR
     # A cancelled run is no server fault: 409, it ended before it could give a result.
     status = ERROR_STATUS.get(code) or (409 if run.status == RunStatus.CANCELLED else 500)
     return error_response(

@@ -18,7 +18,7 @@ from agents_app.api.auth import ApiKeyAuth, SessionAuth
 from agents_app.api.errors import error_response
 from agents_app.api.runs import router as agents_router
 from agents_app.api.webhooks import router as webhooks_router
-from agents_app.core.errors import DomainError
+from agents_app.core.errors import DomainError, ErrorCode
 from tools_app.api import router as tools_router
 
 logger = logging.getLogger(__name__)
@@ -30,7 +30,9 @@ class JsonParser(Parser):
             return json.loads(request.body or b"{}")
         except ValueError as exc:
             raise DomainError(
-                "VALIDATION_ERROR", "The request body is not valid JSON", {"error": str(exc)}
+                ErrorCode.VALIDATION_ERROR,
+                "The request body is not valid JSON",
+                {"error": str(exc)},
             ) from None
 
 
@@ -49,7 +51,7 @@ def answer_in_envelope(view: Callable[..., HttpResponse]) -> Callable[..., HttpR
         allowed = sorted(m.strip() for m in response["Allow"].split(","))
         envelope = error_response(
             request,
-            "METHOD_NOT_ALLOWED",
+            ErrorCode.METHOD_NOT_ALLOWED,
             f"{request.method} is not allowed on {request.path}; use {', '.join(allowed)}",
             {"method": request.method, "allowed_methods": allowed},
         )
@@ -99,7 +101,7 @@ def on_validation_error(request: HttpRequest, exc: ValidationError) -> HttpRespo
     ]
     summary = "; ".join(f"{p['field'] or 'body'}: {p['message']}" for p in problems[:3])
     return error_response(
-        request, "VALIDATION_ERROR", f"Invalid request: {summary}", {"errors": problems}
+        request, ErrorCode.VALIDATION_ERROR, f"Invalid request: {summary}", {"errors": problems}
     )
 
 
@@ -107,7 +109,7 @@ def on_validation_error(request: HttpRequest, exc: ValidationError) -> HttpRespo
 def on_authentication_error(request: HttpRequest, exc: AuthenticationError) -> HttpResponse:
     return error_response(
         request,
-        "UNAUTHORIZED",
+        ErrorCode.UNAUTHORIZED,
         "Authentication required: send 'Authorization: Bearer <API key>' or log in",
     )
 
@@ -117,7 +119,7 @@ def on_request_too_big(request: HttpRequest, exc: RequestDataTooBig) -> HttpResp
     # ninja reads request.body before the parser runs, so this arrives here, not in JsonParser.
     return error_response(
         request,
-        "PAYLOAD_TOO_LARGE",
+        ErrorCode.PAYLOAD_TOO_LARGE,
         f"The request body is larger than {settings.DATA_UPLOAD_MAX_MEMORY_SIZE} bytes",
         {"max_bytes": settings.DATA_UPLOAD_MAX_MEMORY_SIZE},
     )
@@ -129,25 +131,27 @@ def on_http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
         # ninja wraps JsonParser's errors in HttpError(400, "Cannot parse request body").
         return on_domain_error(request, exc.__cause__)
     code = {
-        401: "UNAUTHORIZED",
-        403: "FORBIDDEN",
-        404: "NOT_FOUND",
-        405: "METHOD_NOT_ALLOWED",
-        409: "CONFLICT",
-        413: "PAYLOAD_TOO_LARGE",
-    }.get(exc.status_code, "VALIDATION_ERROR")
+        401: ErrorCode.UNAUTHORIZED,
+        403: ErrorCode.FORBIDDEN,
+        404: ErrorCode.NOT_FOUND,
+        405: ErrorCode.METHOD_NOT_ALLOWED,
+        409: ErrorCode.CONFLICT,
+        413: ErrorCode.PAYLOAD_TOO_LARGE,
+    }.get(exc.status_code, ErrorCode.VALIDATION_ERROR)
     return error_response(request, code, str(exc))
 
 
 @api.exception_handler(Http404)
 def on_not_found(request: HttpRequest, exc: Http404) -> HttpResponse:
-    return error_response(request, "NOT_FOUND", "Not found")
+    return error_response(request, ErrorCode.NOT_FOUND, "Not found")
 
 
 @api.exception_handler(Exception)
 def on_unexpected(request: HttpRequest, exc: Exception) -> HttpResponse:
     response = error_response(
-        request, "INTERNAL_ERROR", "An unexpected error occurred; quote the trace_id to staff"
+        request,
+        ErrorCode.INTERNAL_ERROR,
+        "An unexpected error occurred; quote the trace_id to staff",
     )
     logger.exception("API error %s on %s %s", response["X-Trace-Id"], request.method, request.path)
     return response
@@ -155,4 +159,4 @@ def on_unexpected(request: HttpRequest, exc: Exception) -> HttpResponse:
 
 def api_not_found(request: HttpRequest, rest: str = "") -> HttpResponse:
     """Unknown paths under /api/ answer with the envelope too, not an HTML page."""
-    return error_response(request, "NOT_FOUND", f"No API endpoint at {request.path}")
+    return error_response(request, ErrorCode.NOT_FOUND, f"No API endpoint at {request.path}")

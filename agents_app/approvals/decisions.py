@@ -18,7 +18,7 @@ from agents_app.core.audit import (
     arguments_sha256,
     audit_record,
 )
-from agents_app.core.errors import DomainError
+from agents_app.core.errors import DomainError, ErrorCode
 from agents_app.models import (
     DECISION_STATUS,
     Approval,
@@ -50,7 +50,7 @@ def check_arguments(approval: Approval, arguments: Any) -> dict[str, Any]:
     Raises INVALID_ARGUMENTS."""
     if not isinstance(arguments, dict):
         raise DomainError(
-            "INVALID_ARGUMENTS",
+            ErrorCode.INVALID_ARGUMENTS,
             "A modify decision needs `arguments`, a JSON object",
             {"field": "arguments"},
         )
@@ -61,25 +61,25 @@ def check_arguments(approval: Approval, arguments: Any) -> dict[str, Any]:
 def _check_request(approval: Approval, decision: str, remember: str) -> None:
     if decision not in Decision.values:
         raise DomainError(
-            "VALIDATION_ERROR",
+            ErrorCode.VALIDATION_ERROR,
             f"Unknown decision {decision!r}",
             {"field": "decision", "allowed": Decision.values},
         )
     if approval.kind == ApprovalKind.PLAN and decision not in PLAN_DECISIONS:
         raise DomainError(
-            "VALIDATION_ERROR",
+            ErrorCode.VALIDATION_ERROR,
             "A plan is approved or its run cancelled",
             {"field": "decision", "allowed": sorted(PLAN_DECISIONS)},
         )
     if remember not in Remember.values:
         raise DomainError(
-            "VALIDATION_ERROR",
+            ErrorCode.VALIDATION_ERROR,
             f"Unknown remember {remember!r}",
             {"field": "remember", "allowed": [v for v in Remember.values if v]},
         )
     if remember and (decision != Decision.APPROVE or approval.kind != ApprovalKind.TOOL_CALL):
         raise DomainError(
-            "VALIDATION_ERROR",
+            ErrorCode.VALIDATION_ERROR,
             "Only an approved tool call can be remembered",
             {"field": "remember"},
         )
@@ -100,7 +100,7 @@ def approval_decide(
     The caller checks `Approval.decidable_by` (actor None is the system: an expired timeout)."""
     approval = Approval.objects.filter(pk=approval_id).first()
     if approval is None:
-        raise DomainError("NOT_FOUND", f"Approval {approval_id} not found")
+        raise DomainError(ErrorCode.NOT_FOUND, f"Approval {approval_id} not found")
     _check_request(approval, decision, remember)
     final = approval.arguments
     if decision == Decision.MODIFY:
@@ -110,7 +110,7 @@ def approval_decide(
         if not approval.is_pending:
             by = approval.decided_by.get_username() if approval.decided_by else "the system"
             raise DomainError(
-                "CONFLICT",
+                ErrorCode.CONFLICT,
                 f"Approval {approval_id} was already decided: {approval.status}"
                 + ("" if approval.status == ApprovalStatus.VOID else f" by {by}"),
                 {"status": approval.status, "approval": approval_payload(approval)},
@@ -148,7 +148,9 @@ def approval_decide(
         if decision == Decision.CANCEL:
             who = actor.get_username() if actor else "its timeout"
             w.set(cancel_requested=True)
-            finish(w, RunStatus.CANCELLED, "CANCELLED", f"Cancelled at an approval by {who}")
+            finish(
+                w, RunStatus.CANCELLED, ErrorCode.CANCELLED, f"Cancelled at an approval by {who}"
+            )
             return approval
         if decision == Decision.SKIP and approval.step_id is not None:
             step = Step.objects.get(pk=approval.step_id)
@@ -197,7 +199,9 @@ def approval_decide_as(
     selectors.approval_get(user=user, approval_id=approval_id)
     if arguments is not None and decision != Decision.MODIFY:
         raise DomainError(
-            "VALIDATION_ERROR", "`arguments` go with a modify decision only", {"field": "arguments"}
+            ErrorCode.VALIDATION_ERROR,
+            "`arguments` go with a modify decision only",
+            {"field": "arguments"},
         )
     return approval_decide(
         approval_id=approval_id,
@@ -219,7 +223,7 @@ def approvals_decide_many(
         try:
             approval = Approval.objects.filter(pk=approval_id).first()
             if approval is None or not approval.decidable_by(actor):
-                raise DomainError("NOT_FOUND", f"Approval {approval_id} not found")
+                raise DomainError(ErrorCode.NOT_FOUND, f"Approval {approval_id} not found")
             decided.append(
                 approval_decide(
                     approval_id=approval_id, decision=decision, actor=actor, interface=interface
@@ -251,7 +255,7 @@ def approval_expire(approval_id: int) -> float:
             expired=True,
         )
     except DomainError as exc:
-        if exc.code != "CONFLICT":  # a person was faster: their decision stands
+        if exc.code != ErrorCode.CONFLICT:  # a person was faster: their decision stands
             raise
     return 0.0
 

@@ -17,7 +17,7 @@ from agents_app.core.audit import (
     arguments_sha256,
     audit_record,
 )
-from agents_app.core.errors import DomainError
+from agents_app.core.errors import DomainError, ErrorCode
 from agents_app.models import (
     ApprovalRule,
     UserPreferences,
@@ -31,10 +31,10 @@ def rule_create(
     """Allow every call of `tool` (arguments None) or one exact call. Idempotent: an existing
     rule is returned. Raises VALIDATION_ERROR for an empty tool or non-object arguments."""
     if not isinstance(tool, str) or not tool.strip() or len(tool) > 200:
-        raise DomainError("VALIDATION_ERROR", "A rule names a tool", {"field": "tool"})
+        raise DomainError(ErrorCode.VALIDATION_ERROR, "A rule names a tool", {"field": "tool"})
     if arguments is not None and not isinstance(arguments, dict):
         raise DomainError(
-            "VALIDATION_ERROR", "`arguments` must be a JSON object", {"field": "arguments"}
+            ErrorCode.VALIDATION_ERROR, "`arguments` must be a JSON object", {"field": "arguments"}
         )
     digest = arguments_sha256(arguments) if arguments is not None else ""
     existing = ApprovalRule.objects.filter(owner_id=owner_id, tool=tool, arguments_sha256=digest)
@@ -84,7 +84,7 @@ def yolo_set(*, user: Any, on: bool, interface: str) -> UserPreferences:
     FORBIDDEN otherwise."""
     if on and not user.has_perm(YOLO_PERMISSION):
         raise DomainError(
-            "FORBIDDEN",
+            ErrorCode.FORBIDDEN,
             "YOLO mode needs a permission only staff can grant",
             {"permission": YOLO_PERMISSION},
         )

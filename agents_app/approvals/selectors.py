@@ -4,7 +4,7 @@ from typing import Any
 
 from django.db.models import QuerySet
 
-from agents_app.core.errors import DomainError
+from agents_app.core.errors import DomainError, ErrorCode
 from agents_app.models import (
     Approval,
     ApprovalRule,
@@ -27,7 +27,7 @@ def approval_get(*, user: Any, approval_id: int) -> Approval:
         .first()
     )
     if approval is None or not approval.decidable_by(user):
-        raise DomainError("NOT_FOUND", f"Approval {approval_id} not found")
+        raise DomainError(ErrorCode.NOT_FOUND, f"Approval {approval_id} not found")
     return approval
 
 

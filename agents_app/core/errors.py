@@ -1,54 +1,101 @@
 """One family of errors with seed 000's codes; the API maps them once to the error envelope."""
 
+from enum import StrEnum
 from typing import Any
 
-# code -> HTTP status. Seed 000's hierarchy plus the platform's own codes.
-ERROR_STATUS: dict[str, int] = {
+
+class ErrorCode(StrEnum):
+    """Every error code a client, a run or a person may be told. Members equal their values,
+    so JSON and the `error_code` column hold the same strings as before."""
+
     # planning
-    "INVALID_PLAN": 400,
-    "PLANNING_FAILED": 500,
-    "PLANNING_TIMEOUT": 504,
-    "WEAK_MODEL": 400,
+    INVALID_PLAN = "INVALID_PLAN"
+    PLANNING_FAILED = "PLANNING_FAILED"
+    PLANNING_TIMEOUT = "PLANNING_TIMEOUT"
+    WEAK_MODEL = "WEAK_MODEL"
     # execution
-    "TOOL_NOT_FOUND": 400,
-    "TOOL_FAILED": 500,
-    "INVALID_ARGUMENTS": 400,
-    "EXECUTION_TIMEOUT": 504,
-    "INSUFFICIENT_RESOURCES": 429,
-    "BUDGET_EXCEEDED": 429,
+    TOOL_NOT_FOUND = "TOOL_NOT_FOUND"
+    TOOL_FAILED = "TOOL_FAILED"
+    INVALID_ARGUMENTS = "INVALID_ARGUMENTS"
+    EXECUTION_TIMEOUT = "EXECUTION_TIMEOUT"
+    INSUFFICIENT_RESOURCES = "INSUFFICIENT_RESOURCES"
+    BUDGET_EXCEEDED = "BUDGET_EXCEEDED"
     # verification
-    "VERIFICATION_FAILED": 500,
-    "VERIFICATION_TIMEOUT": 504,
+    VERIFICATION_FAILED = "VERIFICATION_FAILED"
+    VERIFICATION_TIMEOUT = "VERIFICATION_TIMEOUT"
     # network / LLM
-    "CONNECTION_REFUSED": 503,
-    "REQUEST_TIMEOUT": 504,
-    "INVALID_RESPONSE": 502,
-    "LLM_NOT_CONFIGURED": 503,
+    CONNECTION_REFUSED = "CONNECTION_REFUSED"
+    REQUEST_TIMEOUT = "REQUEST_TIMEOUT"
+    INVALID_RESPONSE = "INVALID_RESPONSE"
+    LLM_NOT_CONFIGURED = "LLM_NOT_CONFIGURED"
     # resources
-    "OUT_OF_MEMORY": 500,
-    "RATE_LIMITED": 429,
-    "MAX_RETRIES_EXCEEDED": 500,
+    OUT_OF_MEMORY = "OUT_OF_MEMORY"
+    RATE_LIMITED = "RATE_LIMITED"
+    MAX_RETRIES_EXCEEDED = "MAX_RETRIES_EXCEEDED"
     # requests
-    "VALIDATION_ERROR": 400,
-    "UNAUTHORIZED": 401,
-    "FORBIDDEN": 403,
-    "NOT_FOUND": 404,
-    "METHOD_NOT_ALLOWED": 405,
-    "CONFLICT": 409,
-    "PAYLOAD_TOO_LARGE": 413,
-    "SERVICE_UNAVAILABLE": 503,
-    "INTERNAL_ERROR": 500,
+    VALIDATION_ERROR = "VALIDATION_ERROR"
+    UNAUTHORIZED = "UNAUTHORIZED"
+    FORBIDDEN = "FORBIDDEN"
+    NOT_FOUND = "NOT_FOUND"
+    METHOD_NOT_ALLOWED = "METHOD_NOT_ALLOWED"
+    CONFLICT = "CONFLICT"
+    PAYLOAD_TOO_LARGE = "PAYLOAD_TOO_LARGE"
+    SERVICE_UNAVAILABLE = "SERVICE_UNAVAILABLE"
+    INTERNAL_ERROR = "INTERNAL_ERROR"
+    # why a run stopped (engine.hooks.StopRun, Run.error_code); never raised as a DomainError,
+    # so they have no HTTP status below
+    CANCELLED = "CANCELLED"
+    LEASE_LOST = "LEASE_LOST"
+
+
+# code -> HTTP status. Seed 000's hierarchy plus the platform's own codes; a DomainError must
+# carry one of these.
+ERROR_STATUS: dict[ErrorCode, int] = {
+    # planning
+    ErrorCode.INVALID_PLAN: 400,
+    ErrorCode.PLANNING_FAILED: 500,
+    ErrorCode.PLANNING_TIMEOUT: 504,
+    ErrorCode.WEAK_MODEL: 400,
+    # execution
+    ErrorCode.TOOL_NOT_FOUND: 400,
+    ErrorCode.TOOL_FAILED: 500,
+    ErrorCode.INVALID_ARGUMENTS: 400,
+    ErrorCode.EXECUTION_TIMEOUT: 504,
+    ErrorCode.INSUFFICIENT_RESOURCES: 429,
+    ErrorCode.BUDGET_EXCEEDED: 429,
+    # verification
+    ErrorCode.VERIFICATION_FAILED: 500,
+    ErrorCode.VERIFICATION_TIMEOUT: 504,
+    # network / LLM
+    ErrorCode.CONNECTION_REFUSED: 503,
+    ErrorCode.REQUEST_TIMEOUT: 504,
+    ErrorCode.INVALID_RESPONSE: 502,
+    ErrorCode.LLM_NOT_CONFIGURED: 503,
+    # resources
+    ErrorCode.OUT_OF_MEMORY: 500,
+    ErrorCode.RATE_LIMITED: 429,
+    ErrorCode.MAX_RETRIES_EXCEEDED: 500,
+    # requests
+    ErrorCode.VALIDATION_ERROR: 400,
+    ErrorCode.UNAUTHORIZED: 401,
+    ErrorCode.FORBIDDEN: 403,
+    ErrorCode.NOT_FOUND: 404,
+    ErrorCode.METHOD_NOT_ALLOWED: 405,
+    ErrorCode.CONFLICT: 409,
+    ErrorCode.PAYLOAD_TOO_LARGE: 413,
+    ErrorCode.SERVICE_UNAVAILABLE: 503,
+    ErrorCode.INTERNAL_ERROR: 500,
 }
 
 
 class DomainError(Exception):
     """An error a client or a run can be told about: a seed 000 code, a message and details."""
 
-    def __init__(self, code: str, message: str, details: Any = None):
+    def __init__(self, code: ErrorCode, message: str, details: Any = None):
         if code not in ERROR_STATUS:
             raise ValueError(f"unknown error code {code!r}")
         super().__init__(message)
-        self.code = code
+        self.code = ErrorCode(code)
         self.message = message
         self.details = details if details is not None else {}
 
@@ -57,4 +104,4 @@ class DomainError(Exception):
         return ERROR_STATUS[self.code]
 
     def __repr__(self) -> str:
-        return f"DomainError({self.code!r}, {self.message!r})"
+        return f"DomainError({self.code.value!r}, {self.message!r})"

@@ -5,6 +5,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agents_app.core.errors import ErrorCode
 from agents_app.engine.hooks import EngineHooks
 from agents_app.engine.llm import LLMProvider
 from agents_app.engine.structured import ask_structured
@@ -64,6 +65,6 @@ def analyze_task(
         model=TaskAnalysis,
         phase="analysis",
         timeout=timeout,
-        fail_code="INVALID_PLAN",
-        timeout_code="PLANNING_TIMEOUT",
+        fail_code=ErrorCode.INVALID_PLAN,
+        timeout_code=ErrorCode.PLANNING_TIMEOUT,
     )

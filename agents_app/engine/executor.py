@@ -6,7 +6,7 @@ import time
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
-from agents_app.core.errors import DomainError
+from agents_app.core.errors import DomainError, ErrorCode
 from agents_app.engine.hooks import EngineHooks
 from agents_app.engine.llm import LLMError, LLMProvider, LLMRequest, ToolCallRequest, ToolSchema
 from agents_app.engine.prompts import step_messages
@@ -32,7 +32,7 @@ class StepInput:
 class StepOutcome:
     status: str  # completed | failed | timeout
     output: str = ""
-    error_code: str = ""
+    error_code: ErrorCode | str = ""  # empty when the step completed
     error: str = ""
     # finish_task was called: the task is done and `output` is the final answer.
     finished_task: bool = False
@@ -124,7 +124,9 @@ def execute_step(
 
     def timed_out() -> StepOutcome:
         return StepOutcome(
-            status="timeout", error_code="EXECUTION_TIMEOUT", error=f"step exceeded {timeout:g} s"
+            status="timeout",
+            error_code=ErrorCode.EXECUTION_TIMEOUT,
+            error=f"step exceeded {timeout:g} s",
         )
 
     def park(position: int, ask: Any, handle: Any, name: str, call: ToolCallRequest) -> None:
@@ -174,10 +176,12 @@ def execute_step(
             )
             if not result.ok:
                 hooks.after_tool_call(
-                    handle, result=result, error_code="TOOL_FAILED", error=result.error
+                    handle, result=result, error_code=ErrorCode.TOOL_FAILED, error=result.error
                 )
                 return StepOutcome(
-                    status="failed", error_code="TOOL_FAILED", error=f"{name}: {result.error}"
+                    status="failed",
+                    error_code=ErrorCode.TOOL_FAILED,
+                    error=f"{name}: {result.error}",
                 )
             hooks.after_tool_call(handle, result=result)
             if result.finish:
@@ -204,7 +208,7 @@ def execute_step(
             return done(
                 StepOutcome(
                     status="failed",
-                    error_code="MAX_RETRIES_EXCEEDED",
+                    error_code=ErrorCode.MAX_RETRIES_EXCEEDED,
                     error=f"the step did not finish within {max_rounds} model turns",
                 )
             )
@@ -224,7 +228,7 @@ def execute_step(
         try:
             response = provider.complete(request)
         except LLMError as exc:
-            if exc.code == "REQUEST_TIMEOUT" and time.monotonic() >= deadline - 0.05:
+            if exc.code == ErrorCode.REQUEST_TIMEOUT and time.monotonic() >= deadline - 0.05:
                 return done(timed_out())
             raise
         rounds += 1
@@ -254,12 +258,12 @@ def _refusal(
 ) -> DomainError | None:
     if name not in offered:
         return DomainError(
-            "TOOL_NOT_FOUND",
+            ErrorCode.TOOL_NOT_FOUND,
             f"Tool '{name}' is not available in this step",
             {"requested_tool": name, "available_tools": offered},
         )
     if call.arguments_error:
-        return DomainError("INVALID_ARGUMENTS", f"{name}: {call.arguments_error}")
+        return DomainError(ErrorCode.INVALID_ARGUMENTS, f"{name}: {call.arguments_error}")
     try:
         registry.validate_arguments(name, call.arguments)
     except DomainError as exc:

@@ -6,16 +6,17 @@ driver (agents_app.worker.execution) implements them with database writes.
 
 from typing import Any, Protocol
 
+from agents_app.core.errors import ErrorCode
 from agents_app.engine.llm import Usage
 from tools_app.registry import ToolResult
 
 
 class StopRun(Exception):
-    """The run must stop now; `code` says why (cancelled, lease lost, deadline)."""
+    """The run must stop now; `code` says why (CANCELLED, LEASE_LOST, EXECUTION_TIMEOUT)."""
 
-    def __init__(self, code: str, message: str = ""):
+    def __init__(self, code: ErrorCode, message: str = ""):
         super().__init__(message or code)
-        self.code = code
+        self.code = ErrorCode(code)
 
 
 class EngineHooks(Protocol):

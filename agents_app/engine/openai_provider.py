@@ -21,6 +21,7 @@ from typing import Any
 import httpx
 import openai
 
+from agents_app.core.errors import ErrorCode
 from agents_app.engine.jsonparse import extract_json_object
 from agents_app.engine.llm import (
     LLMError,
@@ -89,7 +90,7 @@ class OpenAICompatibleProvider:
     ) -> None:
         if not base_url.startswith(("http://", "https://")):
             raise LLMError(
-                "LLM_NOT_CONFIGURED",
+                ErrorCode.LLM_NOT_CONFIGURED,
                 f"the LLM base URL must start with http:// or https://, got {base_url!r}",
             )
         self.base_url = base_url.rstrip("/")
@@ -106,7 +107,7 @@ class OpenAICompatibleProvider:
                 timeout=request_timeout,
             )
         except Exception as exc:
-            raise LLMError("LLM_NOT_CONFIGURED", f"invalid LLM settings: {exc}") from exc
+            raise LLMError(ErrorCode.LLM_NOT_CONFIGURED, f"invalid LLM settings: {exc}") from exc
 
     def close(self) -> None:
         self._client.close()
@@ -122,7 +123,7 @@ class OpenAICompatibleProvider:
             # The SDK or an odd server answer surprised us; callers only know LLMError.
             logger.exception("unexpected failure calling the LLM at %s", self.base_url)
             raise LLMError(
-                "INVALID_RESPONSE",
+                ErrorCode.INVALID_RESPONSE,
                 f"unexpected failure talking to the LLM server: {exc!r}",
                 self._details(),
             ) from exc
@@ -159,38 +160,38 @@ class OpenAICompatibleProvider:
                         features = untried.pop(0)
                         continue
                     raise LLMError(
-                        "INVALID_RESPONSE",
+                        ErrorCode.INVALID_RESPONSE,
                         f"the LLM server refused the request: {message}",
                         details,
                     ) from exc
                 if status in (401, 403):
                     raise LLMError(
-                        "INVALID_RESPONSE", "the LLM server refused the API key", details
+                        ErrorCode.INVALID_RESPONSE, "the LLM server refused the API key", details
                     ) from exc
                 if status == 429:
-                    code, limit = "RATE_LIMITED", RATE_LIMIT_RETRIES
+                    code, limit = ErrorCode.RATE_LIMITED, RATE_LIMIT_RETRIES
                     failure = f"the LLM server is rate limiting us: {message}"
                     retry_after = _retry_after(exc.response.headers)
                 elif status >= 500 or status in _TRANSIENT_STATUSES:
-                    code, limit = "MAX_RETRIES_EXCEEDED", self.max_retries
+                    code, limit = ErrorCode.MAX_RETRIES_EXCEEDED, self.max_retries
                     failure = f"the LLM server keeps failing ({status}): {message}"
                 else:
                     hint = " (check LLM_BASE_URL and LLM_MODEL)" if status == 404 else ""
                     raise LLMError(
-                        "INVALID_RESPONSE",
+                        ErrorCode.INVALID_RESPONSE,
                         f"the LLM server answered {status}: {message}{hint}",
                         details,
                     ) from exc
             except (openai.APITimeoutError, httpx.TimeoutException, _DeadlineReached):
                 if time.monotonic() >= deadline:
                     raise self._timed_out(request) from None
-                code, limit = "REQUEST_TIMEOUT", TIMEOUT_RETRIES
+                code, limit = ErrorCode.REQUEST_TIMEOUT, TIMEOUT_RETRIES
                 failure = f"the LLM server did not answer within {self.request_timeout:g} s"
             except openai.APIConnectionError as exc:
-                code, limit = "CONNECTION_REFUSED", CONNECTION_RETRIES
+                code, limit = ErrorCode.CONNECTION_REFUSED, CONNECTION_RETRIES
                 failure = f"cannot reach the LLM server at {self.base_url}: {exc.__cause__ or exc}"
             except _Transient as exc:
-                code, limit, failure = "INVALID_RESPONSE", self.max_retries, str(exc)
+                code, limit, failure = ErrorCode.INVALID_RESPONSE, self.max_retries, str(exc)
             else:
                 _remember(endpoint, features, request)
                 return response
@@ -206,7 +207,7 @@ class OpenAICompatibleProvider:
             if retry_after is not None:
                 delay = min(retry_after, MAX_RETRY_AFTER)
             if time.monotonic() + delay >= deadline:
-                if code == "REQUEST_TIMEOUT":
+                if code == ErrorCode.REQUEST_TIMEOUT:
                     raise self._timed_out(request)
                 raise LLMError(
                     code, f"{failure} (no time left to retry)", self._details(attempts=attempts)
@@ -217,7 +218,7 @@ class OpenAICompatibleProvider:
 
     def _timed_out(self, request: LLMRequest) -> LLMError:
         return LLMError(
-            "REQUEST_TIMEOUT",
+            ErrorCode.REQUEST_TIMEOUT,
             f"the LLM server did not answer within {request.timeout:g} s",
             self._details(timeout=request.timeout),
         )

@@ -2,6 +2,7 @@
 
 from typing import Any
 
+from agents_app.core.errors import ErrorCode
 from agents_app.engine.hooks import EngineHooks
 from agents_app.engine.llm import LLMProvider
 from agents_app.engine.prompts import plan_messages
@@ -51,7 +52,7 @@ def make_plan(
         model=PlanOutput,
         phase="planning",
         timeout=timeout,
-        fail_code="PLANNING_FAILED",
-        timeout_code="PLANNING_TIMEOUT",
+        fail_code=ErrorCode.PLANNING_FAILED,
+        timeout_code=ErrorCode.PLANNING_TIMEOUT,
         check=check,
     )

@@ -6,7 +6,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from agents_app.core.errors import DomainError
+from agents_app.core.errors import DomainError, ErrorCode
 from agents_app.engine.hooks import EngineHooks
 from agents_app.engine.jsonparse import extract_json_object
 from agents_app.engine.llm import LLMError, LLMProvider, LLMRequest
@@ -26,8 +26,8 @@ def ask_structured(
     model: type[Model],
     phase: str,
     timeout: float,
-    fail_code: str,
-    timeout_code: str,
+    fail_code: ErrorCode,
+    timeout_code: ErrorCode,
     check: Callable[[Model], None] | None = None,
 ) -> Model:
     """Return the model's answer as `model`. Raises DomainError(fail_code) after two invalid
@@ -53,7 +53,7 @@ def ask_structured(
         try:
             response = provider.complete(request)
         except LLMError as exc:
-            if exc.code == "REQUEST_TIMEOUT" and time.monotonic() >= deadline - 0.05:
+            if exc.code == ErrorCode.REQUEST_TIMEOUT and time.monotonic() >= deadline - 0.05:
                 raise DomainError(timeout_code, f"{phase} took longer than {timeout:g} s") from exc
             raise
         hooks.on_llm_usage(response.usage, response.model)

@@ -2,6 +2,7 @@
 
 from typing import Any
 
+from agents_app.core.errors import ErrorCode
 from agents_app.engine.hooks import EngineHooks
 from agents_app.engine.llm import LLMProvider
 from agents_app.engine.prompts import verify_messages
@@ -28,6 +29,6 @@ def verify(
         model=VerificationOutput,
         phase="verification",
         timeout=timeout,
-        fail_code="VERIFICATION_FAILED",
-        timeout_code="VERIFICATION_TIMEOUT",
+        fail_code=ErrorCode.VERIFICATION_FAILED,
+        timeout_code=ErrorCode.VERIFICATION_TIMEOUT,
     )

@@ -8,7 +8,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from agents_app.core.audit import KILL_SWITCH_ENGAGE, KILL_SWITCH_RELEASE, audit_record
-from agents_app.core.errors import DomainError
+from agents_app.core.errors import DomainError, ErrorCode
 from agents_app.models import (
     ACTIVE_STATUSES,
     KillSwitch,
@@ -24,7 +24,7 @@ def refuse_while_halted() -> None:
     switch = KillSwitch.objects.filter(pk=1, engaged=True).first()
     if switch is not None:
         raise DomainError(
-            "SERVICE_UNAVAILABLE",
+            ErrorCode.SERVICE_UNAVAILABLE,
             "The kill switch is engaged: no run starts until staff release it",
             {"kill_switch": "engaged", "reason": switch.reason},
         )

@@ -4,7 +4,7 @@ from typing import Any
 
 from django.db.models import Prefetch, QuerySet
 
-from agents_app.core.errors import DomainError
+from agents_app.core.errors import DomainError, ErrorCode
 from agents_app.models import (
     Plan,
     Run,
@@ -22,7 +22,7 @@ def run_get(*, user: Any, run_id: int) -> Run:
     """The user's run, or DomainError NOT_FOUND (also for another user's run)."""
     run = runs_for(user).filter(pk=run_id).first()
     if run is None:
-        raise DomainError("NOT_FOUND", f"Run {run_id} not found", {"run_id": run_id})
+        raise DomainError(ErrorCode.NOT_FOUND, f"Run {run_id} not found", {"run_id": run_id})
     return run
 
 

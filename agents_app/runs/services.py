@@ -14,7 +14,7 @@ from agents_app.core.audit import (
     TASK_SUBMIT,
     audit_record,
 )
-from agents_app.core.errors import DomainError
+from agents_app.core.errors import DomainError, ErrorCode
 from agents_app.models import (
     Run,
     RunStatus,
@@ -31,21 +31,21 @@ APPROVAL_TIMEOUT_MAX = 2_147_483_647
 
 def _validate_task(text: str, context: Any) -> None:
     if not isinstance(text, str) or not text.strip():
-        raise DomainError("VALIDATION_ERROR", "The task text is empty", {"field": "task"})
+        raise DomainError(ErrorCode.VALIDATION_ERROR, "The task text is empty", {"field": "task"})
     if len(text) > settings.TASK_MAX_CHARS:
         raise DomainError(
-            "VALIDATION_ERROR",
+            ErrorCode.VALIDATION_ERROR,
             f"The task text is {len(text)} characters; at most {settings.TASK_MAX_CHARS} are allowed",
             {"field": "task", "length": len(text), "max_length": settings.TASK_MAX_CHARS},
         )
     if not isinstance(context, dict):
         raise DomainError(
-            "VALIDATION_ERROR", "The context must be a JSON object", {"field": "context"}
+            ErrorCode.VALIDATION_ERROR, "The context must be a JSON object", {"field": "context"}
         )
     size = len(json.dumps(context, ensure_ascii=False).encode())
     if size > settings.CONTEXT_MAX_BYTES:
         raise DomainError(
-            "VALIDATION_ERROR",
+            ErrorCode.VALIDATION_ERROR,
             f"The context is {size} bytes; at most {settings.CONTEXT_MAX_BYTES} are allowed",
             {"field": "context", "size": size, "max_size": settings.CONTEXT_MAX_BYTES},
         )
@@ -59,13 +59,13 @@ def _validate_approval_options(timeout: Any, on_timeout: Any) -> None:
         or not 1 <= timeout <= APPROVAL_TIMEOUT_MAX
     ):
         raise DomainError(
-            "VALIDATION_ERROR",
+            ErrorCode.VALIDATION_ERROR,
             f"approval_timeout is whole seconds from 1 to {APPROVAL_TIMEOUT_MAX}, or null",
             {"field": "approval_timeout"},
         )
     if on_timeout not in (None, "", *TimeoutStrategy.values):
         raise DomainError(
-            "VALIDATION_ERROR",
+            ErrorCode.VALIDATION_ERROR,
             f"Unknown approval_on_timeout {on_timeout!r}",
             {"field": "approval_on_timeout", "allowed": TimeoutStrategy.values},
         )
@@ -100,7 +100,7 @@ def task_submit(
     missing = llm_missing_settings()
     if missing:
         raise DomainError(
-            "LLM_NOT_CONFIGURED",
+            ErrorCode.LLM_NOT_CONFIGURED,
             f"No LLM is configured: set {' and '.join(missing)} (see README: Connect an LLM)",
             {"missing": missing},
         )
@@ -148,7 +148,7 @@ def run_cancel(*, run: Run, actor: Any, interface: str) -> Run:
         status_before = w.run.status
         if w.run.is_terminal:
             raise DomainError(
-                "CONFLICT",
+                ErrorCode.CONFLICT,
                 f"Run {run.pk} already finished ({status_before})",
                 {"status": status_before},
             )
@@ -161,7 +161,7 @@ def run_cancel(*, run: Run, actor: Any, interface: str) -> Run:
             and not w.run.lease_owner
         )
         if ended_at_once:
-            finish(w, RunStatus.CANCELLED, "CANCELLED", "Cancelled by request")
+            finish(w, RunStatus.CANCELLED, ErrorCode.CANCELLED, "Cancelled by request")
         audit_record(
             action=RUN_CANCEL,
             interface=interface,
@@ -180,7 +180,7 @@ def run_restart(*, run: Run, actor: Any, interface: str) -> Run:
     with locked_run(run.pk) as w:
         if not w.run.is_terminal:
             raise DomainError(
-                "CONFLICT",
+                ErrorCode.CONFLICT,
                 f"Run {run.pk} is still {w.run.status}; cancel it before restarting",
                 {"status": w.run.status},
             )

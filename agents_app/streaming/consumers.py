@@ -8,6 +8,7 @@ from urllib.parse import parse_qs
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
+from agents_app.core.errors import ErrorCode
 from agents_app.core.events import run_group, user_group
 from agents_app.models import Run
 from agents_app.streaming.feeds import RunFeed, parse_after
@@ -112,7 +113,10 @@ class RunApiConsumer(RunConsumer):
                 text_data=json.dumps({"id": message.get("id"), "type": "pong", "payload": {}})
             )
             return
-        error = {"code": "VALIDATION_ERROR", "message": 'This stream only answers {"type": "ping"}'}
+        error = {
+            "code": ErrorCode.VALIDATION_ERROR,
+            "message": 'This stream only answers {"type": "ping"}',
+        }
         await self.send(text_data=json.dumps({"id": None, "type": "error", "payload": error}))
 
 

@@ -13,7 +13,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from agents_app.approvals import decisions, rules, selectors
 from agents_app.approvals.policy import YOLO_PERMISSION
-from agents_app.core.errors import DomainError
+from agents_app.core.errors import DomainError, ErrorCode
 from agents_app.models import (
     Approval,
     ApprovalKind,
@@ -32,7 +32,7 @@ RECENT_DECIDED = 20
 
 def _form_error(form: DecisionForm) -> DomainError:
     field, problems = next(iter(form.errors.items()))
-    code = "INVALID_ARGUMENTS" if field == "arguments" else "VALIDATION_ERROR"
+    code = ErrorCode.INVALID_ARGUMENTS if field == "arguments" else ErrorCode.VALIDATION_ERROR
     return DomainError(code, problems[0], {"field": field})
 
 

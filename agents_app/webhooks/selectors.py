@@ -4,7 +4,7 @@ from typing import Any
 
 from django.db.models import QuerySet
 
-from agents_app.core.errors import DomainError
+from agents_app.core.errors import DomainError, ErrorCode
 from agents_app.models import (
     Webhook,
     WebhookDelivery,
@@ -20,7 +20,7 @@ def webhook_get(*, user: Any, webhook_id: int) -> Webhook:
     webhook = webhooks_for(user).filter(pk=webhook_id).first()
     if webhook is None:
         raise DomainError(
-            "NOT_FOUND", f"Webhook {webhook_id} not found", {"webhook_id": webhook_id}
+            ErrorCode.NOT_FOUND, f"Webhook {webhook_id} not found", {"webhook_id": webhook_id}
         )
     return webhook
 

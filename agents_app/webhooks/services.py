@@ -32,7 +32,7 @@ from django.utils import timezone
 
 from agents_app.core import dispatch, netguard
 from agents_app.core.audit import WEBHOOK_CREATE, WEBHOOK_DELETE, audit_record
-from agents_app.core.errors import DomainError
+from agents_app.core.errors import DomainError, ErrorCode
 from agents_app.models import DeliveryStatus, Webhook, WebhookDelivery, WebhookEvent
 
 RUN_FINISHED = WebhookEvent.RUN_FINISHED
@@ -109,13 +109,13 @@ def webhook_url_check(url: str) -> str:
         URLValidator(schemes=["http", "https"])(url)
     except ValidationError:
         raise DomainError(
-            "VALIDATION_ERROR", "The URL must be an http or https URL", {"field": "url"}
+            ErrorCode.VALIDATION_ERROR, "The URL must be an http or https URL", {"field": "url"}
         ) from None
     if not settings.WEBHOOK_ALLOW_PRIVATE:
         try:
             public_addresses(httpx.URL(url))
         except WebhookRefused as exc:
-            raise DomainError("VALIDATION_ERROR", str(exc), {"field": "url"}) from None
+            raise DomainError(ErrorCode.VALIDATION_ERROR, str(exc), {"field": "url"}) from None
     return url
 
 
@@ -123,12 +123,12 @@ def webhook_events_check(events: Any) -> list[str]:
     """The event types without duplicates, else DomainError VALIDATION_ERROR."""
     if not isinstance(events, list) or not events:
         raise DomainError(
-            "VALIDATION_ERROR", "events must be a non-empty list", {"field": "events"}
+            ErrorCode.VALIDATION_ERROR, "events must be a non-empty list", {"field": "events"}
         )
     unknown = [e for e in events if e not in WebhookEvent.values]
     if unknown:
         raise DomainError(
-            "VALIDATION_ERROR",
+            ErrorCode.VALIDATION_ERROR,
             f"Unknown event types: {', '.join(map(str, unknown))}",
             {"field": "events", "unknown": unknown, "allowed": list(WebhookEvent.values)},
         )

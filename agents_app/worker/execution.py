@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from agents_app.approvals.parking import park_on_call, park_on_plan
 from agents_app.core.audit import arguments_sha256
-from agents_app.core.errors import DomainError
+from agents_app.core.errors import DomainError, ErrorCode
 from agents_app.engine.analysis import analyze_task, select_tools
 from agents_app.engine.decide import RunState, StepState, next_action
 from agents_app.engine.executor import AwaitApproval, Resume, StepInput, execute_step
@@ -93,7 +93,7 @@ class RunExecutor:
         try:
             if action.kind == "cancel":
                 with self.lock() as w:
-                    finish(w, RunStatus.CANCELLED, "CANCELLED", "Cancelled by request")
+                    finish(w, RunStatus.CANCELLED, ErrorCode.CANCELLED, "Cancelled by request")
             elif action.kind == "pause":
                 with self.lock() as w:
                     w.set(resume_status=w.run.status)
@@ -116,11 +116,11 @@ class RunExecutor:
             elif action.kind == "verify":
                 self.verify(run, steps)
         except StopRun as stop:
-            if stop.code == "LEASE_LOST":
+            if stop.code == ErrorCode.LEASE_LOST:
                 raise LeaseLost(str(stop)) from None
             with self.lock() as w:
-                if stop.code == "CANCELLED":
-                    finish(w, RunStatus.CANCELLED, "CANCELLED", "Cancelled by request")
+                if stop.code == ErrorCode.CANCELLED:
+                    finish(w, RunStatus.CANCELLED, ErrorCode.CANCELLED, "Cancelled by request")
                 else:
                     finish(w, RunStatus.FAILED, stop.code, str(stop))
         except DomainError as exc:
@@ -131,7 +131,9 @@ class RunExecutor:
         except Exception as exc:
             logger.exception("run %s: unexpected error in %s", self.run_id, action.kind)
             with self.lock() as w:
-                finish(w, RunStatus.FAILED, "INTERNAL_ERROR", f"{type(exc).__name__}: {exc}")
+                finish(
+                    w, RunStatus.FAILED, ErrorCode.INTERNAL_ERROR, f"{type(exc).__name__}: {exc}"
+                )
         return not self.parked
 
     def offered_tools(self, run: Run, hooks: DatabaseHooks) -> list[ToolSpec]:
@@ -149,7 +151,7 @@ class RunExecutor:
                 timeout=settings.AGENT_PLAN_TIMEOUT,
             )
         except DomainError as exc:
-            if exc.code == "BUDGET_EXCEEDED":
+            if exc.code == ErrorCode.BUDGET_EXCEEDED:
                 raise
             with self.lock() as w:
                 w.event("task_analysis", {"error": f"{exc.code}: {exc.message}", "tools": "all"})
@@ -355,7 +357,7 @@ class RunExecutor:
                 finish(
                     w,
                     RunStatus.FAILED,
-                    "VERIFICATION_FAILED",
+                    ErrorCode.VERIFICATION_FAILED,
                     verdict.reasoning or "The verifier judged the task incomplete",
                 )
 

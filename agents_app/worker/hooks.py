@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from agents_app.approvals.policy import Ask, approval_policy
 from agents_app.core.audit import LLM_CALL, TOOL_CALL, arguments_sha256, audit_record
-from agents_app.core.errors import DomainError
+from agents_app.core.errors import DomainError, ErrorCode
 from agents_app.core.events import publish, run_group
 from agents_app.engine.hooks import StopRun
 from agents_app.engine.llm import Usage
@@ -67,12 +67,14 @@ class DatabaseHooks:
     def checkpoint(self) -> None:
         self.flush_tokens()
         if self.lease.lost.is_set():
-            raise StopRun("LEASE_LOST")
+            raise StopRun(ErrorCode.LEASE_LOST)
         if timezone.now() >= self.deadline:
-            raise StopRun("EXECUTION_TIMEOUT", f"the run exceeded {settings.AGENT_RUN_TIMEOUT:g} s")
+            raise StopRun(
+                ErrorCode.EXECUTION_TIMEOUT, f"the run exceeded {settings.AGENT_RUN_TIMEOUT:g} s"
+            )
         cancel = Run.objects.filter(pk=self.run_id).values_list("cancel_requested", flat=True)
         if cancel.first():
-            raise StopRun("CANCELLED")
+            raise StopRun(ErrorCode.CANCELLED)
 
     def on_llm_usage(self, usage: Usage, model: str) -> None:
         self.flush_tokens()
@@ -98,7 +100,7 @@ class DatabaseHooks:
             )
         if run.total_tokens > run.max_tokens:
             raise DomainError(
-                "BUDGET_EXCEEDED",
+                ErrorCode.BUDGET_EXCEEDED,
                 f"The run used {run.total_tokens} LLM tokens; its budget is {run.max_tokens}",
                 {"budget": "tokens", "used": run.total_tokens, "limit": run.max_tokens},
             )
@@ -136,7 +138,7 @@ class DatabaseHooks:
             run = w.run
             if run.tool_calls_made >= run.max_tool_calls:
                 raise DomainError(
-                    "BUDGET_EXCEEDED",
+                    ErrorCode.BUDGET_EXCEEDED,
                     f"The run reached its budget of {run.max_tool_calls} tool calls",
                     {
                         "budget": "tool_calls",

@@ -3,6 +3,7 @@ meets configuration (the engine itself reads no settings)."""
 
 from django.conf import settings
 
+from agents_app.core.errors import ErrorCode
 from agents_app.engine.llm import LLMError
 from agents_app.engine.openai_provider import OpenAICompatibleProvider
 
@@ -16,7 +17,7 @@ def provider_from_settings() -> OpenAICompatibleProvider:
     ]
     if missing:
         raise LLMError(
-            "LLM_NOT_CONFIGURED",
+            ErrorCode.LLM_NOT_CONFIGURED,
             f"no LLM is configured: set {' and '.join(missing)} "
             "(for example LLM_BASE_URL=http://127.0.0.1:11434/v1 LLM_MODEL=qwen2.5:7b)",
             {"missing": missing},
