@@ -19,6 +19,7 @@ from agents_app.core.audit import (
     audit_record,
 )
 from agents_app.core.errors import DomainError, ErrorCode
+from agents_app.core.events import EventType
 from agents_app.models import (
     DECISION_STATUS,
     Approval,
@@ -125,7 +126,7 @@ def approval_decide(
         approval.decision_arguments = final if decision == Decision.MODIFY else None
         approval.save()
         _apply_to_call(approval, decision, final)
-        w.event("approval_decided", approval_payload(approval))
+        w.event(EventType.APPROVAL_DECIDED, approval_payload(approval))
         audit_record(
             action=APPROVAL_DECIDE,
             interface=interface,

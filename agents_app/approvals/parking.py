@@ -13,6 +13,7 @@ from agents_app.approvals.policy import REASONING_MAX_CHARS, Ask, timeout_policy
 from agents_app.approvals.presenters import approval_payload
 from agents_app.core import dispatch
 from agents_app.core.audit import APPROVAL_REQUEST, arguments_sha256, audit_record
+from agents_app.core.events import EventType
 from agents_app.engine.executor import AwaitApproval
 from agents_app.models import (
     Approval,
@@ -34,7 +35,7 @@ def _request(w: RunWriter, approval: Approval) -> None:
     w.set(parked_at=timezone.now())
     w.transition(RunStatus.WAITING_APPROVAL, approval_id=approval.pk)
     payload = approval_payload(approval)
-    w.event("approval_required", payload)
+    w.event(EventType.APPROVAL_REQUIRED, payload)
     audit_record(
         action=APPROVAL_REQUEST,
         interface=AuditInterface.WORKER,

@@ -1,12 +1,44 @@
-"""Publishing committed RunEvents to the channel layer. Nothing else talks to it."""
+"""The RunEvent vocabulary (`EventType`) and publishing committed RunEvents to the channel
+layer. Nothing else talks to it."""
 
 import logging
+from enum import StrEnum
 from typing import Any
 
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 
 logger = logging.getLogger(__name__)
+
+
+class EventType(StrEnum):
+    """What a RunEvent records. Members equal their values: the `type` column, the API's
+    `type` field, the SSE `event:` line and what the pages' scripts switch on."""
+
+    # the run
+    RUN_QUEUED = "run_queued"
+    RUN_STATUS = "run_status"
+    CANCEL_REQUESTED = "cancel_requested"
+    PROGRESS_UPDATE = "progress_update"
+    # planning
+    TASK_ANALYSIS = "task_analysis"
+    PLAN_CREATED = "plan_created"
+    REPLANNED = "replanned"
+    # steps and their tool calls
+    STEP_STARTED = "step_started"
+    TOOL_CALL = "tool_call"
+    TOOL_RESULT = "tool_result"
+    STEP_COMPLETED = "step_completed"
+    STEP_FAILED = "step_failed"
+    STEP_SKIPPED = "step_skipped"
+    LLM_USAGE = "llm_usage"
+    # a person in the loop
+    APPROVAL_REQUIRED = "approval_required"
+    APPROVAL_DECIDED = "approval_decided"
+    # the end
+    VERIFICATION = "verification"
+    ERROR = "error"
+    RESULT = "result"
 
 
 def run_group(run_id: int) -> str:
@@ -46,9 +78,11 @@ def user_group(user_id: int) -> str:
 
 
 # Events that change what a run looks like in a list of runs (the dashboard).
-LISTED_EVENT_TYPES = frozenset({"run_queued", "run_status", "progress_update"})
+LISTED_EVENT_TYPES = frozenset(
+    {EventType.RUN_QUEUED, EventType.RUN_STATUS, EventType.PROGRESS_UPDATE}
+)
 # Of those, the ones that change a run's status (and so maybe what waits for its owner).
-STATUS_EVENT_TYPES = frozenset({"run_queued", "run_status"})
+STATUS_EVENT_TYPES = frozenset({EventType.RUN_QUEUED, EventType.RUN_STATUS})
 
 
 def publish_events(run: Any, events: list[Any]) -> None:

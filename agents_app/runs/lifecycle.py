@@ -9,6 +9,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from agents_app.core import dispatch
+from agents_app.core.events import EventType
 from agents_app.models import (
     Approval,
     ApprovalStatus,
@@ -34,7 +35,7 @@ def skip_step(w: RunWriter, step: Step, reason: str) -> None:
     step.error = reason
     step.finished_at = timezone.now()
     step.save(update_fields=["status", "error", "finished_at"])
-    w.event("step_skipped", {"index": step.index, "reason": reason})
+    w.event(EventType.STEP_SKIPPED, {"index": step.index, "reason": reason})
 
 
 def finish(
@@ -64,8 +65,8 @@ def finish(
         w.set(error_code=code, error_message=message)
     w.transition(status)
     if status == RunStatus.FAILED:
-        w.event("error", {"code": code, "message": message, "details": details or {}})
-    w.event("result", agent_result(run))
+        w.event(EventType.ERROR, {"code": code, "message": message, "details": details or {}})
+    w.event(EventType.RESULT, agent_result(run))
     webhooks_notify(user_id=run.owner_id, event_type=RUN_FINISHED, payload=finished_payload(run))
 
 

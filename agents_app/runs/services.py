@@ -15,6 +15,7 @@ from agents_app.core.audit import (
     audit_record,
 )
 from agents_app.core.errors import DomainError, ErrorCode
+from agents_app.core.events import EventType
 from agents_app.models import (
     Run,
     RunStatus,
@@ -136,7 +137,7 @@ def run_create(*, task: Task) -> Run:
         max_tool_calls=task.max_tool_calls or settings.RUN_MAX_TOOL_CALLS,
     )
     with locked_run(run.pk) as w:
-        w.event("run_queued", {"task": task.text, "attempt": run.attempt})
+        w.event(EventType.RUN_QUEUED, {"task": task.text, "attempt": run.attempt})
     return run
 
 
@@ -154,7 +155,7 @@ def run_cancel(*, run: Run, actor: Any, interface: str) -> Run:
             )
         if not w.run.cancel_requested:
             w.set(cancel_requested=True)
-            w.event("cancel_requested", {})
+            w.event(EventType.CANCEL_REQUESTED, {})
         # Nobody is executing a queued or paused run: it ends now, not at a checkpoint.
         ended_at_once = (
             w.run.status in (RunStatus.QUEUED, RunStatus.PAUSED, RunStatus.WAITING_APPROVAL)

@@ -8,7 +8,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from agents_app.core.events import publish_events
+from agents_app.core.events import EventType, publish_events
 from agents_app.models import PARKED_STATUSES, TERMINAL_STATUSES, Run, RunEvent, RunStatus
 
 
@@ -33,7 +33,7 @@ class RunWriter:
             setattr(self.run, name, value)
             self._fields.add(name)
 
-    def event(self, type: str, payload: dict[str, Any] | None = None) -> RunEvent:
+    def event(self, type: EventType, payload: dict[str, Any] | None = None) -> RunEvent:
         self.run.event_seq += 1
         self._fields.add("event_seq")
         event = RunEvent(run=self.run, seq=self.run.event_seq, type=type, payload=payload or {})
@@ -59,7 +59,7 @@ class RunWriter:
             changes["lease_owner"] = ""
             changes["lease_expires_at"] = None
         self.set(**changes)
-        self.event("run_status", {"status": status, **payload})
+        self.event(EventType.RUN_STATUS, {"status": status, **payload})
 
     def flush(self) -> None:
         if self._fields:

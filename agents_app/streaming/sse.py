@@ -9,7 +9,7 @@ from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 from django.http import StreamingHttpResponse
 
-from agents_app.core.events import run_group
+from agents_app.core.events import EventType, run_group
 from agents_app.models import Run
 from agents_app.streaming.feeds import RunFeed
 
@@ -42,7 +42,7 @@ async def run_event_stream(run_id: int, after: int) -> AsyncIterator[str]:
         events = await feed.backlog()
         for event in events:
             yield sse_event(event)
-        if any(e["event_type"] == "result" for e in events) or await _is_terminal(run_id):
+        if any(e["event_type"] == EventType.RESULT for e in events) or await _is_terminal(run_id):
             return
         while True:
             try:
@@ -56,7 +56,7 @@ async def run_event_stream(run_id: int, after: int) -> AsyncIterator[str]:
             events = await feed.live(message)
             for event in events:
                 yield sse_event(event)
-            if any(e["event_type"] == "result" for e in events):
+            if any(e["event_type"] == EventType.RESULT for e in events):
                 return
     finally:
         await layer.group_discard(run_group(run_id), channel)

@@ -17,7 +17,7 @@ from django.template.loader import render_to_string
 from django.utils.html import format_html
 
 from agents_app.approvals.selectors import approval_pending_for_run
-from agents_app.core.events import event_message
+from agents_app.core.events import EventType, event_message
 from agents_app.models import (
     STEP_DONE_STATUSES,
     TERMINAL_STATUSES,
@@ -37,39 +37,39 @@ from tools_app.templatetags.tools_panel import panel_context
 ARGUMENTS_SHOWN = 80
 
 # Which regions of the run page an event changes. The event log gets every event regardless.
-REGIONS_BY_EVENT: dict[str, frozenset[str]] = {
-    "run_queued": frozenset({"status", "controls", "meta"}),
+REGIONS_BY_EVENT: dict[EventType, frozenset[str]] = {
+    EventType.RUN_QUEUED: frozenset({"status", "controls", "meta"}),
     # A run that ends while it waits voids its approval: the card must go.
-    "run_status": frozenset(
+    EventType.RUN_STATUS: frozenset(
         {"status", "controls", "meta", "progress", "result", "stream_reset", "approval"}
     ),
-    "cancel_requested": frozenset({"controls"}),
-    "plan_created": frozenset({"plan", "progress", "stream_reset"}),
-    "replanned": frozenset({"plan", "progress", "reasoning", "meta"}),
-    "step_started": frozenset({"steps", "progress", "stream_reset"}),
-    "tool_call": frozenset({"steps", "meta"}),
-    "tool_result": frozenset({"steps"}),
-    "step_completed": frozenset({"steps", "progress", "reasoning", "stream_reset"}),
-    "step_failed": frozenset({"steps", "progress", "reasoning", "stream_reset"}),
-    "step_skipped": frozenset({"steps", "progress"}),
-    "verification": frozenset({"reasoning", "result", "stream_reset"}),
-    "progress_update": frozenset({"progress"}),
-    "llm_usage": frozenset({"meta"}),
-    "result": frozenset({"status", "controls", "meta", "progress", "result"}),
-    "error": frozenset({"result"}),
-    "approval_required": frozenset({"approval", "steps", "progress"}),
-    "approval_decided": frozenset({"approval", "steps", "progress"}),
+    EventType.CANCEL_REQUESTED: frozenset({"controls"}),
+    EventType.PLAN_CREATED: frozenset({"plan", "progress", "stream_reset"}),
+    EventType.REPLANNED: frozenset({"plan", "progress", "reasoning", "meta"}),
+    EventType.STEP_STARTED: frozenset({"steps", "progress", "stream_reset"}),
+    EventType.TOOL_CALL: frozenset({"steps", "meta"}),
+    EventType.TOOL_RESULT: frozenset({"steps"}),
+    EventType.STEP_COMPLETED: frozenset({"steps", "progress", "reasoning", "stream_reset"}),
+    EventType.STEP_FAILED: frozenset({"steps", "progress", "reasoning", "stream_reset"}),
+    EventType.STEP_SKIPPED: frozenset({"steps", "progress"}),
+    EventType.VERIFICATION: frozenset({"reasoning", "result", "stream_reset"}),
+    EventType.PROGRESS_UPDATE: frozenset({"progress"}),
+    EventType.LLM_USAGE: frozenset({"meta"}),
+    EventType.RESULT: frozenset({"status", "controls", "meta", "progress", "result"}),
+    EventType.ERROR: frozenset({"result"}),
+    EventType.APPROVAL_REQUIRED: frozenset({"approval", "steps", "progress"}),
+    EventType.APPROVAL_DECIDED: frozenset({"approval", "steps", "progress"}),
 }
 STEP_EVENTS = frozenset(
     {
-        "step_started",
-        "tool_call",
-        "tool_result",
-        "step_completed",
-        "step_failed",
-        "step_skipped",
-        "approval_required",
-        "approval_decided",
+        EventType.STEP_STARTED,
+        EventType.TOOL_CALL,
+        EventType.TOOL_RESULT,
+        EventType.STEP_COMPLETED,
+        EventType.STEP_FAILED,
+        EventType.STEP_SKIPPED,
+        EventType.APPROVAL_REQUIRED,
+        EventType.APPROVAL_DECIDED,
     }
 )
 
@@ -103,55 +103,55 @@ def event_summary(event: dict[str, Any]) -> str:
         index = p.get("index", p.get("step_index"))
         return f"step {index + 1}" if isinstance(index, int) else "step"
 
-    if kind == "run_queued":
+    if kind == EventType.RUN_QUEUED:
         return f"queued (attempt {p.get('attempt', 1)})"
-    if kind == "run_status":
+    if kind == EventType.RUN_STATUS:
         return f"status → {p.get('status', '?')}"
-    if kind == "plan_created":
+    if kind == EventType.PLAN_CREATED:
         return f"plan v{p.get('version', '?')} with {len(p.get('steps') or [])} steps"
-    if kind == "replanned":
+    if kind == EventType.REPLANNED:
         return cut(f"replan {p.get('replans', '')}: {p.get('reason', '')}", 160)
-    if kind == "step_started":
+    if kind == EventType.STEP_STARTED:
         resumed = " (resumed after an interruption)" if p.get("resumed_after_interruption") else ""
         return cut(f"{step()} started{resumed}: {p.get('objective', '')}", 160)
-    if kind == "tool_call":
+    if kind == EventType.TOOL_CALL:
         return f"{step()} calls {p.get('tool', '?')} {cut(compact_json(p.get('arguments', {})))}"
-    if kind == "tool_result":
+    if kind == EventType.TOOL_RESULT:
         took = f" in {p['duration_ms']} ms" if p.get("duration_ms") is not None else ""
         error = f": {p.get('error_code') or ''} {p.get('error') or ''}".rstrip()
         outcome = p.get("status", "?") + took + (error if p.get("status") == "failed" else "")
         return cut(f"{step()} tool call {outcome}", 160)
-    if kind == "step_completed":
+    if kind == EventType.STEP_COMPLETED:
         return f"{step()} completed"
-    if kind == "step_failed":
+    if kind == EventType.STEP_FAILED:
         return cut(
             f"{step()} {p.get('status', 'failed')}: {p.get('error_code', '')} {p.get('error', '')}",
             160,
         )
-    if kind == "step_skipped":
+    if kind == EventType.STEP_SKIPPED:
         return cut(f"{step()} skipped: {p.get('reason', '')}", 160)
-    if kind == "verification":
+    if kind == EventType.VERIFICATION:
         verdict = "complete" if p.get("task_complete") else "incomplete"
         return verdict + (", replan asked" if p.get("should_replan") else "")
-    if kind == "progress_update":
+    if kind == EventType.PROGRESS_UPDATE:
         return f"progress {p.get('percent', 0)}% ({p.get('current_step', 0)}/{p.get('total_steps', 0)})"
-    if kind == "llm_usage":
+    if kind == EventType.LLM_USAGE:
         return (
             f"{p.get('model', 'LLM')}: {p.get('prompt_tokens', 0)} prompt + "
             f"{p.get('completion_tokens', 0)} completion tokens"
         )
-    if kind == "result":
+    if kind == EventType.RESULT:
         return f"result: {p.get('status', '?')}"
-    if kind == "error":
+    if kind == EventType.ERROR:
         return cut(f"{p.get('code', '')}: {p.get('message', '')}", 160)
-    if kind == "cancel_requested":
+    if kind == EventType.CANCEL_REQUESTED:
         return "cancel requested"
-    if kind == "approval_required":
+    if kind == EventType.APPROVAL_REQUIRED:
         what = (
             "the plan" if p.get("kind") == ApprovalKind.PLAN else f"{step()} {p.get('tool', '?')}"
         )
         return cut(f"waiting for approval of {what} ({p.get('level', '')})", 160)
-    if kind == "approval_decided":
+    if kind == EventType.APPROVAL_DECIDED:
         by = p.get("decided_by") or ("its timeout" if p.get("expired") else "the system")
         return cut(f"approval {p.get('status', '?')} by {by}", 160)
     return kind
@@ -275,7 +275,7 @@ def reasoning_of(plans: list[Plan], verifications: list[RunEvent], run: Run) -> 
 
 def result_context(run: Run) -> dict[str, Any]:
     answer, _ = split_think(run.final_response)
-    last = RunEvent.objects.filter(run=run, type="result").order_by("-seq").first()
+    last = RunEvent.objects.filter(run=run, type=EventType.RESULT).order_by("-seq").first()
     return {
         "answer": answer,
         "agent_result": json.dumps(last.payload, indent=2, ensure_ascii=False) if last else "",
@@ -334,7 +334,7 @@ def approval_context(
 def run_page_context(*, run: Run, plans: list[Plan], events: list[RunEvent]) -> dict[str, Any]:
     """Everything the run page renders. Read `events` before the rows so the regions are at
     least as new as the last seq the page reports (the socket replays what follows it)."""
-    verifications = [e for e in events if e.type == "verification"]
+    verifications = [e for e in events if e.type == EventType.VERIFICATION]
     current = plans[-1] if plans else None
     return {
         "run": run,
@@ -363,7 +363,7 @@ def render_run_events(*, run: Run, events: list[dict[str, Any]]) -> str:
         regions |= REGIONS_BY_EVENT.get(event["event_type"], frozenset())
         # Ending a run closes its open steps without a step event of their own.
         if (
-            event["event_type"] == "run_status"
+            event["event_type"] == EventType.RUN_STATUS
             and event["payload"].get("status") in TERMINAL_STATUSES
         ):
             regions.add("plan")
@@ -405,7 +405,9 @@ def render_run_events(*, run: Run, events: list[dict[str, Any]]) -> str:
             render_to_string("agents/partials/progress.html", {**context, "progress": progress})
         )
     if "reasoning" in regions:
-        verifications = list(RunEvent.objects.filter(run=run, type="verification").order_by("seq"))
+        verifications = list(
+            RunEvent.objects.filter(run=run, type=EventType.VERIFICATION).order_by("seq")
+        )
         parts.append(
             render_to_string(
                 "agents/partials/reasoning.html",

@@ -16,6 +16,7 @@ from django.utils import timezone
 from agents_app.approvals.parking import park_on_call, park_on_plan
 from agents_app.core.audit import arguments_sha256
 from agents_app.core.errors import DomainError, ErrorCode
+from agents_app.core.events import EventType
 from agents_app.engine.analysis import analyze_task, select_tools
 from agents_app.engine.decide import RunState, StepState, next_action
 from agents_app.engine.executor import AwaitApproval, Resume, StepInput, execute_step
@@ -154,12 +155,14 @@ class RunExecutor:
             if exc.code == ErrorCode.BUDGET_EXCEEDED:
                 raise
             with self.lock() as w:
-                w.event("task_analysis", {"error": f"{exc.code}: {exc.message}", "tools": "all"})
+                w.event(
+                    EventType.TASK_ANALYSIS, {"error": f"{exc.code}: {exc.message}", "tools": "all"}
+                )
             return tools
         offered = select_tools(tools, analysis)
         with self.lock() as w:
             w.event(
-                "task_analysis",
+                EventType.TASK_ANALYSIS,
                 {**analysis.model_dump(), "tools": [t.name for t in offered]},
             )
         return offered
@@ -193,14 +196,16 @@ class RunExecutor:
                 )
                 for index, planned in enumerate(output.steps)
             )
-            w.event("plan_created", {"version": version, "steps": output.model_dump()["steps"]})
+            w.event(
+                EventType.PLAN_CREATED, {"version": version, "steps": output.model_dump()["steps"]}
+            )
             if w.run.task.approve_plan:
                 park_on_plan(w, plan)
                 self.parked = True
                 return
             w.transition(RunStatus.RUNNING)
             w.event(
-                "progress_update",
+                EventType.PROGRESS_UPDATE,
                 {
                     "current_step": 0,
                     "total_steps": len(output.steps),
@@ -220,7 +225,7 @@ class RunExecutor:
             step.progress = None
             step.save(update_fields=["status", "retry_count", "started_at", "progress"])
             w.event(
-                "step_started",
+                EventType.STEP_STARTED,
                 {
                     "index": step.index,
                     "objective": step.objective,
@@ -282,12 +287,12 @@ class RunExecutor:
             step.save(update_fields=["status", "output", "error", "thinking", "finished_at"])
             if outcome.status == StepStatus.COMPLETED:
                 w.event(
-                    "step_completed",
+                    EventType.STEP_COMPLETED,
                     {"index": step.index, "output": step.output, "thinking": step.thinking},
                 )
             else:
                 w.event(
-                    "step_failed",
+                    EventType.STEP_FAILED,
                     {
                         "index": step.index,
                         "status": outcome.status,
@@ -303,7 +308,7 @@ class RunExecutor:
                         skip_step(w, later, "finish_task was called")
             done = sum(1 for s in steps if s.is_done or s.pk == step.pk)
             w.event(
-                "progress_update",
+                EventType.PROGRESS_UPDATE,
                 {
                     "current_step": step.index + 1,
                     "total_steps": len(steps),
@@ -344,14 +349,16 @@ class RunExecutor:
             timeout=settings.AGENT_VERIFY_TIMEOUT,
         )
         with self.lock() as w:
-            w.event("verification", verdict.model_dump())
+            w.event(EventType.VERIFICATION, verdict.model_dump())
             if verdict.task_complete:
                 last_output = next((s.output for s in reversed(steps) if s.output), "")
                 w.set(final_response=verdict.response or w.run.final_response or last_output)
                 finish(w, RunStatus.SUCCEEDED)
             elif verdict.should_replan and can_replan:
                 w.set(replans=w.run.replans + 1, replan_reason=verdict.reasoning)
-                w.event("replanned", {"replans": w.run.replans, "reason": verdict.reasoning})
+                w.event(
+                    EventType.REPLANNED, {"replans": w.run.replans, "reason": verdict.reasoning}
+                )
                 w.transition(RunStatus.PLANNING)
             else:
                 finish(

@@ -12,7 +12,7 @@ from django.utils import timezone
 from agents_app.approvals.policy import Ask, approval_policy
 from agents_app.core.audit import LLM_CALL, TOOL_CALL, arguments_sha256, audit_record
 from agents_app.core.errors import DomainError, ErrorCode
-from agents_app.core.events import publish, run_group
+from agents_app.core.events import EventType, publish, run_group
 from agents_app.engine.hooks import StopRun
 from agents_app.engine.llm import Usage
 from agents_app.models import AuditInterface, Run, Step, ToolCall, ToolCallStatus
@@ -90,7 +90,7 @@ class DatabaseHooks:
                 "completion_tokens": usage.completion_tokens,
                 "step_index": self.step.index if self.step else None,
             }
-            w.event("llm_usage", call)
+            w.event(EventType.LLM_USAGE, call)
             audit_record(
                 action=LLM_CALL,
                 interface=AuditInterface.WORKER,
@@ -155,7 +155,7 @@ class DatabaseHooks:
                 arguments=arguments,
             )
             w.event(
-                "tool_call",
+                EventType.TOOL_CALL,
                 {
                     "tool_call_id": call.pk,
                     "step_index": self.step.index,
@@ -195,7 +195,7 @@ class DatabaseHooks:
                 duration_ms=duration_ms,
             )
             w.event(
-                "tool_result",
+                EventType.TOOL_RESULT,
                 {
                     "tool_call_id": call_id,
                     "step_index": self.step.index if self.step else None,
