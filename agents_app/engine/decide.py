@@ -7,20 +7,24 @@ the same thing.
 
 from dataclasses import dataclass
 
-DONE = frozenset({"completed", "failed", "skipped", "timeout"})
-BLOCKING = frozenset({"failed", "skipped", "timeout"})
+from agents_app.engine.states import RunStatus, StepStatus
+
+DONE = frozenset({StepStatus.COMPLETED, StepStatus.FAILED, StepStatus.SKIPPED, StepStatus.TIMEOUT})
+BLOCKING = frozenset({StepStatus.FAILED, StepStatus.SKIPPED, StepStatus.TIMEOUT})
+ENDED = frozenset({RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.CANCELLED})
+PARKED = frozenset({RunStatus.PAUSED, RunStatus.WAITING_APPROVAL})
 
 
 @dataclass(frozen=True)
 class StepState:
     index: int
-    status: str
+    status: StepStatus
     depends_on: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
 class RunState:
-    status: str
+    status: RunStatus
     cancel_requested: bool = False
     # The kill switch is engaged: stop at this step boundary.
     halted: bool = False
@@ -35,19 +39,19 @@ class Action:
 
 
 def next_action(state: RunState) -> Action:
-    if state.status in {"succeeded", "failed", "cancelled"}:
+    if state.status in ENDED:
         return Action("none")
     if state.cancel_requested:
         return Action("cancel")
-    if state.status in ("paused", "waiting_approval"):
+    if state.status in PARKED:
         return Action("none")  # parked until the kill switch is released or a person decides
     if state.halted:
         return Action("pause")
-    if state.status == "queued":
+    if state.status == RunStatus.QUEUED:
         return Action("start")
-    if state.status == "planning":
+    if state.status == RunStatus.PLANNING:
         return Action("plan")
-    if state.status == "verifying":
+    if state.status == RunStatus.VERIFYING:
         return Action("verify")
     # running: skip what can no longer run, then the first runnable step in index order
     # (dependencies only point backwards, so index order is a valid order).
@@ -55,13 +59,14 @@ def next_action(state: RunState) -> Action:
     blocked = tuple(
         s.index
         for s in state.steps
-        if s.status == "pending" and any(by_index[d].status in BLOCKING for d in s.depends_on)
+        if s.status == StepStatus.PENDING
+        and any(by_index[d].status in BLOCKING for d in s.depends_on)
     )
     if blocked:
         return Action("skip", skip=blocked)
     for step in state.steps:
         if step.status in DONE:
             continue
-        if all(by_index[d].status == "completed" for d in step.depends_on):
+        if all(by_index[d].status == StepStatus.COMPLETED for d in step.depends_on):
             return Action("execute", step_index=step.index)
     return Action("begin_verify")

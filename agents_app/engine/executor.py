@@ -10,6 +10,7 @@ from agents_app.core.errors import DomainError, ErrorCode
 from agents_app.engine.hooks import EngineHooks
 from agents_app.engine.llm import LLMError, LLMProvider, LLMRequest, ToolCallRequest, ToolSchema
 from agents_app.engine.prompts import step_messages
+from agents_app.engine.states import StepStatus
 from tools_app.registry import ToolContext, ToolRegistry
 
 FINISH_TOOL = "finish_task"
@@ -30,7 +31,7 @@ class StepInput:
 
 @dataclass(frozen=True)
 class StepOutcome:
-    status: str  # completed | failed | timeout
+    status: StepStatus  # completed | failed | timeout
     output: str = ""
     error_code: ErrorCode | str = ""  # empty when the step completed
     error: str = ""
@@ -124,7 +125,7 @@ def execute_step(
 
     def timed_out() -> StepOutcome:
         return StepOutcome(
-            status="timeout",
+            status=StepStatus.TIMEOUT,
             error_code=ErrorCode.EXECUTION_TIMEOUT,
             error=f"step exceeded {timeout:g} s",
         )
@@ -165,7 +166,9 @@ def execute_step(
                 hooks.after_tool_call(
                     handle, result=None, error_code=failure.code, error=failure.message
                 )
-                return StepOutcome(status="failed", error_code=failure.code, error=failure.message)
+                return StepOutcome(
+                    status=StepStatus.FAILED, error_code=failure.code, error=failure.message
+                )
             hooks.checkpoint()
             spec = registry.get(name).spec
             tool_timeout = max(0.1, min(spec.timeout, deadline - time.monotonic()))
@@ -179,7 +182,7 @@ def execute_step(
                     handle, result=result, error_code=ErrorCode.TOOL_FAILED, error=result.error
                 )
                 return StepOutcome(
-                    status="failed",
+                    status=StepStatus.FAILED,
                     error_code=ErrorCode.TOOL_FAILED,
                     error=f"{name}: {result.error}",
                 )
@@ -188,7 +191,9 @@ def execute_step(
                 answer = (
                     result.content.get("result", "") if isinstance(result.content, dict) else ""
                 )
-                return StepOutcome(status="completed", output=str(answer), finished_task=True)
+                return StepOutcome(
+                    status=StepStatus.COMPLETED, output=str(answer), finished_task=True
+                )
             content = json.dumps(result.content, ensure_ascii=False, default=str)
             if len(content) > TOOL_RESULT_CHARS:
                 content = content[:TOOL_RESULT_CHARS] + " …[truncated]"
@@ -207,7 +212,7 @@ def execute_step(
         if rounds >= max_rounds:
             return done(
                 StepOutcome(
-                    status="failed",
+                    status=StepStatus.FAILED,
                     error_code=ErrorCode.MAX_RETRIES_EXCEEDED,
                     error=f"the step did not finish within {max_rounds} model turns",
                 )
@@ -235,7 +240,7 @@ def execute_step(
         hooks.on_llm_usage(response.usage, response.model)
         thoughts.append(response.reasoning.strip())
         if not response.tool_calls:
-            return done(StepOutcome(status="completed", output=response.content.strip()))
+            return done(StepOutcome(status=StepStatus.COMPLETED, output=response.content.strip()))
         messages.append(
             {
                 "role": "assistant",

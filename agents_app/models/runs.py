@@ -1,8 +1,12 @@
 """A task, its runs, their plans, steps, tool calls and events: a run's whole state."""
 
+from enum import StrEnum
+
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
+
+from agents_app.engine import states
 
 
 class Task(models.Model):
@@ -39,18 +43,16 @@ class Task(models.Model):
         return self.text[:60]
 
 
-class RunStatus(models.TextChoices):
-    QUEUED = "queued"
-    PLANNING = "planning"
-    RUNNING = "running"
-    VERIFYING = "verifying"
-    # Parked by the kill switch at a step boundary; its release resumes it where it was.
-    PAUSED = "paused"
-    # Parked on a person's decision (an Approval); the decision queues it again.
-    WAITING_APPROVAL = "waiting_approval"
-    SUCCEEDED = "succeeded"
-    FAILED = "failed"
-    CANCELLED = "cancelled"
+def _choices_of(vocabulary: type[StrEnum]) -> type[models.TextChoices]:
+    """TextChoices with exactly the members of a plain enum (labels made from the names, as a
+    class statement makes them): the engine's vocabulary and the column's choices are one."""
+    return models.TextChoices(
+        vocabulary.__name__, [(m.name, m.value) for m in vocabulary], module=__name__
+    )
+
+
+# Defined in agents_app.engine.states, where the engine reads them without Django.
+RunStatus = _choices_of(states.RunStatus)
 
 
 TERMINAL_STATUSES = frozenset({RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.CANCELLED})
@@ -162,13 +164,7 @@ class Plan(models.Model):
         return f"Plan v{self.version} of run {self.run_id}"
 
 
-class StepStatus(models.TextChoices):
-    PENDING = "pending"
-    RUNNING = "running"
-    COMPLETED = "completed"
-    FAILED = "failed"
-    SKIPPED = "skipped"
-    TIMEOUT = "timeout"
+StepStatus = _choices_of(states.StepStatus)
 
 
 STEP_DONE_STATUSES = frozenset(

@@ -5,6 +5,7 @@ from typing import Any
 
 from agents_app.models import (
     Run,
+    RunStatus,
 )
 from agents_app.runs.selectors import current_plan
 
@@ -39,7 +40,7 @@ def agent_result(run: Run) -> dict[str, Any]:
         "run_id": run.pk,
         "task_description": run.task.text,
         "status": run.status,
-        "success": run.status == "succeeded",
+        "success": run.status == RunStatus.SUCCEEDED,
         "response": run.final_response,
         "executed_steps": executed,
         "execution_time": run.duration_seconds(),

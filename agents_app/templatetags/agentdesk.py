@@ -2,11 +2,13 @@
 
 from django import template
 
+from agents_app.models import RunStatus
+
 register = template.Library()
 
 STATUS_LABELS = {
-    "waiting_approval": "waiting for approval",
-    "paused": "paused",
+    RunStatus.WAITING_APPROVAL: "waiting for approval",
+    RunStatus.PAUSED: "paused",
 }
 
 

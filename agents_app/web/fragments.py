@@ -31,6 +31,7 @@ from agents_app.models import (
     Step,
     StepStatus,
     ToolCall,
+    ToolCallStatus,
 )
 from tools_app.templatetags.tools_panel import panel_context
 
@@ -119,15 +120,17 @@ def event_summary(event: dict[str, Any]) -> str:
     if kind == EventType.TOOL_RESULT:
         took = f" in {p['duration_ms']} ms" if p.get("duration_ms") is not None else ""
         error = f": {p.get('error_code') or ''} {p.get('error') or ''}".rstrip()
-        outcome = p.get("status", "?") + took + (error if p.get("status") == "failed" else "")
+        outcome = (
+            p.get("status", "?")
+            + took
+            + (error if p.get("status") == ToolCallStatus.FAILED else "")
+        )
         return cut(f"{step()} tool call {outcome}", 160)
     if kind == EventType.STEP_COMPLETED:
         return f"{step()} completed"
     if kind == EventType.STEP_FAILED:
-        return cut(
-            f"{step()} {p.get('status', 'failed')}: {p.get('error_code', '')} {p.get('error', '')}",
-            160,
-        )
+        status = p.get("status", StepStatus.FAILED)
+        return cut(f"{step()} {status}: {p.get('error_code', '')} {p.get('error', '')}", 160)
     if kind == EventType.STEP_SKIPPED:
         return cut(f"{step()} skipped: {p.get('reason', '')}", 160)
     if kind == EventType.VERIFICATION:

@@ -210,7 +210,7 @@ class RunExecutor:
                     "current_step": 0,
                     "total_steps": len(output.steps),
                     "percent": 0,
-                    "status": "running",
+                    "status": RunStatus.RUNNING,
                 },
             )
 
@@ -313,7 +313,7 @@ class RunExecutor:
                     "current_step": step.index + 1,
                     "total_steps": len(steps),
                     "percent": round(100 * done / len(steps)),
-                    "status": "running",
+                    "status": RunStatus.RUNNING,
                 },
             )
 

@@ -199,7 +199,7 @@ class DatabaseHooks:
                 {
                     "tool_call_id": call_id,
                     "step_index": self.step.index if self.step else None,
-                    "status": "succeeded" if ok else "failed",
+                    "status": ToolCallStatus.SUCCEEDED if ok else ToolCallStatus.FAILED,
                     "result": result.content if ok else None,
                     "error_code": error_code,
                     "error": error,
@@ -215,7 +215,7 @@ class DatabaseHooks:
                     "tool_call_id": call_id,
                     "step_index": self.step.index if self.step else None,
                     "arguments_sha256": handle.arguments_sha256,
-                    "outcome": "succeeded" if ok else "failed",
+                    "outcome": ToolCallStatus.SUCCEEDED if ok else ToolCallStatus.FAILED,
                     "approval": self.let_through.get(call_id, ""),
                     "error_code": error_code,
                     "duration_ms": duration_ms,
