@@ -6,6 +6,7 @@ the same thing.
 """
 
 from dataclasses import dataclass
+from enum import StrEnum
 
 from agents_app.engine.states import RunStatus, StepStatus
 
@@ -13,6 +14,21 @@ DONE = frozenset({StepStatus.COMPLETED, StepStatus.FAILED, StepStatus.SKIPPED, S
 BLOCKING = frozenset({StepStatus.FAILED, StepStatus.SKIPPED, StepStatus.TIMEOUT})
 ENDED = frozenset({RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.CANCELLED})
 PARKED = frozenset({RunStatus.PAUSED, RunStatus.WAITING_APPROVAL})
+
+
+class ActionKind(StrEnum):
+    """What `next_action` asks of the driver; the driver performs each kind with a method of
+    its own, looked up in a table (agents_app.worker.execution.RunExecutor.performers)."""
+
+    START = "start"  # queued → planning
+    PLAN = "plan"
+    SKIP = "skip"  # the pending steps whose dependency did not complete
+    EXECUTE = "execute"  # one step
+    BEGIN_VERIFY = "begin_verify"  # running → verifying
+    VERIFY = "verify"
+    CANCEL = "cancel"
+    PAUSE = "pause"  # the kill switch is engaged
+    NONE = "none"  # nothing to do: the run ended or is parked
 
 
 @dataclass(frozen=True)
@@ -33,26 +49,27 @@ class RunState:
 
 @dataclass(frozen=True)
 class Action:
-    kind: str  # start | plan | skip | execute | begin_verify | verify | cancel | pause | none
+    kind: ActionKind
     step_index: int | None = None
     skip: tuple[int, ...] = ()
 
 
 def next_action(state: RunState) -> Action:
     if state.status in ENDED:
-        return Action("none")
+        return Action(ActionKind.NONE)
     if state.cancel_requested:
-        return Action("cancel")
+        return Action(ActionKind.CANCEL)
     if state.status in PARKED:
-        return Action("none")  # parked until the kill switch is released or a person decides
+        # parked until the kill switch is released or a person decides
+        return Action(ActionKind.NONE)
     if state.halted:
-        return Action("pause")
+        return Action(ActionKind.PAUSE)
     if state.status == RunStatus.QUEUED:
-        return Action("start")
+        return Action(ActionKind.START)
     if state.status == RunStatus.PLANNING:
-        return Action("plan")
+        return Action(ActionKind.PLAN)
     if state.status == RunStatus.VERIFYING:
-        return Action("verify")
+        return Action(ActionKind.VERIFY)
     # running: skip what can no longer run, then the first runnable step in index order
     # (dependencies only point backwards, so index order is a valid order).
     by_index = {s.index: s for s in state.steps}
@@ -63,10 +80,10 @@ def next_action(state: RunState) -> Action:
         and any(by_index[d].status in BLOCKING for d in s.depends_on)
     )
     if blocked:
-        return Action("skip", skip=blocked)
+        return Action(ActionKind.SKIP, skip=blocked)
     for step in state.steps:
         if step.status in DONE:
             continue
         if all(by_index[d].status == StepStatus.COMPLETED for d in step.depends_on):
-            return Action("execute", step_index=step.index)
-    return Action("begin_verify")
+            return Action(ActionKind.EXECUTE, step_index=step.index)
+    return Action(ActionKind.BEGIN_VERIFY)

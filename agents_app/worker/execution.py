@@ -6,6 +6,7 @@ commits except the lease, so any worker can continue a run where another one sto
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,7 +19,7 @@ from agents_app.core.audit import arguments_sha256
 from agents_app.core.errors import DomainError, ErrorCode
 from agents_app.core.events import EventType
 from agents_app.engine.analysis import analyze_task, select_tools
-from agents_app.engine.decide import RunState, StepState, next_action
+from agents_app.engine.decide import Action, ActionKind, RunState, StepState, next_action
 from agents_app.engine.executor import AwaitApproval, Resume, StepInput, execute_step
 from agents_app.engine.hooks import StopRun
 from agents_app.engine.llm import LLMProvider
@@ -61,6 +62,16 @@ class Outcome:
 # --- performing one decision ----------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class RunRows:
+    """What one decision is made from: the run, its latest plan and that plan's steps in
+    index order."""
+
+    run: Run
+    plan: Plan | None
+    steps: list[Step]
+
+
 class RunExecutor:
     def __init__(self, run_id: int, lease: Lease, provider: LLMProvider, registry: ToolRegistry):
         self.run_id = run_id
@@ -69,53 +80,42 @@ class RunExecutor:
         self.registry = registry
         # Set once this worker parked the run: its lease went with it, so it stops here.
         self.parked = False
+        # How each decision is performed. ActionKind.NONE has no entry: it means stop.
+        self.performers: dict[ActionKind, Callable[[Action, RunRows], None]] = {
+            ActionKind.CANCEL: self.perform_cancel,
+            ActionKind.PAUSE: self.perform_pause,
+            ActionKind.START: self.perform_start,
+            ActionKind.PLAN: self.perform_plan,
+            ActionKind.SKIP: self.perform_skip,
+            ActionKind.EXECUTE: self.perform_execute,
+            ActionKind.BEGIN_VERIFY: self.perform_begin_verify,
+            ActionKind.VERIFY: self.perform_verify,
+        }
 
-    def load(self) -> tuple[Run, Plan | None, list[Step]]:
+    def load(self) -> RunRows:
         run = Run.objects.select_related("task").get(pk=self.run_id)
         plan = Plan.objects.filter(run=run).order_by("-version").first()
         steps = list(Step.objects.filter(plan=plan).order_by("index")) if plan else []
-        return run, plan, steps
+        return RunRows(run, plan, steps)
 
     def lock(self) -> Any:
         return locked_run(self.run_id, self.lease.token)
 
     def step_once(self) -> bool:
         """Decide and perform one action; False when there is nothing left to do."""
-        run, plan, steps = self.load()
+        rows = self.load()
         state = RunState(
-            status=run.status,
-            cancel_requested=run.cancel_requested,
+            status=rows.run.status,
+            cancel_requested=rows.run.cancel_requested,
             halted=KillSwitch.is_engaged(),
-            steps=tuple(StepState(s.index, s.status, tuple(s.depends_on)) for s in steps),
+            steps=tuple(StepState(s.index, s.status, tuple(s.depends_on)) for s in rows.steps),
         )
         action = next_action(state)
-        if action.kind == "none":
+        if action.kind == ActionKind.NONE:
             return False
+        perform = self.performers[action.kind]
         try:
-            if action.kind == "cancel":
-                with self.lock() as w:
-                    finish(w, RunStatus.CANCELLED, ErrorCode.CANCELLED, "Cancelled by request")
-            elif action.kind == "pause":
-                with self.lock() as w:
-                    w.set(resume_status=w.run.status)
-                    w.transition(RunStatus.PAUSED, reason="kill switch engaged")
-                self.parked = True
-            elif action.kind == "start":
-                with self.lock() as w:
-                    w.transition(RunStatus.PLANNING)
-            elif action.kind == "plan":
-                self.plan(run, plan, steps)
-            elif action.kind == "skip":
-                with self.lock() as w:
-                    for index in action.skip:
-                        skip_step(w, steps[index], "a step it depends on did not complete")
-            elif action.kind == "execute":
-                self.execute(run, steps, steps[action.step_index])
-            elif action.kind == "begin_verify":
-                with self.lock() as w:
-                    w.transition(RunStatus.VERIFYING)
-            elif action.kind == "verify":
-                self.verify(run, steps)
+            perform(action, rows)
         except StopRun as stop:
             if stop.code == ErrorCode.LEASE_LOST:
                 raise LeaseLost(str(stop)) from None
@@ -136,6 +136,42 @@ class RunExecutor:
                     w, RunStatus.FAILED, ErrorCode.INTERNAL_ERROR, f"{type(exc).__name__}: {exc}"
                 )
         return not self.parked
+
+    # --- the performers, one per ActionKind -------------------------------------------------
+
+    def perform_cancel(self, action: Action, rows: RunRows) -> None:
+        with self.lock() as w:
+            finish(w, RunStatus.CANCELLED, ErrorCode.CANCELLED, "Cancelled by request")
+
+    def perform_pause(self, action: Action, rows: RunRows) -> None:
+        with self.lock() as w:
+            w.set(resume_status=w.run.status)
+            w.transition(RunStatus.PAUSED, reason="kill switch engaged")
+        self.parked = True
+
+    def perform_start(self, action: Action, rows: RunRows) -> None:
+        with self.lock() as w:
+            w.transition(RunStatus.PLANNING)
+
+    def perform_plan(self, action: Action, rows: RunRows) -> None:
+        self.plan(rows.run, rows.plan, rows.steps)
+
+    def perform_skip(self, action: Action, rows: RunRows) -> None:
+        with self.lock() as w:
+            for index in action.skip:
+                skip_step(w, rows.steps[index], "a step it depends on did not complete")
+
+    def perform_execute(self, action: Action, rows: RunRows) -> None:
+        self.execute(rows.run, rows.steps, rows.steps[action.step_index])
+
+    def perform_begin_verify(self, action: Action, rows: RunRows) -> None:
+        with self.lock() as w:
+            w.transition(RunStatus.VERIFYING)
+
+    def perform_verify(self, action: Action, rows: RunRows) -> None:
+        self.verify(rows.run, rows.steps)
+
+    # --- the work behind plan, execute and verify -------------------------------------------
 
     def offered_tools(self, run: Run, hooks: DatabaseHooks) -> list[ToolSpec]:
         """Every tool, or with many tools only those the task analysis asks for."""
