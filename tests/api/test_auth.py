@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from agents_app.core.api_keys import LAST_USED_RESOLUTION
 from agents_app.models import API_KEY_PREFIX, ApiKey, Run, Task
-from tests.api.support import assert_error, key_client, make_api_key, submit
+from tests.support.api import assert_error, key_client, make_api_key, submit
 
 RUNS = "/api/v1/runs"
 RAW_KEY = re.compile(API_KEY_PREFIX + r"[A-Za-z0-9_-]{40,}")

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from agents_app.models import Task
-from tests.api.support import assert_error, submit
+from tests.support.api import assert_error, submit
 
 TASK = "/api/v1/agent/task"
 

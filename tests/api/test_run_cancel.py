@@ -3,8 +3,8 @@
 import pytest
 
 from agents_app.models import Run, RunEvent, RunStatus
-from tests.api.support import advance, assert_error, end, post_json
-from tests.support.runs import make_run
+from tests.support.api import assert_error, post_json
+from tests.support.runs import advance, end, make_run
 
 
 def cancel(client, run):

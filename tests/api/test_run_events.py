@@ -4,8 +4,8 @@ import pytest
 
 from agents_app.models import RunStatus
 from agents_app.runs.writer import locked_run
-from tests.api.support import advance, assert_error
-from tests.support.runs import make_run
+from tests.support.api import assert_error
+from tests.support.runs import advance, make_run
 
 
 def events_url(run) -> str:

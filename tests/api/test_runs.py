@@ -6,8 +6,8 @@ import pytest
 from django.utils import timezone
 
 from agents_app.models import Plan, Run, RunStatus, Step, StepStatus, ToolCall, ToolCallStatus
-from tests.api.support import advance, assert_error, end
-from tests.support.runs import make_run
+from tests.support.api import assert_error
+from tests.support.runs import advance, end, make_run
 
 RUNS = "/api/v1/runs"
 

@@ -13,7 +13,8 @@ from django.db import connection
 
 from agents_app.models import AuditInterface, Run, RunStatus
 from agents_app.runs import services
-from tests.api.support import assert_error, end, submit
+from tests.support.api import assert_error, submit
+from tests.support.runs import end
 
 pytestmark = pytest.mark.usefixtures("llm_configured")
 

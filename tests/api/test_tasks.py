@@ -8,7 +8,7 @@ from django.conf import settings
 
 from agents_app.models import Run, RunEvent, Task
 from config.celery import app as celery_app
-from tests.api.support import assert_error, post_json, submit
+from tests.support.api import assert_error, post_json, submit
 
 URL = "/api/v1/agent/task"
 

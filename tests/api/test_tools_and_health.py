@@ -4,7 +4,7 @@ from datetime import datetime
 
 import pytest
 
-from tests.api.support import assert_error
+from tests.support.api import assert_error
 
 TOOLS = "/api/v1/tools"
 HEALTH = "/api/v1/health"

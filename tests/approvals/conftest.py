@@ -1,7 +1,6 @@
 import pytest
 
-from tests.approvals.support import SendTool, ShellTool
-from tests.support.runs import FinishTool, make_registry
+from tests.support.tools import FinishTool, SendTool, ShellTool, make_registry
 
 
 @pytest.fixture

@@ -3,10 +3,9 @@
 import pytest
 
 from agents_app.models import Approval, AuditEvent
-from tests.api.support import assert_error, post_json
-from tests.approvals.api_support import ids, pending
 from tests.approvals.fixtures import staff_key_client, staff_member  # noqa: F401
-from tests.approvals.support import drive, parked
+from tests.support.api import assert_error, post_json
+from tests.support.approvals import drive, ids, parked, pending
 from tests.support.fixtures import fast_password_hashing, owner_key_client  # noqa: F401
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -6,10 +6,9 @@ from django.test import Client
 from agents_app.approvals.rules import rule_create
 from agents_app.models import Approval, ApprovalRule, AuditEvent, Step, Task, ToolCall
 from agents_app.runs.services import run_create
-from tests.api.support import assert_error, post_json
-from tests.approvals.api_support import APPROVALS, decide, pending
 from tests.approvals.fixtures import staff_key_client, staff_member  # noqa: F401
-from tests.approvals.support import SCRIPT, drive, parked
+from tests.support.api import assert_error, post_json
+from tests.support.approvals import APPROVALS, SCRIPT, decide, drive, parked, pending
 from tests.support.fixtures import fast_password_hashing, owner_key_client  # noqa: F401
 from tests.support.runs import make_run
 from tests.support.scripted_provider import ScriptedProvider

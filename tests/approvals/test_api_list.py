@@ -5,9 +5,8 @@ from django.test import Client
 
 from agents_app.approvals.presenters import approval_payload
 from agents_app.models import Approval, AuditEvent
-from tests.api.support import assert_error
-from tests.approvals.api_support import APPROVALS, as_json, decide, ids, pending
-from tests.approvals.support import parked
+from tests.support.api import assert_error
+from tests.support.approvals import APPROVALS, as_json, decide, ids, parked, pending
 from tests.support.fixtures import fast_password_hashing, outsider_key_client, owner_key_client  # noqa: F401
 
 pytestmark = pytest.mark.django_db(transaction=True)

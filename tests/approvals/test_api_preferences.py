@@ -4,10 +4,9 @@ import pytest
 
 from agents_app.approvals.rules import yolo_grant
 from agents_app.models import Approval, AuditEvent, UserPreferences
-from tests.api.support import assert_error
-from tests.approvals.api_support import put_json
 from tests.approvals.fixtures import staff_member  # noqa: F401
-from tests.approvals.support import SCRIPT, drive, parked
+from tests.support.api import assert_error, put_json
+from tests.support.approvals import SCRIPT, drive, parked
 from tests.support.fixtures import fast_password_hashing, owner_key_client  # noqa: F401
 from tests.support.runs import make_run
 from tests.support.scripted_provider import ScriptedProvider

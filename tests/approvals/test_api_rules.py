@@ -4,8 +4,8 @@ import pytest
 
 from agents_app.approvals.rules import rule_create
 from agents_app.models import Approval, ApprovalRule, AuditEvent
-from tests.api.support import assert_error, post_json
-from tests.approvals.support import SCRIPT, drive, parked
+from tests.support.api import assert_error, post_json
+from tests.support.approvals import SCRIPT, drive, parked
 from tests.support.fixtures import fast_password_hashing, outsider_key_client, owner_key_client  # noqa: F401
 from tests.support.runs import make_run
 from tests.support.scripted_provider import ScriptedProvider

@@ -7,8 +7,8 @@ import pytest
 from agents_app.core.errors import DomainError
 from agents_app.models import Approval, Run, Task
 from agents_app.runs.services import task_submit
-from tests.api.support import assert_error, submit
-from tests.approvals.support import SCRIPT, drive, parked
+from tests.support.api import assert_error, submit
+from tests.support.approvals import SCRIPT, drive, parked
 from tests.support.fixtures import fast_password_hashing, owner_key_client  # noqa: F401
 from tests.support.runs import make_run
 from tests.support.scripted_provider import ScriptedProvider

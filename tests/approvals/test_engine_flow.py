@@ -9,7 +9,7 @@ from agents_app.core.audit import arguments_sha256
 from agents_app.core.errors import DomainError
 from agents_app.models import Approval, AuditEvent, RunEvent, Step, Task, ToolCall
 from agents_app.runs.services import run_create
-from tests.approvals.support import SCRIPT, drive, parked
+from tests.support.approvals import SCRIPT, drive, parked
 from tests.support.runs import make_run
 from tests.support.scripted_provider import ScriptedProvider, plan, step, verdict
 

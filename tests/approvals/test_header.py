@@ -9,8 +9,8 @@ from channels.testing import WebsocketCommunicator
 
 from agents_app.approvals.decisions import approval_decide
 from config.asgi import application
-from tests.approvals.support import parked
-from tests.streams.test_page_sockets import session_headers
+from tests.support.approvals import parked
+from tests.support.sockets import session_headers
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -10,10 +10,14 @@ from django.test import Client
 
 from agents_app.models import Approval, Run, ToolCall
 from agents_app.runs.services import task_submit
-from tests.approvals.test_worker_decisions import audit_accounts_for_everything
-from tests.approvals.worker_support import TOOL, asking_script, make_tool_ask
-from tests.integration.conftest import wait_for, wait_for_run
-from tests.integration.test_worker_runs import plan_reply, step, verdict
+from tests.support.approvals import (
+    TOOL,
+    asking_script,
+    audit_accounts_for_everything,
+    make_tool_ask,
+)
+from tests.support.script import plan_reply, step, verdict
+from tests.support.waiting import wait_for, wait_for_run
 
 pytestmark = [
     pytest.mark.integration,

@@ -6,12 +6,12 @@ from agents_app.approvals.rules import yolo_grant
 from agents_app.models import UserPreferences
 from agents_app.web.context_processors import approvals
 from tests.approvals.fixtures import owner_session_client, staff_member  # noqa: F401
-from tests.approvals.support import parked
-from tests.pages.support import by_id, ids
+from tests.support.approvals import parked
 from tests.support.fixtures import (
     client_for,
     fast_password_hashing,  # noqa: F401
 )
+from tests.support.markup import by_id, ids
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -6,13 +6,12 @@ from django.test import Client
 from agents_app.approvals.decisions import approval_decide
 from agents_app.models import Approval, ApprovalRule, Step, ToolCall
 from tests.approvals.fixtures import outsider_session_client, owner_session_client, staff_member  # noqa: F401
-from tests.approvals.pages_support import HTMX, decide_url, textarea_text
-from tests.approvals.support import drive, parked
-from tests.pages.support import by_id, ids
+from tests.support.approvals import HTMX, decide_url, drive, parked, textarea_text
 from tests.support.fixtures import (
     client_for,
     fast_password_hashing,  # noqa: F401
 )
+from tests.support.markup import by_id, ids
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -6,7 +6,7 @@ from django.test import Client
 from agents_app.approvals.decisions import approval_decide
 from agents_app.models import Approval, AuditEvent, Run
 from tests.approvals.fixtures import outsider_session_client, owner_session_client  # noqa: F401
-from tests.approvals.support import SCRIPT, parked
+from tests.support.approvals import SCRIPT, parked
 from tests.support.fixtures import fast_password_hashing  # noqa: F401
 from tests.support.scripted_provider import plan, step
 

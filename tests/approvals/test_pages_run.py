@@ -10,10 +10,9 @@ from agents_app.models import Approval, RunEvent, Step, Task
 from agents_app.runs.services import run_create
 from agents_app.web import fragments
 from tests.approvals.fixtures import owner_session_client  # noqa: F401
-from tests.approvals.pages_support import decide_url, dialog_buttons, textarea_text
-from tests.approvals.support import SCRIPT, drive, parked
-from tests.pages.support import by_id, elements, ids, top_level
+from tests.support.approvals import SCRIPT, decide_url, dialog_buttons, drive, parked, textarea_text
 from tests.support.fixtures import fast_password_hashing  # noqa: F401
+from tests.support.markup import by_id, elements, ids, top_level
 from tests.support.scripted_provider import ScriptedProvider, plan, step
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -5,11 +5,11 @@ import pytest
 from agents_app.approvals.rules import rule_create, yolo_grant
 from agents_app.models import ApprovalRule, AuditEvent, UserPreferences
 from tests.approvals.fixtures import outsider_session_client, owner_session_client, staff_member  # noqa: F401
-from tests.pages.support import ids
 from tests.support.fixtures import (
     client_for,
     fast_password_hashing,  # noqa: F401
 )
+from tests.support.markup import ids
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

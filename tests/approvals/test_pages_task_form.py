@@ -4,8 +4,8 @@ import pytest
 
 from agents_app.models import Task
 from tests.approvals.fixtures import owner_session_client  # noqa: F401
-from tests.pages.support import ids
 from tests.support.fixtures import fast_password_hashing  # noqa: F401
+from tests.support.markup import ids
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -7,9 +7,8 @@ from channels.testing import WebsocketCommunicator
 
 from agents_app.approvals.decisions import approval_decide
 from config.asgi import application
-from tests.approvals.test_engine_flow import parked
-from tests.streams.conftest import api_socket, nothing_more, receive_json
-from tests.streams.test_page_sockets import session_headers
+from tests.support.approvals import parked
+from tests.support.sockets import api_socket, nothing_more, receive_json, session_headers
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

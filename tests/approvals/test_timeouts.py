@@ -8,52 +8,17 @@ import pytest
 
 from agents_app.models import Approval, AuditEvent, Run, Step, Task, ToolCall
 from agents_app.runs.services import run_create
-from agents_app.tasks import execute_run
 from agents_app.worker import execution
-from tests.approvals.worker_support import make_tool_ask
-from tests.integration.conftest import wait_for_run
-from tests.integration.test_worker_runs import plan_reply, step, verdict
+from tests.support.approvals import make_tool_ask, queue_task, script_a_write
+from tests.support.waiting import wait_for_run
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("write_file_asks")]
-
-NOTES = {"path": "notes.md", "content": "remember the milk\n"}
 
 
 @pytest.fixture
 def write_file_asks(transactional_db):
     """Staff made the builtin write_file moderate: a call asks unless a rule allows it."""
     make_tool_ask("moderate")
-
-
-def script_a_write(llm, response="notes written"):
-    """One step that calls write_file, then says what happened; the verifier accepts."""
-    llm.script(
-        [
-            {"match": "AGENTDESK:PLAN", "replies": [plan_reply(step("note", ["write_file"]))]},
-            {
-                "match": "AGENTDESK:STEP 0",
-                "replies": [
-                    {"tool_calls": [{"name": "write_file", "arguments": NOTES}]},
-                    {"content": "the step is over"},
-                ],
-            },
-            {"match": "AGENTDESK:VERIFY", "replies": [verdict(True, response)]},
-        ]
-    )
-
-
-def submit(owner, *, timeout=None, on_timeout="") -> Run:
-    """A task with its own approval timeout, queued for the workers (task_submit takes no
-    timeout yet, so the task is made the way it would)."""
-    task = Task.objects.create(
-        owner=owner,
-        text="Write the notes",
-        approval_timeout=timeout,
-        approval_on_timeout=on_timeout,
-    )
-    run = run_create(task=task)
-    execute_run.delay(run.pk)
-    return run
 
 
 def step_requests(llm, index=0):
@@ -87,7 +52,7 @@ def test_an_expired_deny_tells_the_model_and_the_run_goes_on(llm, start_worker, 
     script_a_write(llm, "could not write the notes")
     start_worker()
 
-    run = wait_for_run(submit(owner, timeout=1, on_timeout="deny").pk, 20)
+    run = wait_for_run(queue_task(owner, timeout=1, on_timeout="deny").pk, 20)
 
     assert run.status == "succeeded", (run.error_code, run.error_message)
     assert run.final_response == "could not write the notes"
@@ -102,7 +67,7 @@ def test_an_expired_skip_skips_the_step(llm, start_worker, owner):
     script_a_write(llm)
     start_worker()
 
-    run = wait_for_run(submit(owner, timeout=1, on_timeout="skip").pk, 20)
+    run = wait_for_run(queue_task(owner, timeout=1, on_timeout="skip").pk, 20)
 
     assert run.status == "succeeded", (run.error_code, run.error_message)
     assert_expired_by_the_worker(run, "skipped")
@@ -116,7 +81,7 @@ def test_an_expired_cancel_cancels_the_run(llm, start_worker, owner):
     script_a_write(llm)
     start_worker()
 
-    run = wait_for_run(submit(owner, timeout=1, on_timeout="cancel").pk, 20)
+    run = wait_for_run(queue_task(owner, timeout=1, on_timeout="cancel").pk, 20)
 
     assert (run.status, run.error_code) == ("cancelled", "CANCELLED")
     assert_expired_by_the_worker(run, "cancelled")

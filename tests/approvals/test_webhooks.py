@@ -10,10 +10,9 @@ from agents_app.approvals.decisions import approval_decide
 from agents_app.core.errors import DomainError
 from agents_app.models import Approval, AuditEvent, Run, ToolCall, WebhookDelivery
 from agents_app.webhooks.services import verify_signature, webhook_create
-from tests.approvals.test_timeouts import NOTES, script_a_write, submit
-from tests.approvals.worker_support import make_tool_ask
-from tests.integration.conftest import wait_for, wait_for_run
-from tests.webhooks.receiver import Receiver
+from tests.support.approvals import NOTES, make_tool_ask, queue_task, script_a_write
+from tests.support.waiting import wait_for, wait_for_run
+from tests.support.webhooks import Receiver
 
 pytestmark = pytest.mark.integration
 
@@ -50,7 +49,7 @@ def test_a_parked_run_sends_a_signed_retried_approval_required_and_a_decision_go
     script_a_write(llm)
     start_worker(WEBHOOK_ALLOW_PRIVATE="true", WEBHOOK_RETRY_BASE_DELAY="0.2")
 
-    run = submit(owner)
+    run = queue_task(owner)
     delivery = finished_delivery(hook)
 
     assert (delivery.event_type, delivery.status, delivery.attempts) == (
@@ -114,7 +113,7 @@ def test_another_users_webhook_hears_nothing_of_the_approval(
     script_a_write(llm)
     start_worker(WEBHOOK_ALLOW_PRIVATE="true")
 
-    run = submit(owner)
+    run = queue_task(owner)
     wait_for(
         lambda: Run.objects.get(pk=run.pk).status == "waiting_approval",
         15,

@@ -9,8 +9,13 @@ from django.test import Client
 
 from agents_app.models import Approval, AuditEvent, Run, Step, ToolCall
 from agents_app.runs.services import task_submit
-from tests.approvals.worker_support import TOOL, asking_script, make_tool_ask
-from tests.integration.conftest import wait_for, wait_for_run
+from tests.support.approvals import (
+    TOOL,
+    asking_script,
+    audit_accounts_for_everything,
+    make_tool_ask,
+)
+from tests.support.waiting import wait_for, wait_for_run
 
 pytestmark = pytest.mark.integration
 
@@ -45,25 +50,6 @@ def park(llm, start_worker, owner, settings, workspace):
     run = task_submit(owner=owner, interface="api", text="Write a note")
     wait_for(lambda: Run.objects.get(pk=run.pk).status == "waiting_approval", 60, message="parked")
     return run, Approval.objects.get(run=run)
-
-
-def audit_accounts_for_everything(run):
-    """Every tool call of the run has a tool.call row; every decision an approval.decide."""
-    audit = AuditEvent.objects.filter(run_id=run.pk)
-    audited_calls = {e.details["tool_call_id"] for e in audit.filter(action="tool.call")}
-    executed = set(
-        ToolCall.objects.filter(run=run, status__in=["succeeded", "failed"]).values_list(
-            "pk", flat=True
-        )
-    )
-    assert executed == audited_calls
-    decided = set(
-        Approval.objects.filter(run=run)
-        .exclude(status__in=["pending", "void"])
-        .values_list("pk", flat=True)
-    )
-    assert decided == {e.details["approval_id"] for e in audit.filter(action="approval.decide")}
-    assert decided == {e.details["approval_id"] for e in audit.filter(action="approval.request")}
 
 
 @pytest.fixture

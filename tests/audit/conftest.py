@@ -1,7 +1,7 @@
 import pytest
 from django.test import Client
 
-from tests.api.support import key_client, make_api_key
+from tests.support.api import key_client, make_api_key
 from tests.support.fixtures import (
     client_for,
     fast_password_hashing,  # noqa: F401

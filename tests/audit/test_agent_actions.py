@@ -12,8 +12,9 @@ from agents_app.runs.lease import Lease
 from agents_app.runs.writer import LeaseLost
 from agents_app.worker.execution import execute_run
 from agents_app.worker.hooks import DatabaseHooks
-from tests.support.runs import BrokenTool, EchoTool, FinishTool, make_registry, make_run
+from tests.support.runs import make_run
 from tests.support.scripted_provider import ScriptedProvider, plan, step, verdict
+from tests.support.tools import BrokenTool, EchoTool, FinishTool, make_registry
 
 
 def canonical_sha256(arguments) -> str:

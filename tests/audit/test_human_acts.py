@@ -3,8 +3,8 @@
 import pytest
 
 from agents_app.models import AuditEvent, Run, RunStatus
-from tests.api.support import end, post_json, submit
-from tests.support.runs import make_run
+from tests.support.api import post_json, submit
+from tests.support.runs import end, make_run
 
 RUNS_ADMIN = "/admin/agents_app/run/"
 
@@ -74,7 +74,7 @@ def test_cancelling_a_finished_run_is_refused_and_records_nothing(owner, owner_a
 
 
 def test_an_outsider_cannot_cancel_and_nothing_is_recorded(owner, outsider):
-    from tests.api.support import key_client, make_api_key
+    from tests.support.api import key_client, make_api_key
 
     run = make_run(owner)
 

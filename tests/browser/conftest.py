@@ -15,13 +15,12 @@ import pytest
 
 from agents_app.models import Run
 from config.env import BASE_DIR
-from tests.browser.remote import CHROMIUM, BrowserThread, Remote
-from tests.integration.conftest import wait_for
+from tests.support.browser import CHROMIUM, WAIT_MS, BrowserThread, Remote
 from tests.support.llm_server import ScriptedLLMServer
+from tests.support.waiting import wait_for
 from tests.support.web import WebServer
 from tests.support.worker import Worker
 
-WAIT_MS = 30_000  # generous for a busy machine; the scripts themselves are fast
 VIEWPORT = {"width": 1280, "height": 900}
 
 
@@ -117,11 +116,3 @@ def screenshot(tmp_path):
         return path
 
     return save
-
-
-def log_in(page: Remote, username: str, password: str) -> None:
-    page.goto("/login/")
-    page.fill("#id_username", username)
-    page.fill("#id_password", password)
-    page.click("#login-form button[type=submit]")
-    page.wait_for_url("/")

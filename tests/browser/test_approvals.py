@@ -7,10 +7,8 @@ import re
 import pytest
 
 from agents_app.models import Approval, Run, RunStatus, ToolCall
-from tests.browser.conftest import WAIT_MS, log_in
-from tests.browser.remote import expect
-from tests.browser.test_run_pages import PASSWORD, run_id_of
-from tests.integration.test_worker_runs import plan_reply, step, verdict
+from tests.support.browser import PASSWORD, WAIT_MS, expect, log_in, run_id_of
+from tests.support.script import plan_reply, step, verdict
 from tools_app.mcp.discovery import sync_builtin_tools
 from tools_app.models import Tool
 from tools_app.process_registry import get_registry

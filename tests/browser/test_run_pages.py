@@ -10,15 +10,12 @@ from django.db import transaction
 
 from agents_app.models import AuditInterface, Run, RunEvent, RunStatus
 from agents_app.runs.services import run_cancel
-from tests.browser.conftest import WAIT_MS, log_in
-from tests.browser.remote import expect
-from tests.integration.test_worker_runs import plan_reply, step, verdict
-from tests.pages.support import add_plan, complete_step, fail, succeed
-from tests.support.runs import make_run
+from tests.support.browser import PASSWORD, WAIT_MS, expect, log_in, run_id_of
+from tests.support.runs import add_plan, complete_step, fail, make_run, succeed
+from tests.support.script import plan_reply, step, verdict
 
 pytestmark = pytest.mark.integration
 
-PASSWORD = "owner-pass-123"  # the `owner` fixture's
 
 NOTES = (
     "Weekly sync, 3 March. Present: Ana, Bo, Chen. Decisions: ship the dashboard on Friday, "
@@ -52,10 +49,6 @@ def log_seqs(page):
 
 def stored_events(run_id):
     return list(RunEvent.objects.filter(run_id=run_id).order_by("seq").values_list("seq", "type"))
-
-
-def run_id_of(page) -> int:
-    return int(re.search(r"/runs/(\d+)/$", page.url).group(1))
 
 
 def test_a_submitted_task_runs_live_on_its_page_without_a_reload(page, stack, owner, screenshot):

@@ -4,8 +4,9 @@ import pytest
 
 from agents_app.models import Run, RunEvent, Step, ToolCall
 from agents_app.worker.execution import execute_run
-from tests.support.runs import EchoTool, FinishTool, make_registry, make_run
+from tests.support.runs import make_run
 from tests.support.scripted_provider import ScriptedProvider, plan, step, verdict
+from tests.support.tools import EchoTool, FinishTool, make_registry
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

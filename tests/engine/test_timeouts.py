@@ -8,7 +8,8 @@ from agents_app.engine.openai_provider import OpenAICompatibleProvider
 from agents_app.models import Step
 from agents_app.worker.execution import execute_run
 from tests.support.llm_server import ScriptedLLMServer
-from tests.support.runs import make_registry, make_run
+from tests.support.runs import make_run
+from tests.support.tools import make_registry
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -8,9 +8,9 @@ from asgiref.sync import async_to_sync
 
 from agents_app.models import Run, RunEvent
 from agents_app.tasks import execute_run
-from tests.integration.test_worker_runs import plan_reply, step, verdict
-from tests.streams.conftest import api_socket, receive_json
 from tests.support.runs import make_run
+from tests.support.script import plan_reply, step, verdict
+from tests.support.sockets import api_socket, receive_json
 
 pytestmark = pytest.mark.integration
 

@@ -6,8 +6,8 @@ from django.test import Client
 
 from agents_app.models import AuditEvent, Run, RunEvent, Step
 from agents_app.runs.services import task_submit
-from tests.integration.conftest import wait_for, wait_for_run
-from tests.integration.test_worker_runs import asked, plan_reply, step, verdict
+from tests.support.script import asked, plan_reply, step, verdict
+from tests.support.waiting import wait_for, wait_for_run
 
 pytestmark = pytest.mark.integration
 

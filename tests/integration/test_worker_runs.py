@@ -6,36 +6,11 @@ import pytest
 
 from agents_app.models import ApiKey, Run, RunEvent, Step, ToolCall
 from agents_app.tasks import execute_run
-from tests.integration.conftest import wait_for, wait_for_run
 from tests.support.runs import make_run
+from tests.support.script import asked, plan_reply, step, verdict
+from tests.support.waiting import wait_for, wait_for_run
 
 pytestmark = pytest.mark.integration
-
-
-def plan_reply(*steps):
-    return {"content": json.dumps({"steps": list(steps)})}
-
-
-def step(objective, tools=(), depends_on=()):
-    return {"objective": objective, "tool_names": list(tools), "depends_on": list(depends_on)}
-
-
-def verdict(complete=True, response="done", replan=False):
-    return {
-        "content": json.dumps(
-            {
-                "task_complete": complete,
-                "reasoning": "scripted",
-                "should_replan": replan,
-                "response": response,
-            }
-        )
-    }
-
-
-def asked(llm, marker: str) -> bool:
-    """Whether the scripted LLM has received a request containing `marker`."""
-    return any(marker in json.dumps(body["messages"]) for body in llm.requests)
 
 
 def append_line(path, line):

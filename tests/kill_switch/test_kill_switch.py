@@ -10,8 +10,9 @@ from agents_app.models import AuditEvent, KillSwitch, Run, RunEvent, Step
 from agents_app.runs.control import kill_switch_set
 from agents_app.runs.services import run_cancel
 from agents_app.worker.execution import execute_run
-from tests.support.runs import make_registry, make_run
+from tests.support.runs import make_run
 from tests.support.scripted_provider import ScriptedProvider, plan, step, verdict
+from tests.support.tools import make_registry
 
 
 @pytest.fixture

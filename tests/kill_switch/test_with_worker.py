@@ -4,9 +4,9 @@ from django.contrib.auth import get_user_model
 from agents_app.models import Run, Step
 from agents_app.runs.control import kill_switch_set
 from agents_app.tasks import execute_run
-from tests.integration.conftest import wait_for, wait_for_run
-from tests.integration.test_worker_runs import plan_reply, step, verdict
 from tests.support.runs import make_run
+from tests.support.script import plan_reply, step, verdict
+from tests.support.waiting import wait_for, wait_for_run
 
 pytestmark = pytest.mark.integration
 

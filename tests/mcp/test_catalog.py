@@ -2,7 +2,7 @@
 
 import pytest
 
-from tests.support.runs import make_registry
+from tests.support.tools import make_registry
 from tools_app.mcp.discovery import sync_server_tools
 from tools_app.models import MCPServer, Tool
 from tools_app.selectors import configured_specs

@@ -5,7 +5,7 @@ from asgiref.sync import async_to_sync, sync_to_async
 from channels.testing import WebsocketCommunicator
 
 from config.asgi import application
-from tests.streams.test_page_sockets import session_headers
+from tests.support.sockets import session_headers
 from tools_app.mcp.store import DatabaseStore
 from tools_app.models import MCPServer
 

@@ -11,11 +11,11 @@ import pytest
 
 from agents_app.models import Step, ToolCall
 from agents_app.tasks import execute_run
-from tests.integration.conftest import wait_for, wait_for_run
-from tests.integration.test_worker_runs import plan_reply, step, verdict
 from tests.support.mcp_servers import everything_stdio_args, node
 from tests.support.processes import pid_with_env
 from tests.support.runs import allow_every_call, make_run
+from tests.support.script import plan_reply, step, verdict
+from tests.support.waiting import wait_for, wait_for_run
 from tools_app.models import MCPServer
 
 pytestmark = pytest.mark.integration

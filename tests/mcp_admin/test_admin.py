@@ -3,18 +3,17 @@
 import io
 import json
 import sys
-from pathlib import Path
 
 import pytest
 from django.test import Client
 
+from tests.support.mcp_servers import ECHO_SERVER
 from tools_app.mcp.discovery import sync_server_tools
 from tools_app.models import CapabilityOrigin, MCPServer, ServerStatus, Tool
 
 CHANGELIST = "/admin/tools_app/mcpserver/"
 IMPORT = "/admin/tools_app/mcpserver/import/"
 EXPORT = "/admin/tools_app/mcpserver/export/"
-ECHO_SERVER = Path(__file__).with_name("echo_server.py")
 
 
 def upload(content: str, name: str = "mcp_config.json") -> io.BytesIO:

@@ -6,8 +6,8 @@ import json
 import pytest
 
 from agents_app.models import Approval, AuditEvent, Run, ToolCall
-from tests.approvals.support import SendTool, drive, parked
-from tests.support.runs import FinishTool, make_registry
+from tests.support.approvals import drive, parked
+from tests.support.tools import FinishTool, SendTool, make_registry
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -9,7 +9,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 from agents_app.models import ApiKey, Run
-from tests.mcp_server.conftest import McpClient
+from tests.support.mcp_client import McpClient
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

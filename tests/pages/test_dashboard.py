@@ -1,8 +1,8 @@
 """The dashboard: the user's own runs with live status badges."""
 
 from agents_app.models import RunStatus
-from tests.pages.support import add_plan, by_id, complete_step, ids
-from tests.support.runs import make_run
+from tests.support.markup import by_id, ids
+from tests.support.runs import add_plan, complete_step, make_run
 
 
 def test_the_dashboard_lists_only_the_users_own_runs(owner, outsider, owner_client):

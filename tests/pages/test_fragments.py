@@ -6,8 +6,8 @@ from django.test import Client
 from agents_app.core.events import event_message
 from agents_app.models import Run, RunEvent, RunStatus
 from agents_app.web import fragments
-from tests.pages.support import add_plan, by_id, complete_step, elements, ids, succeed, top_level
-from tests.support.runs import make_run
+from tests.support.markup import by_id, elements, ids, top_level
+from tests.support.runs import add_plan, complete_step, make_run, succeed
 
 
 def messages(run: Run, after: int = 0) -> list[dict]:

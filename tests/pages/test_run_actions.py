@@ -4,8 +4,8 @@ import pytest
 from django.test import Client
 
 from agents_app.models import Run, RunStatus
-from tests.pages.support import add_plan, by_id, fail, ids, to_status
-from tests.support.runs import make_run
+from tests.support.markup import by_id, ids
+from tests.support.runs import add_plan, fail, make_run, to_status
 
 
 def test_cancelling_a_queued_run_ends_it_and_returns_to_its_page(owner, owner_client):

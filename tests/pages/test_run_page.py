@@ -7,17 +7,16 @@ from html import unescape
 import pytest
 
 from agents_app.models import RunEvent, RunStatus, Step
-from tests.pages.support import (
+from tests.support.markup import by_id, ids
+from tests.support.runs import (
     LONG_ARGUMENTS,
     add_plan,
-    by_id,
     complete_step,
     fail,
-    ids,
+    make_run,
     succeed,
     to_status,
 )
-from tests.support.runs import make_run
 
 
 @pytest.fixture

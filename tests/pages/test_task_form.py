@@ -3,7 +3,7 @@
 from django.test import Client
 
 from agents_app.models import Run, RunEvent, Task
-from tests.pages.support import by_id
+from tests.support.markup import by_id
 
 
 def test_the_form_has_the_task_and_context_fields(owner_client):

@@ -1,6 +1,6 @@
 """The tools page lists every registered tool with its capabilities and domain."""
 
-from tests.pages.support import ids
+from tests.support.markup import ids
 
 
 def test_the_tools_page_lists_the_builtin_tools_with_capabilities_and_domain(owner_client):

@@ -4,7 +4,8 @@ import pytest
 from asgiref.sync import async_to_sync
 
 from agents_app.models import RunEvent
-from tests.streams.conftest import (
+from tests.support.runs import make_run
+from tests.support.sockets import (
     add_events,
     add_events_async,
     api_socket,
@@ -12,7 +13,6 @@ from tests.streams.conftest import (
     receive_events,
     receive_json,
 )
-from tests.support.runs import make_run
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -3,24 +3,14 @@
 import pytest
 from asgiref.sync import async_to_sync
 from channels.testing import WebsocketCommunicator
-from django.test import Client
 
 from agents_app.models import AuditInterface
 from agents_app.runs.services import run_cancel
 from config.asgi import application
-from tests.streams.conftest import add_events_async, nothing_more
 from tests.support.runs import make_run
+from tests.support.sockets import ORIGIN, add_events_async, nothing_more, session_headers
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-ORIGIN = b"http://127.0.0.1:8101"
-
-
-def session_headers(user, origin=ORIGIN):
-    client = Client()
-    client.force_login(user)
-    cookie = f"sessionid={client.cookies['sessionid'].value}".encode()
-    return [(b"cookie", cookie), (b"origin", origin)]
 
 
 def test_the_run_page_socket_replays_then_streams_fragments(owner):

@@ -6,8 +6,8 @@ import pytest
 from asgiref.sync import async_to_sync
 from django.test import AsyncClient
 
-from tests.streams.conftest import add_events, add_events_async
 from tests.support.runs import make_run
+from tests.support.sockets import add_events, add_events_async
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

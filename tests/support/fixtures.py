@@ -6,7 +6,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client
 
-from tests.api.support import key_client, make_api_key
+from tests.support.api import key_client, make_api_key
 
 
 def client_for(user) -> Client:

@@ -1,5 +1,6 @@
 """The reference MCP servers the tests talk to: npm's everything and filesystem servers
-(installed into .mcp-servers/ by .ci/run, or here on first use), PyPI's time and git servers."""
+(installed into .mcp-servers/ by .ci/run, or here on first use), PyPI's time and git servers,
+and our own tiny stdio echo server (echo_mcp_server.py, run as a script)."""
 
 import os
 import shutil
@@ -16,6 +17,7 @@ NPM_PACKAGES = [
     "@modelcontextprotocol/server-filesystem@2026.8.31",
 ]
 LOOPBACK = Path(__file__).with_name("loopback.cjs")
+ECHO_SERVER = Path(__file__).with_name("echo_mcp_server.py")
 VENV_BIN = Path(sys.executable).parent
 
 

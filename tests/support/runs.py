@@ -1,8 +1,32 @@
-"""Making runs directly in the database, without the API or a queue."""
+"""Making runs directly in the database, without the API or a queue, and moving them through
+their states with the rows and events the engine would write."""
 
-from agents_app.models import Run, Task
+from typing import Any
+
+from django.utils import timezone
+
+from agents_app.models import (
+    Plan,
+    Run,
+    RunStatus,
+    Step,
+    StepStatus,
+    Task,
+    ToolCall,
+    ToolCallStatus,
+)
+from agents_app.runs.lifecycle import finish
 from agents_app.runs.services import run_create
-from tools_app.registry import SideEffects, Tool, ToolError, ToolRegistry, ToolResult, ToolSpec
+from agents_app.runs.writer import locked_run
+
+# The statuses a run passes through on its way to `status`, from queued.
+PATH_TO = {
+    RunStatus.PLANNING: [RunStatus.PLANNING],
+    RunStatus.RUNNING: [RunStatus.PLANNING, RunStatus.RUNNING],
+    RunStatus.VERIFYING: [RunStatus.PLANNING, RunStatus.RUNNING, RunStatus.VERIFYING],
+}
+# A tool call whose arguments are too long to show whole.
+LONG_ARGUMENTS = {"path": "notes/" + "a" * 120 + ".txt", "content": "hello"}
 
 
 def make_run(owner, text="Do the thing", *, max_tokens=None, max_tool_calls=None) -> Run:
@@ -11,67 +35,6 @@ def make_run(owner, text="Do the thing", *, max_tokens=None, max_tool_calls=None
         owner=owner, text=text, max_tokens=max_tokens, max_tool_calls=max_tool_calls
     )
     return run_create(task=task)
-
-
-class EchoTool(Tool):
-    spec = ToolSpec(
-        name="echo",
-        description="Echo the text back.",
-        input_schema={
-            "type": "object",
-            "properties": {"text": {"type": "string"}},
-            "required": ["text"],
-            "additionalProperties": False,
-        },
-        capabilities=frozenset({"ECHO"}),
-        domain="testing",
-    )
-
-    def __init__(self):
-        self.calls = []
-
-    def run(self, arguments, context):
-        self.calls.append(arguments["text"])
-        return ToolResult(ok=True, content={"echo": arguments["text"]})
-
-
-class BrokenTool(Tool):
-    spec = ToolSpec(
-        name="broken",
-        description="Always fails.",
-        input_schema={"type": "object", "properties": {}},
-        capabilities=frozenset({"BREAK"}),
-        domain="testing",
-        # Auto-approved: it exists to fail, not to ask (approval tests use their own tools).
-        side_effects=SideEffects.WORKSPACE_WRITE,
-    )
-
-    def run(self, arguments, context):
-        raise ToolError("the service said no")
-
-
-class FinishTool(Tool):
-    spec = ToolSpec(
-        name="finish_task",
-        description="Finish.",
-        input_schema={
-            "type": "object",
-            "properties": {"result": {"type": "string"}},
-            "required": ["result"],
-        },
-        capabilities=frozenset({"FINISH"}),
-        domain="control",
-    )
-
-    def run(self, arguments, context):
-        return ToolResult(ok=True, content={"result": arguments["result"]}, finish=True)
-
-
-def make_registry(*tools: Tool) -> ToolRegistry:
-    registry = ToolRegistry()
-    for tool in tools or (EchoTool(), BrokenTool(), FinishTool()):
-        registry.register(tool)
-    return registry
 
 
 def allow_every_call(user) -> None:
@@ -83,3 +46,128 @@ def allow_every_call(user) -> None:
     # has_perm caches per user object; a fresh copy sees the new permission.
     fresh = type(user).objects.get(pk=user.pk)
     yolo_set(user=fresh, on=True, interface="web")
+
+
+def advance(run: Run, status: str) -> Run:
+    """Move a queued run to planning, running or verifying as the engine would."""
+    with locked_run(run.pk) as w:
+        for step in PATH_TO[status]:
+            w.transition(step)
+    run.refresh_from_db()
+    return run
+
+
+def end(run: Run, status: str, code: str = "", message: str = "", response: str = "") -> Run:
+    """Finish a run through the engine's own `finish`, from wherever it stands."""
+    if status == RunStatus.SUCCEEDED:
+        advance(run, RunStatus.VERIFYING)
+    with locked_run(run.pk) as w:
+        if response:
+            w.set(final_response=response)
+        finish(w, status, code, message)
+    run.refresh_from_db()
+    return run
+
+
+def to_status(run: Run, *statuses: str) -> Run:
+    with locked_run(run.pk) as w:
+        for status in statuses:
+            w.transition(status)
+    run.refresh_from_db()
+    return run
+
+
+def add_plan(run: Run, objectives: list[str], *, version: int = 1, reason: str = "") -> Plan:
+    """A plan of pending steps and its plan_created event; the run goes to running."""
+    if run.status == RunStatus.QUEUED:
+        to_status(run, RunStatus.PLANNING)
+    with locked_run(run.pk) as w:
+        plan = Plan.objects.create(run=run, version=version, reason=reason)
+        for index, objective in enumerate(objectives):
+            Step.objects.create(
+                plan=plan,
+                run=run,
+                index=index,
+                objective=objective,
+                tool_names=["write_file"],
+                depends_on=[index - 1] if index else [],
+            )
+        w.event(
+            "plan_created", {"version": version, "steps": [{"objective": o} for o in objectives]}
+        )
+        w.transition(RunStatus.RUNNING)
+    run.refresh_from_db()
+    return plan
+
+
+def complete_step(
+    run: Run,
+    plan: Plan,
+    index: int,
+    *,
+    output: str = "done",
+    thinking: str = "",
+    arguments: dict[str, Any] | None = None,
+) -> Step:
+    """Run one step through started → tool call → result → completed, with their events."""
+    step = Step.objects.get(plan=plan, index=index)
+    with locked_run(run.pk) as w:
+        step.status = StepStatus.RUNNING
+        step.started_at = timezone.now()
+        step.save()
+        w.event("step_started", {"index": index, "objective": step.objective})
+    with locked_run(run.pk) as w:
+        call = ToolCall.objects.create(
+            run=run, step=step, tool="write_file", arguments=arguments or LONG_ARGUMENTS
+        )
+        w.set(tool_calls_made=w.run.tool_calls_made + 1)
+        w.event(
+            "tool_call",
+            {
+                "tool_call_id": call.pk,
+                "step_index": index,
+                "tool": call.tool,
+                "arguments": call.arguments,
+            },
+        )
+    with locked_run(run.pk) as w:
+        ToolCall.objects.filter(pk=call.pk).update(
+            status=ToolCallStatus.SUCCEEDED, result={"bytes": 5}, duration_ms=7
+        )
+        w.event(
+            "tool_result", {"tool_call_id": call.pk, "step_index": index, "status": "succeeded"}
+        )
+    with locked_run(run.pk) as w:
+        step.status = StepStatus.COMPLETED
+        step.output = output
+        step.thinking = thinking
+        step.finished_at = timezone.now()
+        step.save()
+        w.event("step_completed", {"index": index, "output": output, "thinking": thinking})
+    run.refresh_from_db()
+    return step
+
+
+def succeed(run: Run, response: str, *, reasoning: str = "All steps are done.") -> Run:
+    to_status(run, RunStatus.VERIFYING)
+    with locked_run(run.pk) as w:
+        w.event(
+            "verification",
+            {
+                "task_complete": True,
+                "reasoning": reasoning,
+                "should_replan": False,
+                "response": response,
+            },
+        )
+        w.set(final_response=response)
+        finish(w, RunStatus.SUCCEEDED)
+    run.refresh_from_db()
+    return run
+
+
+def fail(run: Run, code: str = "TOOL_FAILED", message: str = "the tool broke") -> Run:
+    with locked_run(run.pk) as w:
+        finish(w, RunStatus.FAILED, code, message)
+    run.refresh_from_db()
+    return run

@@ -1,7 +1,7 @@
 import pytest
 
 from agents_app.models import Webhook
-from tests.webhooks.receiver import Receiver
+from tests.support.webhooks import Receiver
 
 
 @pytest.fixture(autouse=True)

@@ -3,7 +3,7 @@ import json
 import pytest
 
 from agents_app.models import AuditEvent, Webhook, WebhookDelivery
-from tests.api.support import assert_error, key_client, make_api_key
+from tests.support.api import assert_error, key_client, make_api_key
 
 PUBLIC_URL = "https://93.184.215.14/hook"
 

@@ -7,8 +7,8 @@ import pytest
 from agents_app.models import WebhookDelivery
 from agents_app.tasks import execute_run
 from agents_app.webhooks.services import verify_signature
-from tests.integration.conftest import wait_for, wait_for_run
 from tests.support.runs import make_run
+from tests.support.waiting import wait_for, wait_for_run
 
 pytestmark = pytest.mark.integration
 

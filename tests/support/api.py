@@ -1,4 +1,4 @@
-"""Helpers for the REST API tests: the error envelope, API keys, JSON requests, run states."""
+"""Talking to the REST API as a script does: API keys, JSON requests, the error envelope."""
 
 import json
 import re
@@ -7,18 +7,9 @@ from typing import Any
 
 from django.test import Client
 
-from agents_app.models import ApiKey, Run, RunStatus
-from agents_app.runs.lifecycle import finish
-from agents_app.runs.writer import locked_run
+from agents_app.models import ApiKey
 
 TRACE_ID = re.compile(r"req-[0-9a-f]{12}")
-
-# The statuses a run passes through on its way to `status`, from queued.
-PATH_TO = {
-    RunStatus.PLANNING: [RunStatus.PLANNING],
-    RunStatus.RUNNING: [RunStatus.PLANNING, RunStatus.RUNNING],
-    RunStatus.VERIFYING: [RunStatus.PLANNING, RunStatus.RUNNING, RunStatus.VERIFYING],
-}
 
 
 def assert_error(response, status: int, code: str) -> dict[str, Any]:
@@ -58,28 +49,11 @@ def post_json(client: Client, path: str, body: Any = None, **extra: Any):
     return client.post(path, data=data, content_type="application/json", **extra)
 
 
+def put_json(client: Client, path: str, body: Any):
+    return client.put(path, data=json.dumps(body), content_type="application/json")
+
+
 def submit(client: Client, headers: dict[str, str] | None = None, **body: Any):
     """POST a task; `body` adds to or replaces the default task text."""
     payload = {"task": "Summarise the notes", **body}
     return post_json(client, "/api/v1/agent/task", payload, headers=headers)
-
-
-def advance(run: Run, status: str) -> Run:
-    """Move a queued run to planning, running or verifying as the engine would."""
-    with locked_run(run.pk) as w:
-        for step in PATH_TO[status]:
-            w.transition(step)
-    run.refresh_from_db()
-    return run
-
-
-def end(run: Run, status: str, code: str = "", message: str = "", response: str = "") -> Run:
-    """Finish a run through the engine's own `finish`, from wherever it stands."""
-    if status == RunStatus.SUCCEEDED:
-        advance(run, RunStatus.VERIFYING)
-    with locked_run(run.pk) as w:
-        if response:
-            w.set(final_response=response)
-        finish(w, status, code, message)
-    run.refresh_from_db()
-    return run

@@ -1,4 +1,7 @@
-"""A tiny real stdio MCP server for the admin's "Check now" test."""
+"""A tiny real stdio MCP server for the admin's "Check now" test.
+
+Run as a script, so tests/support/ is first on its sys.path: no module there may take the name
+of a standard library module (html, socket, ...), or this server would import it instead."""
 
 import sys
 

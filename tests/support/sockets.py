@@ -1,12 +1,16 @@
-import asyncio
+"""Driving the WebSockets in-process: the API socket with a key, a page socket with a session
+cookie and Origin, reading JSON messages, and committing events as the engine does."""
+
 import json
 
 from asgiref.sync import sync_to_async
 from channels.testing import WebsocketCommunicator
-from django.contrib.auth import get_user_model
+from django.test import Client
 
 from agents_app.runs.writer import locked_run
 from config.asgi import application
+
+ORIGIN = b"http://127.0.0.1:8101"
 
 
 def api_socket(run_id: int, auth: bytes | None, after: int = 0) -> WebsocketCommunicator:
@@ -36,5 +40,10 @@ async def nothing_more(socket: WebsocketCommunicator, wait: float = 0.3) -> bool
 
 
 add_events_async = sync_to_async(add_events)
-create_user_async = sync_to_async(get_user_model().objects.create_user)
-sleep = asyncio.sleep
+
+
+def session_headers(user, origin=ORIGIN):
+    client = Client()
+    client.force_login(user)
+    cookie = f"sessionid={client.cookies['sessionid'].value}".encode()
+    return [(b"cookie", cookie), (b"origin", origin)]

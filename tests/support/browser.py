@@ -1,4 +1,5 @@
-"""Playwright's sync API in a thread of its own, driven from the test's thread.
+"""The browser tests' tools: Playwright's sync API in a thread of its own, driven from the
+test's thread, and signing in.
 
 The sync API keeps an asyncio loop running in the thread that uses it, and Django refuses ORM
 calls from a thread with a running loop (SynchronousOnlyOperation), pytest-django's flush after
@@ -7,12 +8,15 @@ each transactional test included. So the browser lives in its own thread, and te
 and the test's thread stays free for the ORM.
 """
 
+import re
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from playwright.sync_api import expect as playwright_expect
 from playwright.sync_api import sync_playwright
 
+WAIT_MS = 30_000  # generous for a busy machine; the scripts themselves are fast
+PASSWORD = "owner-pass-123"  # the `owner` fixture's
 CHROMIUM = "/usr/bin/chromium"  # Debian's; Playwright never downloads a browser here
 CHROMIUM_ARGS = [
     "--headless",
@@ -91,3 +95,15 @@ class Remote:
 def expect(actual: Remote, message: str | None = None) -> Remote:
     """Playwright's `expect`, for a Remote page or locator."""
     return Remote(actual._thread.call(playwright_expect, actual._target, message), actual._thread)
+
+
+def log_in(page: Remote, username: str, password: str) -> None:
+    page.goto("/login/")
+    page.fill("#id_username", username)
+    page.fill("#id_password", password)
+    page.click("#login-form button[type=submit]")
+    page.wait_for_url("/")
+
+
+def run_id_of(page) -> int:
+    return int(re.search(r"/runs/(\d+)/$", page.url).group(1))

@@ -1,10 +1,9 @@
+"""Waiting for a condition, never sleeping for a guess: a predicate polled until it holds, a
+run until it finishes."""
+
 import time
 
-import pytest
-
 from agents_app.models import Run
-
-pytestmark = pytest.mark.integration
 
 
 def wait_for(predicate, timeout: float = 30.0, interval: float = 0.1, message: str = ""):

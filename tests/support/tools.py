@@ -1,0 +1,110 @@
+"""Tools for runs executed in the test process: echo, broken and finish, and two that ask for
+approval (send, shell); `make_registry` puts some of them in a registry of its own."""
+
+from tools_app.registry import (
+    ApprovalLevel,
+    SideEffects,
+    Tool,
+    ToolError,
+    ToolRegistry,
+    ToolResult,
+    ToolSpec,
+)
+
+
+class EchoTool(Tool):
+    spec = ToolSpec(
+        name="echo",
+        description="Echo the text back.",
+        input_schema={
+            "type": "object",
+            "properties": {"text": {"type": "string"}},
+            "required": ["text"],
+            "additionalProperties": False,
+        },
+        capabilities=frozenset({"ECHO"}),
+        domain="testing",
+    )
+
+    def __init__(self):
+        self.calls = []
+
+    def run(self, arguments, context):
+        self.calls.append(arguments["text"])
+        return ToolResult(ok=True, content={"echo": arguments["text"]})
+
+
+class BrokenTool(Tool):
+    spec = ToolSpec(
+        name="broken",
+        description="Always fails.",
+        input_schema={"type": "object", "properties": {}},
+        capabilities=frozenset({"BREAK"}),
+        domain="testing",
+        # Auto-approved: it exists to fail, not to ask (approval tests use their own tools).
+        side_effects=SideEffects.WORKSPACE_WRITE,
+    )
+
+    def run(self, arguments, context):
+        raise ToolError("the service said no")
+
+
+class FinishTool(Tool):
+    spec = ToolSpec(
+        name="finish_task",
+        description="Finish.",
+        input_schema={
+            "type": "object",
+            "properties": {"result": {"type": "string"}},
+            "required": ["result"],
+        },
+        capabilities=frozenset({"FINISH"}),
+        domain="control",
+    )
+
+    def run(self, arguments, context):
+        return ToolResult(ok=True, content={"result": arguments["result"]}, finish=True)
+
+
+class SendTool(Tool):
+    """A tool with external side effects: moderate, so it asks unless a rule allows it."""
+
+    spec = ToolSpec(
+        name="send",
+        description="Send a message.",
+        input_schema={
+            "type": "object",
+            "properties": {"to": {"type": "string"}, "text": {"type": "string"}},
+            "required": ["to", "text"],
+            "additionalProperties": False,
+        },
+        capabilities=frozenset({"SEND"}),
+        domain="messaging",
+        side_effects=SideEffects.EXTERNAL,
+    )
+
+    def __init__(self):
+        self.calls = []
+
+    def run(self, arguments, context):
+        self.calls.append(arguments)
+        return ToolResult(ok=True, content={"sent": arguments["to"]})
+
+
+class ShellTool(SendTool):
+    spec = ToolSpec(
+        name="shell",
+        description="Run a command.",
+        input_schema={"type": "object", "properties": {"command": {"type": "string"}}},
+        capabilities=frozenset({"EXECUTE"}),
+        domain="system",
+        approval_level=ApprovalLevel.AUTO,
+        side_effects=SideEffects.READ_ONLY,
+    )
+
+
+def make_registry(*tools: Tool) -> ToolRegistry:
+    registry = ToolRegistry()
+    for tool in tools or (EchoTool(), BrokenTool(), FinishTool()):
+        registry.register(tool)
+    return registry
