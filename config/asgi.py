@@ -9,12 +9,12 @@ django_asgi_app = get_asgi_application()
 # Imported after Django is set up: the consumers use models.
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
-from agents_app.api.mcp_server import with_mcp  # noqa: E402
+from agents_app.api.mcp_http import with_mcp  # noqa: E402
 from agents_app.streaming.routing import websocket_urlpatterns  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
-        # /mcp is AgentDesk's own MCP server (agents_app/api/mcp_server.py); the rest is Django.
+        # /mcp is AgentDesk's own MCP server (agents_app/api/mcp_http.py); the rest is Django.
         "http": with_mcp(django_asgi_app),
         "websocket": URLRouter(websocket_urlpatterns),
     }
