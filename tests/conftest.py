@@ -1,27 +1,13 @@
 import pytest
-from django.contrib.auth import get_user_model
 
 from agents_app.models import ApiKey
 from tests.support.llm_server import ScriptedLLMServer
 from tests.support.worker import Worker
 from tools_app.mcp.client import shutdown_pool
 
-
-@pytest.fixture
-def owner(db):
-    return get_user_model().objects.create_user("owner", password="owner-pass-123")
-
-
-@pytest.fixture
-def outsider(db):
-    return get_user_model().objects.create_user("outsider", password="outsider-pass-123")
-
-
-@pytest.fixture
-def llm_configured(settings):
-    settings.LLM_BASE_URL = "http://127.0.0.1:9/v1"
-    settings.LLM_MODEL = "scripted"
-    return settings
+# The shared fixtures, registered once for every test: the personas and their clients
+# (tests/support/personas.py) and the rest (tests/support/fixtures.py).
+pytest_plugins = ["tests.support.personas", "tests.support.fixtures"]
 
 
 @pytest.fixture(autouse=True)

@@ -5,14 +5,14 @@ import re
 from datetime import timedelta
 
 import pytest
-from django.contrib.auth import get_user_model
 from django.contrib.messages import get_messages
 from django.test import Client
 from django.utils import timezone
 
 from agents_app.core.api_keys import LAST_USED_RESOLUTION
 from agents_app.models import API_KEY_PREFIX, ApiKey, Run, Task
-from tests.support.api import assert_error, key_client, make_api_key, submit
+from tests.support.api import assert_error, submit
+from tests.support.clients import key_client, make_api_key
 
 RUNS = "/api/v1/runs"
 RAW_KEY = re.compile(API_KEY_PREFIX + r"[A-Za-z0-9_-]{40,}")
@@ -23,14 +23,14 @@ pytestmark = pytest.mark.usefixtures("llm_configured")
 # --- API keys ---------------------------------------------------------------------------------
 
 
-def test_a_bearer_key_authenticates_a_get(owner, owner_client):
-    response = owner_client.get(RUNS)
+def test_a_bearer_key_authenticates_a_get(owner, owner_api):
+    response = owner_api.get(RUNS)
 
     assert response.status_code == 200
 
 
-def test_a_bearer_key_authenticates_a_post_without_any_csrf_token(owner, owner_client):
-    response = submit(owner_client)
+def test_a_bearer_key_authenticates_a_post_without_any_csrf_token(owner, owner_api):
+    response = submit(owner_api)
 
     assert response.status_code == 202
     assert Run.objects.get().owner == owner
@@ -136,14 +136,6 @@ def test_generated_keys_are_long_and_distinct():
 # --- the admin issues keys ----------------------------------------------------------------------
 
 
-@pytest.fixture
-def staff_client(db):
-    staff = get_user_model().objects.create_superuser("staff", password="staff-pass-123")
-    client = Client()
-    client.force_login(staff)
-    return client
-
-
 def add_key_in_admin(client: Client, user) -> tuple[object, str]:
     """Submit the admin's add form; return the response and the one message with a raw key."""
     response = client.post(
@@ -155,7 +147,8 @@ def add_key_in_admin(client: Client, user) -> tuple[object, str]:
     return response, message
 
 
-def test_the_admin_shows_a_new_key_once_and_stores_only_its_hash(staff_client, owner):
+def test_the_admin_shows_a_new_key_once_and_stores_only_its_hash(superuser_admin, owner):
+    staff_client = superuser_admin
     response, message = add_key_in_admin(staff_client, owner)
 
     raw = RAW_KEY.search(message).group()
@@ -174,8 +167,8 @@ def test_the_admin_shows_a_new_key_once_and_stores_only_its_hash(staff_client, o
     assert key.prefix in change_page
 
 
-def test_a_key_issued_by_the_admin_works_against_the_api(staff_client, owner):
-    _, message = add_key_in_admin(staff_client, owner)
+def test_a_key_issued_by_the_admin_works_against_the_api(superuser_admin, owner):
+    _, message = add_key_in_admin(superuser_admin, owner)
     raw = RAW_KEY.search(message).group()
 
     response = submit(key_client(raw))
@@ -184,11 +177,11 @@ def test_a_key_issued_by_the_admin_works_against_the_api(staff_client, owner):
     assert Run.objects.get().owner == owner
 
 
-def test_a_key_revoked_in_the_admin_stops_working(staff_client, owner):
+def test_a_key_revoked_in_the_admin_stops_working(superuser_admin, owner):
     raw = make_api_key(owner)
     key = ApiKey.objects.get()
 
-    staff_client.post(
+    superuser_admin.post(
         f"/admin/agents_app/apikey/{key.pk}/change/",
         {"user": owner.pk, "name": key.name, "revoked": "on", "_save": "Save"},
     )

@@ -19,10 +19,10 @@ def event_types(run, after: int = 0) -> list[str]:
     )
 
 
-def test_a_queued_run_is_cancelled_at_once(owner, owner_client):
+def test_a_queued_run_is_cancelled_at_once(owner, owner_api):
     run = make_run(owner)
 
-    response = cancel(owner_client, run)
+    response = cancel(owner_api, run)
 
     assert response.status_code == 200
     body = response.json()
@@ -36,10 +36,10 @@ def test_a_queued_run_is_cancelled_at_once(owner, owner_client):
     assert run.finished_at is not None
 
 
-def test_a_queued_run_records_cancel_requested_then_the_status_and_result(owner, owner_client):
+def test_a_queued_run_records_cancel_requested_then_the_status_and_result(owner, owner_api):
     run = make_run(owner)
 
-    cancel(owner_client, run)
+    cancel(owner_api, run)
 
     assert event_types(run, after=1) == ["cancel_requested", "run_status", "result"]
     status_event = RunEvent.objects.get(run=run, type="run_status")
@@ -49,11 +49,11 @@ def test_a_queued_run_records_cancel_requested_then_the_status_and_result(owner,
     assert result["final_error"]["code"] == "CANCELLED"
 
 
-def test_a_running_run_is_asked_to_stop_and_left_to_its_worker(owner, owner_client):
+def test_a_running_run_is_asked_to_stop_and_left_to_its_worker(owner, owner_api):
     run = advance(make_run(owner), RunStatus.RUNNING)
     seq_before = run.event_seq
 
-    response = cancel(owner_client, run)
+    response = cancel(owner_api, run)
 
     assert response.status_code == 200
     assert response.json()["status"] == "running"
@@ -64,23 +64,23 @@ def test_a_running_run_is_asked_to_stop_and_left_to_its_worker(owner, owner_clie
     assert event_types(run, after=seq_before) == ["cancel_requested"]
 
 
-def test_a_queued_run_a_worker_has_claimed_is_left_to_that_worker(owner, owner_client):
+def test_a_queued_run_a_worker_has_claimed_is_left_to_that_worker(owner, owner_api):
     run = make_run(owner)
     Run.objects.filter(pk=run.pk).update(lease_owner="worker-1")
 
-    response = cancel(owner_client, run)
+    response = cancel(owner_api, run)
 
     assert response.json()["status"] == "queued"
     run.refresh_from_db()
     assert (run.status, run.cancel_requested) == (RunStatus.QUEUED, True)
 
 
-def test_cancelling_twice_asks_only_once(owner, owner_client):
+def test_cancelling_twice_asks_only_once(owner, owner_api):
     run = advance(make_run(owner), RunStatus.PLANNING)
     seq_before = run.event_seq
 
-    first = cancel(owner_client, run)
-    second = cancel(owner_client, run)
+    first = cancel(owner_api, run)
+    second = cancel(owner_api, run)
 
     assert (first.status_code, second.status_code) == (200, 200)
     assert event_types(run, after=seq_before) == ["cancel_requested"]
@@ -94,11 +94,11 @@ def test_cancelling_twice_asks_only_once(owner, owner_client):
         (RunStatus.CANCELLED, "CANCELLED"),
     ],
 )
-def test_a_finished_run_cannot_be_cancelled(owner, owner_client, status, code):
+def test_a_finished_run_cannot_be_cancelled(owner, owner_api, status, code):
     run = end(make_run(owner), status, code, "over")
     seq_before = run.event_seq
 
-    error = assert_error(cancel(owner_client, run), 409, "CONFLICT")
+    error = assert_error(cancel(owner_api, run), 409, "CONFLICT")
 
     assert error["details"] == {"status": status.value}
     assert status.value in error["message"]
@@ -108,21 +108,21 @@ def test_a_finished_run_cannot_be_cancelled(owner, owner_client, status, code):
     assert run.event_seq == seq_before
 
 
-def test_another_users_run_cannot_be_cancelled_and_is_not_found(owner, outsider_client):
+def test_another_users_run_cannot_be_cancelled_and_is_not_found(owner, outsider_api):
     run = make_run(owner)
 
-    error = assert_error(cancel(outsider_client, run), 404, "NOT_FOUND")
+    error = assert_error(cancel(outsider_api, run), 404, "NOT_FOUND")
 
     assert error["details"] == {"run_id": run.pk}
     run.refresh_from_db()
     assert (run.status, run.cancel_requested, run.event_seq) == (RunStatus.QUEUED, False, 1)
 
 
-def test_a_missing_run_cannot_be_cancelled(owner_client, owner):
+def test_a_missing_run_cannot_be_cancelled(owner_api, owner):
     run = make_run(owner)
     run.pk += 1000
 
-    assert_error(cancel(owner_client, run), 404, "NOT_FOUND")
+    assert_error(cancel(owner_api, run), 404, "NOT_FOUND")
 
 
 def test_an_anonymous_client_cannot_cancel(owner, anonymous_client):
@@ -142,11 +142,9 @@ def test_a_session_cannot_cancel_without_a_csrf_token(owner, anonymous_client):
     assert not run.cancel_requested
 
 
-def test_cancel_only_answers_post(owner, owner_client):
+def test_cancel_only_answers_post(owner, owner_api):
     run = make_run(owner)
 
-    error = assert_error(
-        owner_client.get(f"/api/v1/runs/{run.pk}/cancel"), 405, "METHOD_NOT_ALLOWED"
-    )
+    error = assert_error(owner_api.get(f"/api/v1/runs/{run.pk}/cancel"), 405, "METHOD_NOT_ALLOWED")
 
     assert error["details"]["allowed_methods"] == ["POST"]

@@ -26,8 +26,8 @@ def run(owner):
     return run
 
 
-def test_it_lists_the_events_in_seq_order(run, owner_client):
-    body = owner_client.get(events_url(run)).json()
+def test_it_lists_the_events_in_seq_order(run, owner_api):
+    body = owner_api.get(events_url(run)).json()
 
     assert body["success"] is True
     assert body["run_id"] == run.pk
@@ -41,17 +41,17 @@ def test_it_lists_the_events_in_seq_order(run, owner_client):
     assert body["has_more"] is False
 
 
-def test_it_lists_only_the_events_after_a_seq(run, owner_client):
-    body = owner_client.get(events_url(run), {"after": 4}).json()
+def test_it_lists_only_the_events_after_a_seq(run, owner_api):
+    body = owner_api.get(events_url(run), {"after": 4}).json()
 
     assert [e["seq"] for e in body["events"]] == [5, 6]
     assert body["last_seq"] == 6
     assert body["has_more"] is False
 
 
-def test_it_pages_with_limit_and_says_when_there_is_more(run, owner_client):
-    first = owner_client.get(events_url(run), {"limit": 4}).json()
-    rest = owner_client.get(events_url(run), {"after": first["last_seq"], "limit": 4}).json()
+def test_it_pages_with_limit_and_says_when_there_is_more(run, owner_api):
+    first = owner_api.get(events_url(run), {"limit": 4}).json()
+    rest = owner_api.get(events_url(run), {"after": first["last_seq"], "limit": 4}).json()
 
     assert [e["seq"] for e in first["events"]] == [1, 2, 3, 4]
     assert (first["last_seq"], first["has_more"]) == (4, True)
@@ -59,24 +59,24 @@ def test_it_pages_with_limit_and_says_when_there_is_more(run, owner_client):
     assert (rest["last_seq"], rest["has_more"]) == (6, False)
 
 
-def test_a_limit_equal_to_what_is_left_has_no_more(run, owner_client):
-    body = owner_client.get(events_url(run), {"after": 2, "limit": 4}).json()
+def test_a_limit_equal_to_what_is_left_has_no_more(run, owner_api):
+    body = owner_api.get(events_url(run), {"after": 2, "limit": 4}).json()
 
     assert [e["seq"] for e in body["events"]] == [3, 4, 5, 6]
     assert body["has_more"] is False
 
 
-def test_after_the_last_seq_it_answers_no_events_and_keeps_the_seq(run, owner_client):
-    body = owner_client.get(events_url(run), {"after": 6}).json()
+def test_after_the_last_seq_it_answers_no_events_and_keeps_the_seq(run, owner_api):
+    body = owner_api.get(events_url(run), {"after": 6}).json()
 
     assert body["events"] == []
     assert (body["last_seq"], body["has_more"]) == (6, False)
 
 
-def test_it_reports_the_current_status_of_the_run(run, owner_client):
+def test_it_reports_the_current_status_of_the_run(run, owner_api):
     advance(run, RunStatus.RUNNING)
 
-    body = owner_client.get(events_url(run), {"after": 6}).json()
+    body = owner_api.get(events_url(run), {"after": 6}).json()
 
     assert body["status"] == "running"
     assert [(e["type"], e["payload"]) for e in body["events"]] == [
@@ -85,11 +85,11 @@ def test_it_reports_the_current_status_of_the_run(run, owner_client):
     ]
 
 
-def test_it_shows_only_the_events_of_the_run_asked_for(run, owner, owner_client):
+def test_it_shows_only_the_events_of_the_run_asked_for(run, owner, owner_api):
     other = make_run(owner, "Another")
     add_events(other, 3)
 
-    body = owner_client.get(events_url(run)).json()
+    body = owner_api.get(events_url(run)).json()
 
     assert len(body["events"]) == 6
     assert body["events"][0]["payload"] == {"task": "Write a haiku", "attempt": 1}
@@ -104,27 +104,27 @@ def test_it_shows_only_the_events_of_the_run_asked_for(run, owner, owner_client)
         ({"limit": 1001}, "limit"),
     ],
 )
-def test_it_refuses_bad_query_parameters(run, owner_client, query, field):
-    response = owner_client.get(events_url(run), query)
+def test_it_refuses_bad_query_parameters(run, owner_api, query, field):
+    response = owner_api.get(events_url(run), query)
 
     error = assert_error(response, 400, "VALIDATION_ERROR")
     assert [e["field"] for e in error["details"]["errors"]] == [field]
 
 
-def test_another_users_events_are_not_found(run, outsider_client):
-    error = assert_error(outsider_client.get(events_url(run)), 404, "NOT_FOUND")
+def test_another_users_events_are_not_found(run, outsider_api):
+    error = assert_error(outsider_api.get(events_url(run)), 404, "NOT_FOUND")
 
     assert error["details"] == {"run_id": run.pk}
 
 
-def test_the_events_of_a_missing_run_are_not_found(owner_client, run):
-    response = owner_client.get(f"/api/v1/runs/{run.pk + 1000}/events")
+def test_the_events_of_a_missing_run_are_not_found(owner_api, run):
+    response = owner_api.get(f"/api/v1/runs/{run.pk + 1000}/events")
 
     assert_error(response, 404, "NOT_FOUND")
 
 
-def test_the_events_of_a_run_with_a_non_integer_id_are_not_found(owner_client):
-    assert_error(owner_client.get("/api/v1/runs/abc/events"), 404, "NOT_FOUND")
+def test_the_events_of_a_run_with_a_non_integer_id_are_not_found(owner_api):
+    assert_error(owner_api.get("/api/v1/runs/abc/events"), 404, "NOT_FOUND")
 
 
 def test_the_events_refuse_an_anonymous_client(run, anonymous_client):

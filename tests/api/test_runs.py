@@ -26,38 +26,38 @@ def make_runs(owner, count: int) -> list[Run]:
 # --- the list ---------------------------------------------------------------------------------
 
 
-def test_the_list_holds_only_the_callers_runs(owner, outsider, owner_client, outsider_client):
+def test_the_list_holds_only_the_callers_runs(owner, outsider, owner_api, outsider_api):
     mine = make_run(owner, "Mine")
     theirs = make_run(outsider, "Theirs")
 
-    owner_list = owner_client.get(RUNS).json()
-    outsider_list = outsider_client.get(RUNS).json()
+    owner_list = owner_api.get(RUNS).json()
+    outsider_list = outsider_api.get(RUNS).json()
 
     assert [r["id"] for r in owner_list["results"]] == [mine.pk]
     assert owner_list["count"] == 1
     assert [r["id"] for r in outsider_list["results"]] == [theirs.pk]
 
 
-def test_the_list_is_empty_for_someone_without_runs(outsider_client, owner):
+def test_the_list_is_empty_for_someone_without_runs(outsider_api, owner):
     make_run(owner)
 
-    body = outsider_client.get(RUNS).json()
+    body = outsider_api.get(RUNS).json()
 
     assert body == {"success": True, "count": 0, "page": 1, "page_size": 20, "results": []}
 
 
-def test_the_list_shows_the_newest_run_first(owner, owner_client):
+def test_the_list_shows_the_newest_run_first(owner, owner_api):
     runs = make_runs(owner, 3)
 
-    body = owner_client.get(RUNS).json()
+    body = owner_api.get(RUNS).json()
 
     assert [r["id"] for r in body["results"]] == [r.pk for r in reversed(runs)]
 
 
-def test_the_list_summarises_each_run(owner, owner_client):
+def test_the_list_summarises_each_run(owner, owner_api):
     run = make_run(owner, "Count the words", max_tokens=900, max_tool_calls=4)
 
-    [item] = owner_client.get(RUNS).json()["results"]
+    [item] = owner_api.get(RUNS).json()["results"]
 
     assert item["id"] == run.pk
     assert item["task_id"] == run.task_id
@@ -77,10 +77,10 @@ def test_the_list_summarises_each_run(owner, owner_client):
     }
 
 
-def test_the_list_is_paginated(owner, owner_client):
+def test_the_list_is_paginated(owner, owner_api):
     runs = list(reversed(make_runs(owner, 5)))
 
-    pages = [owner_client.get(RUNS, {"page": page, "page_size": 2}).json() for page in (1, 2, 3, 4)]
+    pages = [owner_api.get(RUNS, {"page": page, "page_size": 2}).json() for page in (1, 2, 3, 4)]
 
     assert [p["count"] for p in pages] == [5, 5, 5, 5]
     assert [p["page"] for p in pages] == [1, 2, 3, 4]
@@ -93,13 +93,13 @@ def test_the_list_is_paginated(owner, owner_client):
     ]
 
 
-def test_the_list_filters_by_status(owner, owner_client):
+def test_the_list_filters_by_status(owner, owner_api):
     queued = make_run(owner, "Waiting")
     running = advance(make_run(owner, "Working"), RunStatus.RUNNING)
     failed = end(make_run(owner, "Broken"), RunStatus.FAILED, "TOOL_FAILED", "no")
 
     def ids(status):
-        body = owner_client.get(RUNS, {"status": status}).json()
+        body = owner_api.get(RUNS, {"status": status}).json()
         assert body["count"] == len(body["results"])
         return [r["id"] for r in body["results"]]
 
@@ -121,16 +121,16 @@ def test_the_list_filters_by_status(owner, owner_client):
         ({"page_size": 1000}, "page_size"),
     ],
 )
-def test_the_list_refuses_bad_query_parameters(owner_client, query, field):
-    response = owner_client.get(RUNS, query)
+def test_the_list_refuses_bad_query_parameters(owner_api, query, field):
+    response = owner_api.get(RUNS, query)
 
     error = assert_error(response, 400, "VALIDATION_ERROR")
     assert [e["field"] for e in error["details"]["errors"]] == [field]
     assert field in error["message"]
 
 
-def test_the_list_accepts_the_largest_page_size(owner_client):
-    response = owner_client.get(RUNS, {"page_size": 100})
+def test_the_list_accepts_the_largest_page_size(owner_api):
+    response = owner_api.get(RUNS, {"page_size": 100})
 
     assert response.status_code == 200
 
@@ -142,14 +142,14 @@ def test_the_list_refuses_an_anonymous_client(owner, anonymous_client):
 
 
 def test_the_list_reads_a_full_page_of_runs_in_three_queries(
-    owner, owner_client, django_assert_num_queries
+    owner, owner_api, django_assert_num_queries
 ):
     make_runs(owner, 12)
-    owner_client.get(RUNS)  # the key's last_used_at is written on first use only
+    owner_api.get(RUNS)  # the key's last_used_at is written on first use only
 
     # the key with its user, the count, the page of runs with their tasks
     with django_assert_num_queries(3):
-        response = owner_client.get(RUNS)
+        response = owner_api.get(RUNS)
 
     assert len(response.json()["results"]) == 12
 
@@ -173,12 +173,12 @@ def make_plan(run: Run, version: int, objectives: list[str], reason: str = "") -
     ]
 
 
-def test_a_run_shows_its_context_and_summary(owner, owner_client):
+def test_a_run_shows_its_context_and_summary(owner, owner_api):
     run = make_run(owner, "Count the words")
     run.task.context = {"file": "notes.md"}
     run.task.save()
 
-    body = owner_client.get(f"{RUNS}/{run.pk}").json()
+    body = owner_api.get(f"{RUNS}/{run.pk}").json()
 
     assert body["id"] == run.pk
     assert body["task"] == "Count the words"
@@ -188,7 +188,7 @@ def test_a_run_shows_its_context_and_summary(owner, owner_client):
     assert body["links"]["self"] == f"{RUNS}/{run.pk}"
 
 
-def test_a_run_shows_its_plans_steps_and_tool_calls_in_order(owner, owner_client):
+def test_a_run_shows_its_plans_steps_and_tool_calls_in_order(owner, owner_api):
     run = make_run(owner)
     # Made newest first, to show the order comes from the versions, not the row ids.
     second, _ = make_plan(run, 2, ["Read the file", "Answer"], reason="the first failed")
@@ -216,7 +216,7 @@ def test_a_run_shows_its_plans_steps_and_tool_calls_in_order(owner, owner_client
         duration_ms=12,
     )
 
-    body = owner_client.get(f"{RUNS}/{run.pk}").json()
+    body = owner_api.get(f"{RUNS}/{run.pk}").json()
 
     assert [(p["version"], p["reason"]) for p in body["plans"]] == [
         (1, ""),
@@ -250,10 +250,10 @@ def test_a_run_shows_its_plans_steps_and_tool_calls_in_order(owner, owner_client
     assert good_call["duration_ms"] == 12
 
 
-def test_a_finished_run_shows_its_outcome(owner, owner_client):
+def test_a_finished_run_shows_its_outcome(owner, owner_api):
     run = end(make_run(owner), RunStatus.SUCCEEDED, response="42 words")
 
-    body = owner_client.get(f"{RUNS}/{run.pk}").json()
+    body = owner_api.get(f"{RUNS}/{run.pk}").json()
 
     assert body["status"] == "succeeded"
     assert body["final_response"] == "42 words"
@@ -262,27 +262,27 @@ def test_a_finished_run_shows_its_outcome(owner, owner_client):
 
 
 def test_a_run_is_read_in_a_fixed_number_of_queries(
-    owner, owner_client, django_assert_max_num_queries
+    owner, owner_api, django_assert_max_num_queries
 ):
     run = make_run(owner)
     for version in (1, 2, 3):
         for step in make_plan(run, version, ["a", "b", "c"]):
             ToolCall.objects.create(run=run, step=step, tool="echo", arguments={})
-    owner_client.get(f"{RUNS}/{run.pk}")  # the key's last_used_at is written on first use only
+    owner_api.get(f"{RUNS}/{run.pk}")  # the key's last_used_at is written on first use only
 
     # the key, the run, plans, steps, tool calls
     with django_assert_max_num_queries(5):
-        response = owner_client.get(f"{RUNS}/{run.pk}")
+        response = owner_api.get(f"{RUNS}/{run.pk}")
 
     assert response.status_code == 200
 
 
-def test_another_users_run_is_not_found_like_a_missing_one(owner, outsider_client):
+def test_another_users_run_is_not_found_like_a_missing_one(owner, outsider_api):
     run = make_run(owner)
     missing = run.pk + 1000
 
-    theirs = assert_error(outsider_client.get(f"{RUNS}/{run.pk}"), 404, "NOT_FOUND")
-    absent = assert_error(outsider_client.get(f"{RUNS}/{missing}"), 404, "NOT_FOUND")
+    theirs = assert_error(outsider_api.get(f"{RUNS}/{run.pk}"), 404, "NOT_FOUND")
+    absent = assert_error(outsider_api.get(f"{RUNS}/{missing}"), 404, "NOT_FOUND")
 
     assert theirs["message"] == f"Run {run.pk} not found"
     assert theirs["details"] == {"run_id": run.pk}
@@ -290,8 +290,8 @@ def test_another_users_run_is_not_found_like_a_missing_one(owner, outsider_clien
 
 
 @pytest.mark.parametrize("run_id", ["abc", "1.5", "-1", "%20"])
-def test_a_run_id_that_is_not_an_integer_is_not_found(owner_client, run_id):
-    assert_error(owner_client.get(f"{RUNS}/{run_id}"), 404, "NOT_FOUND")
+def test_a_run_id_that_is_not_an_integer_is_not_found(owner_api, run_id):
+    assert_error(owner_api.get(f"{RUNS}/{run_id}"), 404, "NOT_FOUND")
 
 
 def test_a_run_refuses_an_anonymous_client(owner, anonymous_client):

@@ -67,11 +67,11 @@ def worker(owner):
 # --- the wait ends before the run -------------------------------------------------------------
 
 
-def test_a_wait_that_times_out_answers_202_with_the_links(owner_client, settings):
+def test_a_wait_that_times_out_answers_202_with_the_links(owner_api, settings):
     settings.API_MAX_WAIT = 0.3
     started = time.monotonic()
 
-    response = submit(owner_client, wait=True)
+    response = submit(owner_api, wait=True)
 
     assert time.monotonic() - started < 3
     assert response.status_code == 202
@@ -82,31 +82,31 @@ def test_a_wait_that_times_out_answers_202_with_the_links(owner_client, settings
     assert body["links"]["events"] == f"/api/v1/runs/{run.pk}/events"
 
 
-def test_a_longer_wait_timeout_is_capped_by_api_max_wait(owner_client, settings):
+def test_a_longer_wait_timeout_is_capped_by_api_max_wait(owner_api, settings):
     settings.API_MAX_WAIT = 0.3
     started = time.monotonic()
 
-    response = submit(owner_client, wait=True, wait_timeout=60)
+    response = submit(owner_api, wait=True, wait_timeout=60)
 
     assert time.monotonic() - started < 3
     assert response.status_code == 202
 
 
-def test_a_shorter_wait_timeout_ends_the_wait_early(owner_client, settings):
+def test_a_shorter_wait_timeout_ends_the_wait_early(owner_api, settings):
     settings.API_MAX_WAIT = 60
     started = time.monotonic()
 
-    response = submit(owner_client, wait=True, wait_timeout=0.3)
+    response = submit(owner_api, wait=True, wait_timeout=0.3)
 
     assert time.monotonic() - started < 3
     assert response.status_code == 202
 
 
-def test_a_wait_timeout_without_wait_does_not_wait(owner_client, settings):
+def test_a_wait_timeout_without_wait_does_not_wait(owner_api, settings):
     settings.API_MAX_WAIT = 60
     started = time.monotonic()
 
-    response = submit(owner_client, wait_timeout=30)
+    response = submit(owner_api, wait_timeout=30)
 
     assert time.monotonic() - started < 3
     assert response.status_code == 202
@@ -117,12 +117,12 @@ def test_a_wait_timeout_without_wait_does_not_wait(owner_client, settings):
 
 @pytest.mark.django_db(transaction=True)
 def test_a_run_that_succeeds_during_the_wait_answers_200_with_the_agent_result(
-    owner_client, settings, worker
+    owner_api, settings, worker
 ):
     settings.API_MAX_WAIT = 10
     worker(lambda run: end(run, RunStatus.SUCCEEDED, response="42 words"))
 
-    response = submit(owner_client, task="Count the words", wait=True)
+    response = submit(owner_api, task="Count the words", wait=True)
 
     assert response.status_code == 200
     body = response.json()
@@ -141,12 +141,12 @@ def test_a_run_that_succeeds_during_the_wait_answers_200_with_the_agent_result(
 
 @pytest.mark.django_db(transaction=True)
 def test_a_run_that_fails_during_the_wait_answers_with_its_error_code_and_status(
-    owner_client, settings, worker
+    owner_api, settings, worker
 ):
     settings.API_MAX_WAIT = 10
     worker(lambda run: end(run, RunStatus.FAILED, "BUDGET_EXCEEDED", "Token budget spent"))
 
-    response = submit(owner_client, wait=True)
+    response = submit(owner_api, wait=True)
 
     error = assert_error(response, 429, "BUDGET_EXCEEDED")
     run = Run.objects.get()
@@ -159,12 +159,12 @@ def test_a_run_that_fails_during_the_wait_answers_with_its_error_code_and_status
 
 @pytest.mark.django_db(transaction=True)
 def test_a_run_cancelled_during_the_wait_answers_409_with_the_agent_result(
-    owner_client, settings, worker
+    owner_api, settings, worker
 ):
     settings.API_MAX_WAIT = 10
     worker(lambda run: services.run_cancel(run=run, actor=run.owner, interface=AuditInterface.API))
 
-    response = submit(owner_client, wait=True)
+    response = submit(owner_api, wait=True)
 
     error = assert_error(response, 409, "CANCELLED")
     assert error["details"] == {"run_id": Run.objects.get().pk}

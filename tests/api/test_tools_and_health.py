@@ -23,12 +23,13 @@ def builtin_tools(client, **query) -> dict[str, dict]:
 # --- tools --------------------------------------------------------------------------------------
 
 
-def test_it_lists_the_builtin_tools(owner_client):
+def test_it_lists_the_builtin_tools(owner_api):
+    owner_client = owner_api
     assert set(builtin_tools(owner_client)) == BUILTIN
 
 
-def test_each_tool_comes_with_its_schema_capabilities_and_domain(owner_client):
-    tools = builtin_tools(owner_client)
+def test_each_tool_comes_with_its_schema_capabilities_and_domain(owner_api):
+    tools = builtin_tools(owner_api)
 
     read_file = tools["read_file"]
     assert read_file["capabilities"] == ["FILE_READ"]
@@ -42,19 +43,23 @@ def test_each_tool_comes_with_its_schema_capabilities_and_domain(owner_client):
     assert all(t["schema"]["type"] == "object" for t in tools.values())
 
 
-def test_it_filters_by_capability(owner_client):
+def test_it_filters_by_capability(owner_api):
+    owner_client = owner_api
     assert set(builtin_tools(owner_client, capability="FILE_READ")) == {"read_file", "list_files"}
 
 
-def test_the_capability_filter_ignores_case(owner_client):
+def test_the_capability_filter_ignores_case(owner_api):
+    owner_client = owner_api
     assert set(builtin_tools(owner_client, capability="file_write")) == {"write_file"}
 
 
-def test_it_filters_by_domain(owner_client):
+def test_it_filters_by_domain(owner_api):
+    owner_client = owner_api
     assert set(builtin_tools(owner_client, domain="web")) == {"http_get"}
 
 
-def test_it_filters_by_capability_and_domain_together(owner_client):
+def test_it_filters_by_capability_and_domain_together(owner_api):
+    owner_client = owner_api
     tools = builtin_tools(owner_client, capability="FILE_READ", domain="file_operations")
 
     assert set(tools) == {"read_file", "list_files"}
@@ -62,11 +67,14 @@ def test_it_filters_by_capability_and_domain_together(owner_client):
 
 
 @pytest.mark.parametrize("query", [{"capability": "TELEPORT"}, {"domain": "nowhere"}])
-def test_an_unknown_capability_or_domain_lists_nothing(owner_client, query):
+def test_an_unknown_capability_or_domain_lists_nothing(owner_api, query):
+    owner_client = owner_api
     assert builtin_tools(owner_client, **query) == {}
 
 
-def test_every_persona_sees_the_same_tools(owner_client, outsider_client):
+def test_every_persona_sees_the_same_tools(owner_api, outsider_api):
+    owner_client = owner_api
+    outsider_client = outsider_api
     assert builtin_tools(owner_client) == builtin_tools(outsider_client)
 
 
@@ -95,10 +103,10 @@ def test_health_needs_no_login_and_reports_each_service(anonymous_client, llm_co
     assert datetime.fromisoformat(body["timestamp"]).tzinfo is not None
 
 
-def test_health_reports_an_llm_that_is_not_configured(owner_client, settings):
+def test_health_reports_an_llm_that_is_not_configured(owner_api, settings):
     settings.LLM_BASE_URL = ""
 
-    response = owner_client.get(HEALTH)
+    response = owner_api.get(HEALTH)
 
     assert response.status_code == 200
     body = response.json()

@@ -17,7 +17,6 @@ from agents_app.models import (
     UserPreferences,
 )
 from agents_app.runs.writer import locked_run
-from tests.support.fixtures import fast_password_hashing, superuser_client, superuser_staff  # noqa: F401
 from tests.support.runs import make_run
 
 APPROVALS = "/admin/agents_app/approval/"
@@ -69,11 +68,12 @@ def decisions_of(approval):
     ],
 )
 def test_each_action_decides_and_audits_as_the_staff_member_in_the_admin(
-    staff_client, staff, owner, action, decision, status, run_status
+    superuser_admin, superuser, owner, action, decision, status, run_status
 ):
+    staff = superuser
     approval = parked(owner)
 
-    notes = act(staff_client, APPROVALS, action, approval.pk)
+    notes = act(superuser_admin, APPROVALS, action, approval.pk)
 
     approval.refresh_from_db()
     assert (approval.status, approval.decided_by, approval.decided_via) == (status, staff, "admin")
@@ -83,11 +83,11 @@ def test_each_action_decides_and_audits_as_the_staff_member_in_the_admin(
     assert level == "success" and f"#{approval.pk}" in text
 
 
-def test_a_second_action_reports_the_conflict_and_does_not_decide_again(staff_client, owner):
+def test_a_second_action_reports_the_conflict_and_does_not_decide_again(superuser_admin, owner):
     first, second = parked(owner), parked(owner)
-    act(staff_client, APPROVALS, "approve_selected", first.pk)
+    act(superuser_admin, APPROVALS, "approve_selected", first.pk)
 
-    notes = act(staff_client, APPROVALS, "deny_selected", first.pk, second.pk)
+    notes = act(superuser_admin, APPROVALS, "deny_selected", first.pk, second.pk)
 
     first.refresh_from_db()
     second.refresh_from_db()
@@ -98,24 +98,24 @@ def test_a_second_action_reports_the_conflict_and_does_not_decide_again(staff_cl
     assert level == "warning" and "already decided: approved by staff" in text
 
 
-def test_a_plan_cannot_be_skipped_and_says_why(staff_client, owner):
+def test_a_plan_cannot_be_skipped_and_says_why(superuser_admin, owner):
     approval = parked(owner)
     Approval.objects.filter(pk=approval.pk).update(kind="plan", tool="")
 
-    notes = act(staff_client, APPROVALS, "skip_selected", approval.pk)
+    notes = act(superuser_admin, APPROVALS, "skip_selected", approval.pk)
 
     approval.refresh_from_db()
     assert approval.status == "pending" and decisions_of(approval) == []
     assert notes == [("error", f"#{approval.pk}: A plan is approved or its run cancelled")]
 
 
-def test_the_list_shows_filters_searches_and_links_each_run(staff_client, owner, outsider):
+def test_the_list_shows_filters_searches_and_links_each_run(superuser_admin, owner, outsider):
     mine = parked(owner, tool="write_file")
     parked(outsider, tool="http_get", arguments={"url": "https://example.org"})
 
-    listing = staff_client.get(APPROVALS)
-    by_tool = staff_client.get(APPROVALS, {"q": "write_file"})
-    by_owner = staff_client.get(APPROVALS, {"q": "outsider"})
+    listing = superuser_admin.get(APPROVALS)
+    by_tool = superuser_admin.get(APPROVALS, {"q": "write_file"})
+    by_owner = superuser_admin.get(APPROVALS, {"q": "outsider"})
 
     assert listing.status_code == 200
     html = listing.content.decode()
@@ -126,7 +126,8 @@ def test_the_list_shows_filters_searches_and_links_each_run(staff_client, owner,
     assert [a.tool for a in by_owner.context["cl"].result_list] == ["http_get"]
 
 
-def test_approvals_cannot_be_added_edited_or_deleted(staff_client, owner):
+def test_approvals_cannot_be_added_edited_or_deleted(superuser_admin, owner):
+    staff_client = superuser_admin
     approval = parked(owner)
     page = f"{APPROVALS}{approval.pk}/change/"
 
@@ -199,21 +200,21 @@ def revokes():
     )
 
 
-def test_deleting_a_rule_from_its_page_revokes_it_audited(staff_client, owner):
+def test_deleting_a_rule_from_its_page_revokes_it_audited(superuser_admin, owner):
     rule = make_rule(owner)
 
-    response = staff_client.post(f"{RULES}{rule.pk}/delete/", {"post": "yes"})
+    response = superuser_admin.post(f"{RULES}{rule.pk}/delete/", {"post": "yes"})
 
     assert response.status_code == 302
     assert not ApprovalRule.objects.exists()
     assert revokes() == [("admin", "staff", "write_file", rule.pk)]
 
 
-def test_deleting_rules_in_bulk_revokes_each_audited(staff_client, owner):
+def test_deleting_rules_in_bulk_revokes_each_audited(superuser_admin, owner):
     every = make_rule(owner)
     exact = make_rule(owner, "http_get", {"url": "https://example.org"})
 
-    response = staff_client.post(
+    response = superuser_admin.post(
         RULES,
         {"action": "delete_selected", "_selected_action": [every.pk, exact.pk], "post": "yes"},
     )
@@ -225,7 +226,8 @@ def test_deleting_rules_in_bulk_revokes_each_audited(staff_client, owner):
     )
 
 
-def test_rules_cannot_be_added_or_edited(staff_client, owner):
+def test_rules_cannot_be_added_or_edited(superuser_admin, owner):
+    staff_client = superuser_admin
     rule = make_rule(owner)
 
     shown = staff_client.get(f"{RULES}{rule.pk}/change/")
@@ -247,8 +249,8 @@ def fresh(user):
     return get_user_model().objects.get(pk=user.pk)
 
 
-def test_granting_yolo_mode_lets_the_user_turn_it_on_audited(staff_client, owner):
-    notes = act(staff_client, USERS, "grant_yolo", owner.pk)
+def test_granting_yolo_mode_lets_the_user_turn_it_on_audited(superuser_admin, owner):
+    notes = act(superuser_admin, USERS, "grant_yolo", owner.pk)
 
     assert fresh(owner).has_perm(YOLO_PERMISSION)
     assert yolo_acts() == [("yolo.grant", "admin", "staff", "owner")]
@@ -257,11 +259,11 @@ def test_granting_yolo_mode_lets_the_user_turn_it_on_audited(staff_client, owner
     assert yolo_active(fresh(owner))
 
 
-def test_revoking_yolo_mode_turns_it_off_audited(staff_client, owner):
-    act(staff_client, USERS, "grant_yolo", owner.pk)
+def test_revoking_yolo_mode_turns_it_off_audited(superuser_admin, owner):
+    act(superuser_admin, USERS, "grant_yolo", owner.pk)
     yolo_set(user=fresh(owner), on=True, interface="web")
 
-    act(staff_client, USERS, "revoke_yolo", owner.pk)
+    act(superuser_admin, USERS, "revoke_yolo", owner.pk)
 
     assert not fresh(owner).has_perm(YOLO_PERMISSION)
     assert UserPreferences.objects.get(user=owner).yolo is False
@@ -272,17 +274,19 @@ def test_revoking_yolo_mode_turns_it_off_audited(staff_client, owner):
     ]
 
 
-def test_revoking_from_a_superuser_warns_they_still_hold_it(staff_client, staff):
-    notes = act(staff_client, USERS, "revoke_yolo", staff.pk)
+def test_revoking_from_a_superuser_warns_they_still_hold_it(superuser_admin, superuser):
+    notes = act(superuser_admin, USERS, "revoke_yolo", superuser.pk)
 
     assert notes[-1][0] == "warning" and "staff" in notes[-1][1]
 
 
-def test_the_user_list_shows_who_may_use_yolo_mode_and_who_has_it_on(staff_client, owner, outsider):
-    act(staff_client, USERS, "grant_yolo", owner.pk)
+def test_the_user_list_shows_who_may_use_yolo_mode_and_who_has_it_on(
+    superuser_admin, owner, outsider
+):
+    act(superuser_admin, USERS, "grant_yolo", owner.pk)
     yolo_set(user=fresh(owner), on=True, interface="web")
 
-    listing = staff_client.get(USERS)
+    listing = superuser_admin.get(USERS)
 
     rows = {
         u.username: (u.yolo_granted, u.yolo_switched_on) for u in listing.context["cl"].result_list

@@ -3,10 +3,8 @@
 import pytest
 
 from agents_app.models import Approval, AuditEvent
-from tests.approvals.fixtures import staff_key_client, staff_member  # noqa: F401
 from tests.support.api import assert_error, post_json
 from tests.support.approvals import drive, ids, parked, pending
-from tests.support.fixtures import fast_password_hashing, owner_key_client  # noqa: F401
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -14,7 +12,7 @@ BULK = "/api/v1/approvals/bulk"
 
 
 def test_bulk_by_tool_decides_only_the_callers_pending_calls_of_that_tool(
-    owner, outsider, owner_client, send, registry
+    owner, outsider, owner_api, send, registry
 ):
     first_run, provider, first = parked(owner, registry)
     _, _, second = parked(owner, registry)
@@ -22,7 +20,7 @@ def test_bulk_by_tool_decides_only_the_callers_pending_calls_of_that_tool(
     done = pending(owner, status="denied")
     theirs = pending(outsider)
 
-    response = post_json(owner_client, BULK, {"decision": "approve", "tool": "send"})
+    response = post_json(owner_api, BULK, {"decision": "approve", "tool": "send"})
 
     assert response.status_code == 200
     body = response.json()
@@ -37,13 +35,13 @@ def test_bulk_by_tool_decides_only_the_callers_pending_calls_of_that_tool(
     assert AuditEvent.objects.filter(action="approval.decide", interface="api").count() == 2
 
 
-def test_bulk_by_ids_reports_each_one_it_cannot_decide(owner, outsider, owner_client):
+def test_bulk_by_ids_reports_each_one_it_cannot_decide(owner, outsider, owner_api):
     mine = pending(owner)
     decided = pending(owner, status="approved")
     theirs = pending(outsider)
 
     body = post_json(
-        owner_client,
+        owner_api,
         BULK,
         {"decision": "deny", "ids": [mine.pk, theirs.pk, decided.pk, 999999, mine.pk]},
     ).json()
@@ -58,10 +56,10 @@ def test_bulk_by_ids_reports_each_one_it_cannot_decide(owner, outsider, owner_cl
     assert theirs.status == "pending"
 
 
-def test_staff_bulk_decide_another_users_approvals_by_id(owner, staff_client):
+def test_staff_bulk_decide_another_users_approvals_by_id(owner, staff_api):
     approval = pending(owner)
 
-    body = post_json(staff_client, BULK, {"decision": "skip", "ids": [approval.pk]}).json()
+    body = post_json(staff_api, BULK, {"decision": "skip", "ids": [approval.pk]}).json()
 
     assert ids(body["decided"]) == [approval.pk] and body["refused"] == []
     approval.refresh_from_db()
@@ -80,16 +78,16 @@ def test_staff_bulk_decide_another_users_approvals_by_id(owner, staff_client):
         {"decision": "approve", "ids": list(range(1, 1002))},
     ],
 )
-def test_a_bad_bulk_body_is_refused(owner, owner_client, body):
+def test_a_bad_bulk_body_is_refused(owner, owner_api, body):
     approval = pending(owner)
 
-    assert_error(post_json(owner_client, BULK, body), 400, "VALIDATION_ERROR")
+    assert_error(post_json(owner_api, BULK, body), 400, "VALIDATION_ERROR")
 
     approval.refresh_from_db()
     assert approval.status == "pending"
 
 
-def test_bulk_accepts_a_thousand_ids(owner_client):
-    body = post_json(owner_client, BULK, {"decision": "deny", "ids": list(range(1, 1001))}).json()
+def test_bulk_accepts_a_thousand_ids(owner_api):
+    body = post_json(owner_api, BULK, {"decision": "deny", "ids": list(range(1, 1001))}).json()
 
     assert body["decided"] == [] and len(body["refused"]) == 1000

@@ -6,20 +6,18 @@ from django.test import Client
 from agents_app.approvals.rules import rule_create
 from agents_app.models import Approval, ApprovalRule, AuditEvent, Step, Task, ToolCall
 from agents_app.runs.services import run_create
-from tests.approvals.fixtures import staff_key_client, staff_member  # noqa: F401
 from tests.support.api import assert_error, post_json
 from tests.support.approvals import APPROVALS, SCRIPT, decide, drive, parked, pending
-from tests.support.fixtures import fast_password_hashing, owner_key_client  # noqa: F401
 from tests.support.runs import make_run
 from tests.support.scripted_provider import ScriptedProvider
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def test_approve_runs_the_call_once_and_records_the_api(owner, owner_client, send, registry):
+def test_approve_runs_the_call_once_and_records_the_api(owner, owner_api, send, registry):
     run, provider, approval = parked(owner, registry)
 
-    response = decide(owner_client, approval.pk, decision="approve")
+    response = decide(owner_api, approval.pk, decision="approve")
 
     assert response.status_code == 200
     body = response.json()
@@ -39,7 +37,8 @@ def test_approve_runs_the_call_once_and_records_the_api(owner, owner_client, sen
     assert (audit.interface, audit.actor, audit.details["decision"]) == ("api", owner, "approve")
 
 
-def test_a_second_decision_is_a_conflict_and_the_first_wins(owner, owner_client, send, registry):
+def test_a_second_decision_is_a_conflict_and_the_first_wins(owner, owner_api, send, registry):
+    owner_client = owner_api
     run, provider, approval = parked(owner, registry)
     assert decide(owner_client, approval.pk, decision="approve").status_code == 200
 
@@ -53,11 +52,11 @@ def test_a_second_decision_is_a_conflict_and_the_first_wins(owner, owner_client,
     assert AuditEvent.objects.filter(action="approval.decide").count() == 1
 
 
-def test_modify_runs_the_edited_arguments(owner, owner_client, send, registry):
+def test_modify_runs_the_edited_arguments(owner, owner_api, send, registry):
     run, provider, approval = parked(owner, registry)
 
     response = decide(
-        owner_client, approval.pk, decision="modify", arguments={"to": "bob", "text": "hello"}
+        owner_api, approval.pk, decision="modify", arguments={"to": "bob", "text": "hello"}
     )
 
     body = response.json()
@@ -76,11 +75,11 @@ def test_modify_runs_the_edited_arguments(owner, owner_client, send, registry):
     [({"to": 5, "text": "hi"}, "to"), ({"to": "bob"}, ""), ({"to": "b", "text": "x", "cc": 1}, "")],
 )
 def test_modify_with_arguments_that_do_not_fit_is_refused(
-    owner, owner_client, send, registry, arguments, path
+    owner, owner_api, send, registry, arguments, path
 ):
     run, _, approval = parked(owner, registry)
 
-    response = decide(owner_client, approval.pk, decision="modify", arguments=arguments)
+    response = decide(owner_api, approval.pk, decision="modify", arguments=arguments)
 
     error = assert_error(response, 400, "INVALID_ARGUMENTS")
     assert error["details"]["tool"] == "send"
@@ -92,11 +91,11 @@ def test_modify_with_arguments_that_do_not_fit_is_refused(
     assert send.calls == []
 
 
-def test_modify_without_arguments_is_refused(owner, owner_client, registry):
+def test_modify_without_arguments_is_refused(owner, owner_api, registry):
     _, _, approval = parked(owner, registry)
 
     error = assert_error(
-        decide(owner_client, approval.pk, decision="modify"), 400, "INVALID_ARGUMENTS"
+        decide(owner_api, approval.pk, decision="modify"), 400, "INVALID_ARGUMENTS"
     )
 
     assert error["details"] == {"field": "arguments"}
@@ -104,7 +103,8 @@ def test_modify_without_arguments_is_refused(owner, owner_client, registry):
     assert approval.status == "pending"
 
 
-def test_skip_skips_the_step(owner, owner_client, send, registry):
+def test_skip_skips_the_step(owner, owner_api, send, registry):
+    owner_client = owner_api
     run, provider, approval = parked(owner, registry)
 
     assert decide(owner_client, approval.pk, decision="skip").json()["status"] == "skipped"
@@ -115,7 +115,8 @@ def test_skip_skips_the_step(owner, owner_client, send, registry):
     assert ToolCall.objects.get(run=run).status == "skipped"
 
 
-def test_cancel_cancels_the_run(owner, owner_client, send, registry):
+def test_cancel_cancels_the_run(owner, owner_api, send, registry):
+    owner_client = owner_api
     run, _, approval = parked(owner, registry)
 
     assert decide(owner_client, approval.pk, decision="cancel").json()["status"] == "cancelled"
@@ -125,7 +126,8 @@ def test_cancel_cancels_the_run(owner, owner_client, send, registry):
     assert "owner" in run.error_message
 
 
-def test_deny_refuses_the_call_and_the_run_goes_on(owner, owner_client, send, registry):
+def test_deny_refuses_the_call_and_the_run_goes_on(owner, owner_api, send, registry):
+    owner_client = owner_api
     run, provider, approval = parked(owner, registry)
 
     assert decide(owner_client, approval.pk, decision="deny").json()["status"] == "denied"
@@ -138,8 +140,9 @@ def test_deny_refuses_the_call_and_the_run_goes_on(owner, owner_client, send, re
 
 
 def test_approve_and_remember_the_tool_creates_a_rule_that_spares_the_next_run(
-    owner, owner_client, send, registry
+    owner, owner_api, send, registry
 ):
+    owner_client = owner_api
     _, _, approval = parked(owner, registry)
 
     assert decide(owner_client, approval.pk, decision="approve", remember="tool").status_code == 200
@@ -151,7 +154,8 @@ def test_approve_and_remember_the_tool_creates_a_rule_that_spares_the_next_run(
     assert run.status == "succeeded" and Approval.objects.filter(run=run).count() == 0
 
 
-def test_a_plan_approval_is_approved_through_the_api(owner, owner_client, send, registry):
+def test_a_plan_approval_is_approved_through_the_api(owner, owner_api, send, registry):
+    owner_client = owner_api
     rule_create(owner_id=owner.pk, tool="send", arguments=None, actor=owner, interface="web")
     run = run_create(task=Task.objects.create(owner=owner, text="Do it", approve_plan=True))
     provider = ScriptedProvider(SCRIPT)
@@ -180,29 +184,28 @@ def test_a_plan_approval_is_approved_through_the_api(owner, owner_client, send, 
         ["approve"],
     ],
 )
-def test_a_bad_decision_body_is_refused(owner, owner_client, registry, body):
+def test_a_bad_decision_body_is_refused(owner, owner_api, registry, body):
     run, _, approval = parked(owner, registry)
 
-    assert_error(
-        post_json(owner_client, f"{APPROVALS}/{approval.pk}", body), 400, "VALIDATION_ERROR"
-    )
+    assert_error(post_json(owner_api, f"{APPROVALS}/{approval.pk}", body), 400, "VALIDATION_ERROR")
 
     approval.refresh_from_db()
     assert approval.status == "pending"
     assert not ApprovalRule.objects.exists()
 
 
-def test_a_body_that_is_not_json_is_refused(owner, owner_client):
+def test_a_body_that_is_not_json_is_refused(owner, owner_api):
     approval = pending(owner)
 
-    response = owner_client.post(
+    response = owner_api.post(
         f"{APPROVALS}/{approval.pk}", data="decision=approve", content_type="application/json"
     )
 
     assert_error(response, 400, "VALIDATION_ERROR")
 
 
-def test_staff_decide_another_users_approval(owner, staff, staff_client, send, registry):
+def test_staff_decide_another_users_approval(owner, staff, staff_api, send, registry):
+    staff_client = staff_api
     run, provider, approval = parked(owner, registry)
 
     assert staff_client.get(f"{APPROVALS}/{approval.pk}").status_code == 200

@@ -7,7 +7,6 @@ from agents_app.approvals.presenters import approval_payload
 from agents_app.models import Approval, AuditEvent
 from tests.support.api import assert_error
 from tests.support.approvals import APPROVALS, as_json, decide, ids, parked, pending
-from tests.support.fixtures import fast_password_hashing, outsider_key_client, owner_key_client  # noqa: F401
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -16,13 +15,14 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def test_the_list_holds_only_the_callers_approvals_newest_first(
-    owner, outsider, owner_client, outsider_client
+    owner, outsider, owner_api, outsider_api
 ):
+    outsider_client = outsider_api
     older = pending(owner, minutes_ago=5)
     newer = pending(owner, minutes_ago=1)
     theirs = pending(outsider)
 
-    body = owner_client.get(APPROVALS).json()
+    body = owner_api.get(APPROVALS).json()
 
     assert body["success"] is True
     assert (body["count"], body["page"], body["page_size"]) == (2, 1, 20)
@@ -30,22 +30,22 @@ def test_the_list_holds_only_the_callers_approvals_newest_first(
     assert ids(outsider_client.get(APPROVALS).json()["results"]) == [theirs.pk]
 
 
-def test_the_list_shows_each_approval_as_its_payload(owner, owner_client, registry):
+def test_the_list_shows_each_approval_as_its_payload(owner, owner_api, registry):
     _, _, approval = parked(owner, registry)
 
-    [item] = owner_client.get(APPROVALS).json()["results"]
+    [item] = owner_api.get(APPROVALS).json()["results"]
 
     assert item == as_json(approval_payload(approval))
     assert item["step_index"] == 0 and item["tool_call_id"] is not None
 
 
-def test_the_list_filters_by_status_run_and_tool(owner, owner_client):
+def test_the_list_filters_by_status_run_and_tool(owner, owner_api):
     send = pending(owner, minutes_ago=3)
     shell = pending(owner, tool="shell", minutes_ago=2)
     denied = pending(owner, minutes_ago=1, status="denied")
 
     def listed(query):
-        return ids(owner_client.get(f"{APPROVALS}?{query}").json()["results"])
+        return ids(owner_api.get(f"{APPROVALS}?{query}").json()["results"])
 
     assert listed("status=pending") == [shell.pk, send.pk]
     assert listed("status=denied") == [denied.pk]
@@ -54,12 +54,12 @@ def test_the_list_filters_by_status_run_and_tool(owner, owner_client):
     assert listed("status=pending&tool=send") == [send.pk]
 
 
-def test_the_list_pages_like_the_runs(owner, owner_client):
+def test_the_list_pages_like_the_runs(owner, owner_api):
     made = [pending(owner, minutes_ago=10 - i) for i in range(5)]
     newest_first = [a.pk for a in reversed(made)]
 
-    body = owner_client.get(f"{APPROVALS}?page=2&page_size=2").json()
-    last = owner_client.get(f"{APPROVALS}?page=3&page_size=2").json()
+    body = owner_api.get(f"{APPROVALS}?page=2&page_size=2").json()
+    last = owner_api.get(f"{APPROVALS}?page=3&page_size=2").json()
 
     assert (body["count"], body["page"], body["page_size"]) == (5, 2, 2)
     assert ids(body["results"]) == newest_first[2:4]
@@ -69,20 +69,20 @@ def test_the_list_pages_like_the_runs(owner, owner_client):
 @pytest.mark.parametrize(
     "query", ["status=waiting", "status=PENDING", "page=0", "page_size=0", "page_size=101"]
 )
-def test_the_list_refuses_bad_query_values(owner_client, query):
-    assert_error(owner_client.get(f"{APPROVALS}?{query}"), 400, "VALIDATION_ERROR")
+def test_the_list_refuses_bad_query_values(owner_api, query):
+    assert_error(owner_api.get(f"{APPROVALS}?{query}"), 400, "VALIDATION_ERROR")
 
 
 def test_the_list_costs_the_same_queries_however_long(
-    owner, owner_client, registry, django_assert_max_num_queries
+    owner, owner_api, registry, django_assert_max_num_queries
 ):
     for _ in range(3):
         _, _, approval = parked(owner, registry)
     Approval.objects.filter(pk=approval.pk).update(status="approved", decided_by=owner)
-    owner_client.get(APPROVALS)  # the key's first use writes last_used_at
+    owner_api.get(APPROVALS)  # the key's first use writes last_used_at
 
     with django_assert_max_num_queries(3):
-        body = owner_client.get(APPROVALS).json()
+        body = owner_api.get(APPROVALS).json()
 
     assert body["count"] == 3 and body["results"][0]["decided_by"] == "owner"
 
@@ -94,20 +94,20 @@ def test_an_anonymous_client_cannot_list_approvals(db):
 # --- one approval -----------------------------------------------------------------------------
 
 
-def test_the_owner_reads_an_approval(owner, owner_client):
+def test_the_owner_reads_an_approval(owner, owner_api):
     approval = pending(owner)
 
-    response = owner_client.get(f"{APPROVALS}/{approval.pk}")
+    response = owner_api.get(f"{APPROVALS}/{approval.pk}")
 
     assert response.status_code == 200
     assert response.json() == as_json(approval_payload(approval))
 
 
-def test_an_outsider_hears_404_for_another_users_approval(owner, outsider_client):
+def test_an_outsider_hears_404_for_another_users_approval(owner, outsider_api):
     approval = pending(owner)
 
-    error = assert_error(outsider_client.get(f"{APPROVALS}/{approval.pk}"), 404, "NOT_FOUND")
-    assert_error(decide(outsider_client, approval.pk, decision="approve"), 404, "NOT_FOUND")
+    error = assert_error(outsider_api.get(f"{APPROVALS}/{approval.pk}"), 404, "NOT_FOUND")
+    assert_error(decide(outsider_api, approval.pk, decision="approve"), 404, "NOT_FOUND")
 
     assert "not found" in error["message"]
     approval.refresh_from_db()
@@ -115,6 +115,6 @@ def test_an_outsider_hears_404_for_another_users_approval(owner, outsider_client
     assert not AuditEvent.objects.filter(action="approval.decide").exists()
 
 
-def test_an_unknown_approval_is_404(owner_client):
-    assert_error(owner_client.get(f"{APPROVALS}/999999"), 404, "NOT_FOUND")
-    assert_error(decide(owner_client, 999999, decision="approve"), 404, "NOT_FOUND")
+def test_an_unknown_approval_is_404(owner_api):
+    assert_error(owner_api.get(f"{APPROVALS}/999999"), 404, "NOT_FOUND")
+    assert_error(decide(owner_api, 999999, decision="approve"), 404, "NOT_FOUND")

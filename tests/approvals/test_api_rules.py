@@ -6,7 +6,6 @@ from agents_app.approvals.rules import rule_create
 from agents_app.models import Approval, ApprovalRule, AuditEvent
 from tests.support.api import assert_error, post_json
 from tests.support.approvals import SCRIPT, drive, parked
-from tests.support.fixtures import fast_password_hashing, outsider_key_client, owner_key_client  # noqa: F401
 from tests.support.runs import make_run
 from tests.support.scripted_provider import ScriptedProvider
 
@@ -16,8 +15,9 @@ RULES = "/api/v1/approval-rules"
 
 
 def test_a_rule_for_a_tool_is_created_listed_and_lets_calls_through(
-    owner, owner_client, send, registry
+    owner, owner_api, send, registry
 ):
+    owner_client = owner_api
     response = post_json(owner_client, RULES, {"tool": "send"})
 
     assert response.status_code == 201
@@ -39,14 +39,12 @@ def test_a_rule_for_a_tool_is_created_listed_and_lets_calls_through(
     assert not Approval.objects.exists()
 
 
-def test_an_exact_rule_matches_only_its_call(owner, owner_client, send, registry):
-    other = post_json(owner_client, RULES, {"tool": "send", "arguments": {"to": "x", "text": "hi"}})
+def test_an_exact_rule_matches_only_its_call(owner, owner_api, send, registry):
+    other = post_json(owner_api, RULES, {"tool": "send", "arguments": {"to": "x", "text": "hi"}})
     assert other.json()["exact"] is True and len(other.json()["arguments_sha256"]) == 64
     parked(owner, registry)  # the model's call is another one: it still asks
 
-    same = post_json(
-        owner_client, RULES, {"tool": "send", "arguments": {"text": "hi", "to": "ann"}}
-    )
+    same = post_json(owner_api, RULES, {"tool": "send", "arguments": {"text": "hi", "to": "ann"}})
 
     assert same.status_code == 201
     run = make_run(owner)
@@ -54,9 +52,9 @@ def test_an_exact_rule_matches_only_its_call(owner, owner_client, send, registry
     assert run.status == "succeeded" and send.calls == [{"to": "ann", "text": "hi"}]
 
 
-def test_creating_an_existing_rule_answers_with_it(owner_client):
-    first = post_json(owner_client, RULES, {"tool": "send"}).json()
-    again = post_json(owner_client, RULES, {"tool": "send", "arguments": None})
+def test_creating_an_existing_rule_answers_with_it(owner_api):
+    first = post_json(owner_api, RULES, {"tool": "send"}).json()
+    again = post_json(owner_api, RULES, {"tool": "send", "arguments": None})
 
     assert again.status_code == 201 and again.json()["id"] == first["id"]
     assert ApprovalRule.objects.count() == 1
@@ -66,15 +64,15 @@ def test_creating_an_existing_rule_answers_with_it(owner_client):
 @pytest.mark.parametrize(
     "body", [{}, {"tool": ""}, {"tool": "   "}, {"tool": "send", "arguments": ["to"]}]
 )
-def test_a_bad_rule_is_refused(owner_client, body):
-    assert_error(post_json(owner_client, RULES, body), 400, "VALIDATION_ERROR")
+def test_a_bad_rule_is_refused(owner_api, body):
+    assert_error(post_json(owner_api, RULES, body), 400, "VALIDATION_ERROR")
     assert not ApprovalRule.objects.exists()
 
 
-def test_the_owner_revokes_a_rule_and_calls_ask_again(owner, owner_client, registry):
+def test_the_owner_revokes_a_rule_and_calls_ask_again(owner, owner_api, registry):
     rule = rule_create(owner_id=owner.pk, tool="send", arguments=None, actor=owner, interface="web")
 
-    response = owner_client.delete(f"{RULES}/{rule.pk}")
+    response = owner_api.delete(f"{RULES}/{rule.pk}")
 
     assert response.status_code == 204
     assert not ApprovalRule.objects.exists()
@@ -83,7 +81,8 @@ def test_the_owner_revokes_a_rule_and_calls_ask_again(owner, owner_client, regis
     parked(owner, registry)
 
 
-def test_an_outsider_neither_sees_nor_revokes_anothers_rule(owner, outsider_client):
+def test_an_outsider_neither_sees_nor_revokes_anothers_rule(owner, outsider_api):
+    outsider_client = outsider_api
     rule = rule_create(owner_id=owner.pk, tool="send", arguments=None, actor=owner, interface="web")
 
     assert outsider_client.get(RULES).json() == {"results": []}

@@ -9,17 +9,14 @@ from agents_app.models import Approval, Run, Task
 from agents_app.runs.services import task_submit
 from tests.support.api import assert_error, submit
 from tests.support.approvals import SCRIPT, drive, parked
-from tests.support.fixtures import fast_password_hashing, owner_key_client  # noqa: F401
 from tests.support.runs import make_run
 from tests.support.scripted_provider import ScriptedProvider
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def test_a_task_takes_its_approval_options(owner, owner_client, llm_configured, send, registry):
-    response = submit(
-        owner_client, approve_plan=True, approval_timeout=30, approval_on_timeout="skip"
-    )
+def test_a_task_takes_its_approval_options(owner, owner_api, llm_configured, send, registry):
+    response = submit(owner_api, approve_plan=True, approval_timeout=30, approval_on_timeout="skip")
 
     assert response.status_code == 202
     task = Task.objects.get()
@@ -38,7 +35,8 @@ def test_a_task_takes_its_approval_options(owner, owner_client, llm_configured, 
     )
 
 
-def test_a_task_without_approval_options_keeps_the_defaults(owner_client, llm_configured):
+def test_a_task_without_approval_options_keeps_the_defaults(owner_api, llm_configured):
+    owner_client = owner_api
     assert submit(owner_client).status_code == 202
 
     task = Task.objects.get()
@@ -62,8 +60,8 @@ def test_a_task_without_approval_options_keeps_the_defaults(owner_client, llm_co
         {"approve_plan": "maybe"},
     ],
 )
-def test_a_task_with_bad_approval_options_is_refused(owner_client, llm_configured, options):
-    error = assert_error(submit(owner_client, **options), 400, "VALIDATION_ERROR")
+def test_a_task_with_bad_approval_options_is_refused(owner_api, llm_configured, options):
+    error = assert_error(submit(owner_api, **options), 400, "VALIDATION_ERROR")
 
     assert error["details"]["errors"][0]["field"] == next(iter(options))
     assert not Task.objects.exists()
@@ -83,11 +81,11 @@ def test_task_submit_refuses_bad_approval_options_from_any_front_end(
     assert not Task.objects.exists()
 
 
-def test_runs_waiting_for_approval_are_listed_by_that_status(owner, owner_client, registry):
+def test_runs_waiting_for_approval_are_listed_by_that_status(owner, owner_api, registry):
     run, _, _ = parked(owner, registry)
     make_run(owner)
 
-    body = owner_client.get("/api/v1/runs?status=waiting_approval").json()
+    body = owner_api.get("/api/v1/runs?status=waiting_approval").json()
 
     assert [r["id"] for r in body["results"]] == [run.pk]
     assert body["results"][0]["status"] == "waiting_approval"

@@ -5,21 +5,17 @@ from django.test import Client
 
 from agents_app.approvals.decisions import approval_decide
 from agents_app.models import Approval, ApprovalRule, Step, ToolCall
-from tests.approvals.fixtures import outsider_session_client, owner_session_client, staff_member  # noqa: F401
 from tests.support.approvals import HTMX, decide_url, drive, parked, textarea_text
-from tests.support.fixtures import (
-    client_for,
-    fast_password_hashing,  # noqa: F401
-)
+from tests.support.clients import logged_in
 from tests.support.markup import by_id, ids
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def test_approve_runs_the_call_and_the_card_goes(owner, owner_client, send, registry):
+def test_approve_runs_the_call_and_the_card_goes(owner, owner_session, send, registry):
     run, provider, approval = parked(owner, registry)
 
-    response = owner_client.post(decide_url(approval), {"decision": "approve"}, headers=HTMX)
+    response = owner_session.post(decide_url(approval), {"decision": "approve"}, headers=HTMX)
 
     html = response.content.decode()
     assert response.status_code == 200
@@ -35,18 +31,18 @@ def test_approve_runs_the_call_and_the_card_goes(owner, owner_client, send, regi
     assert run.status == "succeeded" and send.calls == [{"to": "ann", "text": "hi"}]
 
 
-def test_without_htmx_a_decision_returns_to_the_run_page(owner, owner_client, registry):
+def test_without_htmx_a_decision_returns_to_the_run_page(owner, owner_session, registry):
     run, _, approval = parked(owner, registry)
 
-    response = owner_client.post(decide_url(approval), {"decision": "approve"})
+    response = owner_session.post(decide_url(approval), {"decision": "approve"})
 
     assert response.status_code == 302 and response["Location"] == f"/runs/{run.pk}/"
 
 
-def test_modify_runs_the_edited_arguments(owner, owner_client, send, registry):
+def test_modify_runs_the_edited_arguments(owner, owner_session, send, registry):
     run, provider, approval = parked(owner, registry)
 
-    response = owner_client.post(
+    response = owner_session.post(
         decide_url(approval),
         {"decision": "modify", "arguments": '{"to": "bob", "text": "hello"}'},
         headers=HTMX,
@@ -58,10 +54,10 @@ def test_modify_runs_the_edited_arguments(owner, owner_client, send, registry):
     assert Approval.objects.get(pk=approval.pk).status == "modified"
 
 
-def test_approve_ignores_the_arguments_box(owner, owner_client, send, registry):
+def test_approve_ignores_the_arguments_box(owner, owner_session, send, registry):
     run, provider, approval = parked(owner, registry)
 
-    owner_client.post(
+    owner_session.post(
         decide_url(approval), {"decision": "approve", "arguments": "{not json"}, headers=HTMX
     )
 
@@ -69,10 +65,10 @@ def test_approve_ignores_the_arguments_box(owner, owner_client, send, registry):
     assert send.calls == [{"to": "ann", "text": "hi"}]
 
 
-def test_skip_skips_the_step(owner, owner_client, send, registry):
+def test_skip_skips_the_step(owner, owner_session, send, registry):
     run, provider, approval = parked(owner, registry)
 
-    owner_client.post(decide_url(approval), {"decision": "skip"}, headers=HTMX)
+    owner_session.post(decide_url(approval), {"decision": "skip"}, headers=HTMX)
 
     drive(run, provider, registry)
     assert send.calls == []
@@ -80,10 +76,10 @@ def test_skip_skips_the_step(owner, owner_client, send, registry):
     assert ToolCall.objects.get(run=run).status == "skipped"
 
 
-def test_deny_lets_the_step_go_on_without_the_call(owner, owner_client, send, registry):
+def test_deny_lets_the_step_go_on_without_the_call(owner, owner_session, send, registry):
     run, provider, approval = parked(owner, registry)
 
-    owner_client.post(decide_url(approval), {"decision": "deny", "remember": "tool"}, headers=HTMX)
+    owner_session.post(decide_url(approval), {"decision": "deny", "remember": "tool"}, headers=HTMX)
 
     drive(run, provider, registry)
     assert run.status == "succeeded" and send.calls == []
@@ -91,31 +87,31 @@ def test_deny_lets_the_step_go_on_without_the_call(owner, owner_client, send, re
     assert not ApprovalRule.objects.exists()  # `remember` goes with approve only
 
 
-def test_cancel_ends_the_run_at_once(owner, owner_client, send, registry):
+def test_cancel_ends_the_run_at_once(owner, owner_session, send, registry):
     run, _, approval = parked(owner, registry)
 
-    response = owner_client.post(decide_url(approval), {"decision": "cancel"}, headers=HTMX)
+    response = owner_session.post(decide_url(approval), {"decision": "cancel"}, headers=HTMX)
 
     run.refresh_from_db()
     assert run.status == "cancelled" and send.calls == []
     assert by_id(response.content.decode(), "run-status")["data-status"] == "cancelled"
 
 
-def test_approve_and_always_allow_adds_a_rule(owner, owner_client, registry):
+def test_approve_and_always_allow_adds_a_rule(owner, owner_session, registry):
     _, _, approval = parked(owner, registry)
 
-    owner_client.post(decide_url(approval), {"decision": "approve", "remember": "tool"})
+    owner_session.post(decide_url(approval), {"decision": "approve", "remember": "tool"})
 
     rule = ApprovalRule.objects.get(owner=owner)
     assert (rule.tool, rule.is_exact, rule.created_via) == ("send", False, "web")
 
 
 def test_modify_with_invalid_json_is_a_400_in_the_dialog_and_stays_pending(
-    owner, owner_client, registry
+    owner, owner_session, registry
 ):
     _, _, approval = parked(owner, registry)
 
-    response = owner_client.post(
+    response = owner_session.post(
         decide_url(approval), {"decision": "modify", "arguments": '{"to": '}, headers=HTMX
     )
 
@@ -129,11 +125,11 @@ def test_modify_with_invalid_json_is_a_400_in_the_dialog_and_stays_pending(
 
 
 def test_modify_with_arguments_outside_the_schema_is_a_400_and_stays_pending(
-    owner, owner_client, registry
+    owner, owner_session, registry
 ):
     _, _, approval = parked(owner, registry)
 
-    response = owner_client.post(
+    response = owner_session.post(
         decide_url(approval), {"decision": "modify", "arguments": '{"to": 5}'}, headers=HTMX
     )
 
@@ -144,11 +140,11 @@ def test_modify_with_arguments_outside_the_schema_is_a_400_and_stays_pending(
 
 
 def test_without_htmx_a_refused_edit_shows_the_run_page_with_the_dialog(
-    owner, owner_client, registry
+    owner, owner_session, registry
 ):
     run, _, approval = parked(owner, registry)
 
-    response = owner_client.post(decide_url(approval), {"decision": "modify", "arguments": "[]"})
+    response = owner_session.post(decide_url(approval), {"decision": "modify", "arguments": "[]"})
 
     html = response.content.decode()
     assert response.status_code == 400
@@ -156,20 +152,20 @@ def test_without_htmx_a_refused_edit_shows_the_run_page_with_the_dialog(
     assert "A modify decision needs `arguments`, a JSON object" in html
 
 
-def test_an_unknown_decision_is_a_400(owner, owner_client, registry):
+def test_an_unknown_decision_is_a_400(owner, owner_session, registry):
     _, _, approval = parked(owner, registry)
 
-    response = owner_client.post(decide_url(approval), {"decision": "maybe"}, headers=HTMX)
+    response = owner_session.post(decide_url(approval), {"decision": "maybe"}, headers=HTMX)
 
     assert response.status_code == 400
     assert Approval.objects.get(pk=approval.pk).status == "pending"
 
 
-def test_a_second_decision_is_a_409_saying_who_decided(owner, owner_client, staff, registry):
+def test_a_second_decision_is_a_409_saying_who_decided(owner, owner_session, staff, registry):
     _, _, approval = parked(owner, registry)
     approval_decide(approval_id=approval.pk, decision="approve", actor=staff, interface="api")
 
-    response = owner_client.post(decide_url(approval), {"decision": "deny"}, headers=HTMX)
+    response = owner_session.post(decide_url(approval), {"decision": "deny"}, headers=HTMX)
 
     html = response.content.decode()
     assert response.status_code == 409
@@ -178,7 +174,8 @@ def test_a_second_decision_is_a_409_saying_who_decided(owner, owner_client, staf
     assert Approval.objects.get(pk=approval.pk).status == "approved"
 
 
-def test_an_outsider_gets_404_and_the_approval_stays_pending(owner, outsider_client, registry):
+def test_an_outsider_gets_404_and_the_approval_stays_pending(owner, outsider_session, registry):
+    outsider_client = outsider_session
     run, _, approval = parked(owner, registry)
 
     response = outsider_client.post(decide_url(approval), {"decision": "approve"})
@@ -191,7 +188,8 @@ def test_an_outsider_gets_404_and_the_approval_stays_pending(owner, outsider_cli
     assert '<span id="nav-approvals-count" class="nav-count"></span>' in listing  # none
 
 
-def test_a_missing_approval_is_a_404(owner_client):
+def test_a_missing_approval_is_a_404(owner_session):
+    owner_client = owner_session
     assert (
         owner_client.post("/approvals/999999/decide/", {"decision": "approve"}).status_code == 404
     )
@@ -200,7 +198,7 @@ def test_a_missing_approval_is_a_404(owner_client):
 def test_staff_can_decide_on_someone_elses_run(owner, staff, send, registry):
     run, provider, approval = parked(owner, registry)
 
-    response = client_for(staff).post(decide_url(approval), {"decision": "approve"})
+    response = logged_in(staff).post(decide_url(approval), {"decision": "approve"})
 
     assert response.status_code == 302 and response["Location"] == "/approvals/"
     approval.refresh_from_db()
@@ -226,7 +224,8 @@ def test_a_decision_needs_the_csrf_token(owner, registry):
     assert accepted.status_code == 200
 
 
-def test_a_decision_is_a_post(owner, owner_client, registry):
+def test_a_decision_is_a_post(owner, owner_session, registry):
+    owner_client = owner_session
     _, _, approval = parked(owner, registry)
 
     assert owner_client.get(decide_url(approval)).status_code == 405

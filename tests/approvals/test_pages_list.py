@@ -5,9 +5,7 @@ from django.test import Client
 
 from agents_app.approvals.decisions import approval_decide
 from agents_app.models import Approval, AuditEvent, Run
-from tests.approvals.fixtures import outsider_session_client, owner_session_client  # noqa: F401
 from tests.support.approvals import SCRIPT, parked
-from tests.support.fixtures import fast_password_hashing  # noqa: F401
 from tests.support.scripted_provider import plan, step
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -27,14 +25,14 @@ SHELL_SCRIPT = {
 }
 
 
-def test_the_approvals_page_groups_what_waits_by_tool(owner, owner_client, registry):
+def test_the_approvals_page_groups_what_waits_by_tool(owner, owner_session, registry):
     _, _, first = parked(owner, registry)
     _, _, second = parked(owner, registry)
     _, _, shell = parked(owner, registry, SHELL_SCRIPT)
     decided_run, _, decided = parked(owner, registry)
     approval_decide(approval_id=decided.pk, decision="deny", actor=owner, interface="web")
 
-    html = owner_client.get("/approvals/").content.decode()
+    html = owner_session.get("/approvals/").content.decode()
 
     send_group = html[html.index('id="approval-group-send"') : html.index("approval-group-shell")]
     assert "Approve all 2" in send_group
@@ -49,12 +47,12 @@ def test_the_approvals_page_groups_what_waits_by_tool(owner, owner_client, regis
     )
 
 
-def test_approve_all_decides_every_listed_call_of_the_tool(owner, owner_client, registry):
+def test_approve_all_decides_every_listed_call_of_the_tool(owner, owner_session, registry):
     first_run, _, first = parked(owner, registry)
     _, _, second = parked(owner, registry)
     _, _, shell = parked(owner, registry, SHELL_SCRIPT)
 
-    response = owner_client.post(
+    response = owner_session.post(
         "/approvals/bulk/", {"tool": "send", "approval": [first.pk, second.pk]}, follow=True
     )
 
@@ -66,19 +64,19 @@ def test_approve_all_decides_every_listed_call_of_the_tool(owner, owner_client, 
     assert decides.count() == 2
 
 
-def test_approve_all_leaves_a_call_that_arrived_after_the_page(owner, owner_client, registry):
+def test_approve_all_leaves_a_call_that_arrived_after_the_page(owner, owner_session, registry):
     _, _, seen = parked(owner, registry)
     _, _, unseen = parked(owner, registry)
 
-    owner_client.post("/approvals/bulk/", {"tool": "send", "approval": [seen.pk]})
+    owner_session.post("/approvals/bulk/", {"tool": "send", "approval": [seen.pk]})
 
     assert Approval.objects.get(pk=seen.pk).status == "approved"
     assert Approval.objects.get(pk=unseen.pk).status == "pending"
 
 
-def test_approve_all_touches_only_your_own_approvals(owner, outsider, outsider_client, registry):
+def test_approve_all_touches_only_your_own_approvals(owner, outsider, outsider_session, registry):
     _, _, approval = parked(owner, registry)
 
-    outsider_client.post("/approvals/bulk/", {"tool": "send", "approval": [approval.pk]})
+    outsider_session.post("/approvals/bulk/", {"tool": "send", "approval": [approval.pk]})
 
     assert Approval.objects.get(pk=approval.pk).status == "pending"

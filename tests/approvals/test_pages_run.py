@@ -9,21 +9,19 @@ from agents_app.core.events import event_message
 from agents_app.models import Approval, RunEvent, Step, Task
 from agents_app.runs.services import run_create
 from agents_app.web import fragments
-from tests.approvals.fixtures import owner_session_client  # noqa: F401
 from tests.support.approvals import SCRIPT, decide_url, dialog_buttons, drive, parked, textarea_text
-from tests.support.fixtures import fast_password_hashing  # noqa: F401
 from tests.support.markup import by_id, elements, ids, top_level
 from tests.support.scripted_provider import ScriptedProvider, plan, step
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def test_the_run_page_shows_the_pending_call_in_a_dialog(owner, owner_client, registry):
+def test_the_run_page_shows_the_pending_call_in_a_dialog(owner, owner_session, registry):
     run, _, approval = parked(owner, registry)
     Step.objects.filter(pk=approval.step_id).update(reasoning="Ann asked for a note.")
     Approval.objects.filter(pk=approval.pk).update(reasoning="Ann asked for a note.")
 
-    html = owner_client.get(f"/runs/{run.pk}/").content.decode()
+    html = owner_session.get(f"/runs/{run.pk}/").content.decode()
 
     dialog = by_id(html, "approval-dialog")
     assert dialog["data-approval-id"] == str(approval.pk) and "data-autoopen" in dialog
@@ -42,7 +40,7 @@ def test_the_run_page_shows_the_pending_call_in_a_dialog(owner, owner_client, re
     assert ">waiting for approval</span>" in html
 
 
-def test_a_manual_call_offers_no_rule_to_remember(owner, owner_client, registry):
+def test_a_manual_call_offers_no_rule_to_remember(owner, owner_session, registry):
     script = {
         **SCRIPT,
         "AGENTDESK:PLAN": [plan(step("look", ["shell"]))],
@@ -50,18 +48,18 @@ def test_a_manual_call_offers_no_rule_to_remember(owner, owner_client, registry)
     }
     run, _, _ = parked(owner, registry, script)
 
-    html = owner_client.get(f"/runs/{run.pk}/").content.decode()
+    html = owner_session.get(f"/runs/{run.pk}/").content.decode()
 
     assert 'name="remember"' not in html
     assert "it asks every time" in html
 
 
-def test_a_plan_approval_shows_the_steps_and_only_approve_or_cancel(owner, owner_client, registry):
+def test_a_plan_approval_shows_the_steps_and_only_approve_or_cancel(owner, owner_session, registry):
     task = Task.objects.create(owner=owner, text="Do it", approve_plan=True)
     run = run_create(task=task)
     drive(run, ScriptedProvider(SCRIPT), registry)
 
-    html = owner_client.get(f"/runs/{run.pk}/").content.decode()
+    html = owner_session.get(f"/runs/{run.pk}/").content.decode()
 
     assert "Approve the plan?" in html
     assert "send the note" in html and "wrap up" in html
@@ -69,11 +67,11 @@ def test_a_plan_approval_shows_the_steps_and_only_approve_or_cancel(owner, owner
     assert 'name="arguments"' not in html
 
 
-def test_a_run_without_a_pending_approval_has_an_empty_card(owner, owner_client, registry):
+def test_a_run_without_a_pending_approval_has_an_empty_card(owner, owner_session, registry):
     run, _, approval = parked(owner, registry)
     approval_decide(approval_id=approval.pk, decision="deny", actor=owner, interface="web")
 
-    html = owner_client.get(f"/runs/{run.pk}/").content.decode()
+    html = owner_session.get(f"/runs/{run.pk}/").content.decode()
 
     assert by_id(html, "approval")["data-approval-id"] == ""
     assert "approval-dialog" not in ids(html)

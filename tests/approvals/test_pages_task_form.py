@@ -3,15 +3,13 @@
 import pytest
 
 from agents_app.models import Task
-from tests.approvals.fixtures import owner_session_client  # noqa: F401
-from tests.support.fixtures import fast_password_hashing  # noqa: F401
 from tests.support.markup import ids
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def test_the_task_form_passes_the_approval_options(owner, owner_client, llm_configured):
-    response = owner_client.post(
+def test_the_task_form_passes_the_approval_options(owner, owner_session, llm_configured):
+    response = owner_session.post(
         "/tasks/new/",
         {
             "task": "Send the note",
@@ -30,15 +28,15 @@ def test_the_task_form_passes_the_approval_options(owner, owner_client, llm_conf
     )
 
 
-def test_the_task_form_offers_the_approval_options(owner_client):
-    html = owner_client.get("/tasks/new/").content.decode()
+def test_the_task_form_offers_the_approval_options(owner_session):
+    html = owner_session.get("/tasks/new/").content.decode()
 
     assert "Show me the plan first" in html
     assert {"id_approve_plan", "id_approval_timeout", "id_approval_on_timeout"} <= set(ids(html))
 
 
-def test_the_task_form_leaves_the_options_at_their_defaults(owner, owner_client, llm_configured):
-    owner_client.post("/tasks/new/", {"task": "Send the note"})
+def test_the_task_form_leaves_the_options_at_their_defaults(owner, owner_session, llm_configured):
+    owner_session.post("/tasks/new/", {"task": "Send the note"})
 
     task = Task.objects.get()
     assert (task.approve_plan, task.approval_timeout, task.approval_on_timeout) == (
@@ -48,8 +46,8 @@ def test_the_task_form_leaves_the_options_at_their_defaults(owner, owner_client,
     )
 
 
-def test_a_bad_timeout_is_shown_on_its_field(owner_client, llm_configured):
-    response = owner_client.post("/tasks/new/", {"task": "Send", "approval_timeout": "0"})
+def test_a_bad_timeout_is_shown_on_its_field(owner_session, llm_configured):
+    response = owner_session.post("/tasks/new/", {"task": "Send", "approval_timeout": "0"})
 
     assert response.status_code == 400
     assert "id_approval_timeout_error" in ids(response.content.decode())

@@ -25,12 +25,6 @@ def flaky_receiver():
     receiver.stop()
 
 
-@pytest.fixture
-def allow_private(settings):
-    # The receiver listens on 127.0.0.1; the worker gets the same switch in its environment.
-    settings.WEBHOOK_ALLOW_PRIVATE = True
-
-
 def finished_delivery(hook):
     def check():
         delivery = WebhookDelivery.objects.filter(webhook=hook).first()

@@ -18,7 +18,7 @@ EXPORT = CHANGELIST + "export/"
 
 
 @pytest.fixture
-def events(owner, staff):
+def events(owner, superuser):
     run = make_run(owner)
     return [
         audit_record(action="task.submit", interface="api", actor=owner, run=run),
@@ -30,7 +30,9 @@ def events(owner, staff):
             details={"outcome": "failed", "error_code": "TOOL_FAILED"},
         ),
         audit_record(action="run.cancel", interface="web", actor=owner, run=run),
-        audit_record(action="mcp_server.disable", interface="admin", actor=staff, target="github"),
+        audit_record(
+            action="mcp_server.disable", interface="admin", actor=superuser, target="github"
+        ),
     ]
 
 
@@ -43,8 +45,8 @@ def lines_of(response) -> list[dict]:
     return [json.loads(line) for line in body.splitlines()]
 
 
-def test_staff_see_the_log_with_its_filters_and_the_export_button(staff_client, events):
-    response = staff_client.get(CHANGELIST)
+def test_staff_see_the_log_with_its_filters_and_the_export_button(superuser_admin, events):
+    response = superuser_admin.get(CHANGELIST)
 
     html = response.content.decode()
     assert response.status_code == 200
@@ -55,7 +57,8 @@ def test_staff_see_the_log_with_its_filters_and_the_export_button(staff_client, 
     assert response.context["cl"].date_hierarchy == "created_at"
 
 
-def test_the_admin_offers_no_way_to_add_change_or_delete(staff_client, events):
+def test_the_admin_offers_no_way_to_add_change_or_delete(superuser_admin, events):
+    staff_client = superuser_admin
     event = events[0]
 
     listing = staff_client.get(CHANGELIST).content.decode()
@@ -74,33 +77,33 @@ def test_the_admin_offers_no_way_to_add_change_or_delete(staff_client, events):
     assert AuditEvent.objects.count() == len(events)
 
 
-def test_an_event_of_a_deleted_run_still_shows_with_the_run_number(staff_client, events):
+def test_an_event_of_a_deleted_run_still_shows_with_the_run_number(superuser_admin, events):
     from agents_app.models import Run
 
     Run.objects.filter(pk=events[0].run_id).delete()
 
-    listing = staff_client.get(CHANGELIST)
-    page = staff_client.get(f"{CHANGELIST}{events[0].pk}/change/")
+    listing = superuser_admin.get(CHANGELIST)
+    page = superuser_admin.get(f"{CHANGELIST}{events[0].pk}/change/")
 
     assert listing.status_code == page.status_code == 200
     assert [e.run_id for e in listing.context["cl"].result_list][-1] == events[0].run_id
     assert AuditEvent.objects.count() == len(events)
 
 
-def test_the_changelist_filters_and_searches_by_run_id(staff_client, events):
+def test_the_changelist_filters_and_searches_by_run_id(superuser_admin, events):
     run_id = events[0].run_id
 
-    by_interface = staff_client.get(CHANGELIST, {"interface__exact": "web"})
-    by_run = staff_client.get(CHANGELIST, {"q": str(run_id)})
-    by_target = staff_client.get(CHANGELIST, {"q": "github"})
+    by_interface = superuser_admin.get(CHANGELIST, {"interface__exact": "web"})
+    by_run = superuser_admin.get(CHANGELIST, {"q": str(run_id)})
+    by_target = superuser_admin.get(CHANGELIST, {"q": "github"})
 
     assert [e.action for e in by_interface.context["cl"].result_list] == ["run.cancel"]
     assert {e.pk for e in by_run.context["cl"].result_list} == {e.pk for e in events[:3]}
     assert [e.action for e in by_target.context["cl"].result_list] == ["mcp_server.disable"]
 
 
-def test_the_export_button_streams_every_row_matching_the_current_filters(staff_client, events):
-    response = staff_client.get(EXPORT, {"interface__exact": "worker", "q": "read_file"})
+def test_the_export_button_streams_every_row_matching_the_current_filters(superuser_admin, events):
+    response = superuser_admin.get(EXPORT, {"interface__exact": "worker", "q": "read_file"})
 
     [line] = lines_of(response)
     tool_call = events[1]
@@ -117,13 +120,14 @@ def test_the_export_button_streams_every_row_matching_the_current_filters(staff_
     }
 
 
-def test_the_export_without_filters_has_every_row_oldest_first(staff_client, events):
-    lines = lines_of(staff_client.get(EXPORT))
+def test_the_export_without_filters_has_every_row_oldest_first(superuser_admin, events):
+    lines = lines_of(superuser_admin.get(EXPORT))
 
     assert [line["id"] for line in lines] == [e.pk for e in events]
 
 
-def test_the_export_follows_the_date_hierarchy(staff_client, events):
+def test_the_export_follows_the_date_hierarchy(superuser_admin, events):
+    staff_client = superuser_admin
     tomorrow = timezone.now() + timedelta(days=1)
     params = {
         "created_at__year": tomorrow.year,
@@ -134,27 +138,27 @@ def test_the_export_follows_the_date_hierarchy(staff_client, events):
     assert lines_of(staff_client.get(EXPORT, params)) == []
 
 
-def test_the_export_action_streams_the_ticked_rows(staff_client, events):
+def test_the_export_action_streams_the_ticked_rows(superuser_admin, events):
     ticked = [events[0].pk, events[3].pk]
 
-    response = staff_client.post(
+    response = superuser_admin.post(
         CHANGELIST, {"action": "export_selected", "_selected_action": ticked}
     )
 
     assert [line["id"] for line in lines_of(response)] == ticked
 
 
-def test_an_export_with_a_bad_filter_goes_back_to_the_list(staff_client, events):
-    response = staff_client.get(EXPORT, {"no_such_field": "1"})
+def test_an_export_with_a_bad_filter_goes_back_to_the_list(superuser_admin, events):
+    response = superuser_admin.get(EXPORT, {"no_such_field": "1"})
 
     assert response.status_code == 302
     assert response["Location"] == f"{CHANGELIST}?e=1"
 
 
 @pytest.mark.django_db(transaction=True)
-def test_the_export_streams_from_an_async_iterator_under_asgi(staff, events):
+def test_the_export_streams_from_an_async_iterator_under_asgi(superuser, events):
     client = AsyncClient()
-    client.force_login(staff)
+    client.force_login(superuser)
 
     async def export() -> tuple[bool, bytes]:
         response = await client.get(EXPORT)
@@ -169,7 +173,8 @@ def test_the_export_streams_from_an_async_iterator_under_asgi(staff, events):
     assert [json.loads(line)["id"] for line in body.splitlines()] == [e.pk for e in events]
 
 
-def test_the_export_is_read_in_pages_of_rows(staff_client, events, monkeypatch):
+def test_the_export_is_read_in_pages_of_rows(superuser_admin, events, monkeypatch):
+    staff_client = superuser_admin
     monkeypatch.setattr("agents_app.core.audit.EXPORT_BATCH", 3)
 
     assert [line["id"] for line in lines_of(staff_client.get(EXPORT))] == [e.pk for e in events]

@@ -27,9 +27,9 @@ def test_a_task_submitted_over_rest_is_recorded_as_the_owner_s_api_act(
 
 
 def test_a_task_submitted_from_the_page_is_recorded_as_a_web_act(
-    owner, owner_browser, llm_configured
+    owner, owner_session, llm_configured
 ):
-    response = owner_browser.post("/tasks/new/", {"task": "Summarise the notes", "context": ""})
+    response = owner_session.post("/tasks/new/", {"task": "Summarise the notes", "context": ""})
 
     assert response.status_code == 302
     event = only_event("task.submit")
@@ -55,10 +55,10 @@ def test_a_cancel_over_rest_is_recorded_with_the_status_it_stopped(owner, owner_
     assert event.details == {"status_before": "queued", "ended_at_once": True}
 
 
-def test_a_cancel_from_the_page_is_recorded_as_a_web_act(owner, owner_browser):
+def test_a_cancel_from_the_page_is_recorded_as_a_web_act(owner, owner_session):
     run = make_run(owner)
 
-    owner_browser.post(f"/runs/{run.pk}/cancel/")
+    owner_session.post(f"/runs/{run.pk}/cancel/")
 
     event = only_event("run.cancel")
     assert (event.interface, event.actor, event.run_id) == ("web", owner, run.pk)
@@ -74,7 +74,7 @@ def test_cancelling_a_finished_run_is_refused_and_records_nothing(owner, owner_a
 
 
 def test_an_outsider_cannot_cancel_and_nothing_is_recorded(owner, outsider):
-    from tests.support.api import key_client, make_api_key
+    from tests.support.clients import key_client, make_api_key
 
     run = make_run(owner)
 
@@ -95,22 +95,23 @@ def test_a_restart_over_rest_is_recorded_on_the_restarted_run_naming_the_new_one
     assert event.details == {"new_run_id": new_run_id, "attempt": 2}
 
 
-def test_a_restart_from_the_page_is_recorded_as_a_web_act(owner, owner_browser):
+def test_a_restart_from_the_page_is_recorded_as_a_web_act(owner, owner_session):
     run = end(make_run(owner), RunStatus.CANCELLED, "CANCELLED", "stopped")
 
-    owner_browser.post(f"/runs/{run.pk}/restart/")
+    owner_session.post(f"/runs/{run.pk}/restart/")
 
     event = only_event("run.restart")
     assert (event.interface, event.actor, event.run_id) == ("web", owner, run.pk)
 
 
-def test_staff_stop_selected_runs_from_the_admin_as_admin_acts(owner, staff, staff_client):
+def test_staff_stop_selected_runs_from_the_admin_as_admin_acts(owner, superuser, superuser_admin):
+    staff = superuser
     queued = make_run(owner)
     running = make_run(owner)
     Run.objects.filter(pk=running.pk).update(status=RunStatus.RUNNING, lease_owner="w1")
     finished = end(make_run(owner), RunStatus.SUCCEEDED, response="done")
 
-    response = staff_client.post(
+    response = superuser_admin.post(
         RUNS_ADMIN,
         {"action": "stop_selected", "_selected_action": [queued.pk, running.pk, finished.pk]},
         follow=True,
@@ -131,8 +132,8 @@ def test_staff_stop_selected_runs_from_the_admin_as_admin_acts(owner, staff, sta
 
 
 @pytest.mark.parametrize("path", ["/admin/agents_app/auditevent/", RUNS_ADMIN])
-def test_a_non_staff_user_cannot_reach_the_runs_or_audit_admin(owner, owner_browser, path):
-    response = owner_browser.get(path)
+def test_a_non_staff_user_cannot_reach_the_runs_or_audit_admin(owner, owner_session, path):
+    response = owner_session.get(path)
 
     assert response.status_code == 302
     assert response["Location"].startswith("/admin/login/")

@@ -26,11 +26,11 @@ def audited(action: str) -> list[tuple[str, str, str, dict]]:
     return [(e.target, e.interface, e.actor_label, e.details) for e in events]
 
 
-def test_enabling_servers_records_one_event_per_selected_server(db, staff_client):
+def test_enabling_servers_records_one_event_per_selected_server(db, superuser_admin):
     off = make_server("files", enabled=False)
     on = make_server("time")
 
-    staff_client.post(CHANGELIST, {"action": "enable", "_selected_action": [off.pk, on.pk]})
+    superuser_admin.post(CHANGELIST, {"action": "enable", "_selected_action": [off.pk, on.pk]})
 
     assert audited("mcp_server.enable") == [
         ("files", "admin", "staff", {"changed": True}),
@@ -39,10 +39,11 @@ def test_enabling_servers_records_one_event_per_selected_server(db, staff_client
     assert AuditEvent.objects.get(target="files").run_id is None
 
 
-def test_disabling_servers_records_one_event_per_selected_server(db, staff_client, staff):
+def test_disabling_servers_records_one_event_per_selected_server(db, superuser_admin, superuser):
+    staff = superuser
     on = make_server("files")
 
-    staff_client.post(CHANGELIST, {"action": "disable", "_selected_action": [on.pk]})
+    superuser_admin.post(CHANGELIST, {"action": "disable", "_selected_action": [on.pk]})
 
     on.refresh_from_db()
     assert not on.enabled
@@ -50,7 +51,7 @@ def test_disabling_servers_records_one_event_per_selected_server(db, staff_clien
     assert AuditEvent.objects.get().actor == staff
 
 
-def test_importing_a_file_records_what_became_of_each_server_in_it(db, staff_client):
+def test_importing_a_file_records_what_became_of_each_server_in_it(db, superuser_admin):
     make_server("time", command="uvx", args=["mcp-server-time"])
     make_server("files", command="npx")
     config = {
@@ -63,7 +64,7 @@ def test_importing_a_file_records_what_became_of_each_server_in_it(db, staff_cli
     upload = io.BytesIO(json.dumps(config).encode())
     upload.name = "team.json"
 
-    response = staff_client.post(IMPORT, {"file": upload})
+    response = superuser_admin.post(IMPORT, {"file": upload})
 
     assert response.status_code == 302
     assert audited("mcp_server.import") == [
@@ -73,11 +74,11 @@ def test_importing_a_file_records_what_became_of_each_server_in_it(db, staff_cli
     ]
 
 
-def test_a_refused_import_records_nothing(db, staff_client):
+def test_a_refused_import_records_nothing(db, superuser_admin):
     upload = io.BytesIO(b'{"mcpServers": {"bad name!": {"command": "npx"}}}')
     upload.name = "bad.json"
 
-    response = staff_client.post(IMPORT, {"file": upload})
+    response = superuser_admin.post(IMPORT, {"file": upload})
 
     assert response.status_code == 200
     assert not MCPServer.objects.exists()
@@ -85,13 +86,15 @@ def test_a_refused_import_records_nothing(db, staff_client):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_check_now_records_each_server_with_the_outcome(staff_client):
+def test_check_now_records_each_server_with_the_outcome(superuser_admin):
     failing = make_server(
         "failing", args=["-c", "import sys; sys.stderr.write('no config\\n'); sys.exit(3)"]
     )
     off = make_server("off", enabled=False)
 
-    staff_client.post(CHANGELIST, {"action": "check_now", "_selected_action": [failing.pk, off.pk]})
+    superuser_admin.post(
+        CHANGELIST, {"action": "check_now", "_selected_action": [failing.pk, off.pk]}
+    )
 
     failing.refresh_from_db()
     [(target, interface, actor, details), disabled] = audited("mcp_server.check")

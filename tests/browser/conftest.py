@@ -43,6 +43,12 @@ class Stack:
 SCREENSHOTS = BASE_DIR / "docs" / "screenshots"
 
 
+@pytest.fixture
+def fast_password_hashing():
+    """The suite's fast hasher (tests/support/personas.py) turned off: the browser signs in
+    through daphne, whose settings lack it, so passwords are hashed as in production."""
+
+
 @pytest.fixture(scope="session")
 def browser():
     if not Path(CHROMIUM).exists() and not os.environ.get("CI"):

@@ -4,7 +4,6 @@ resumes them where they were; visible on every page; every change audited."""
 import json
 
 import pytest
-from django.contrib.auth import get_user_model
 
 from agents_app.models import AuditEvent, KillSwitch, Run, RunEvent, Step
 from agents_app.runs.control import kill_switch_set
@@ -15,13 +14,10 @@ from tests.support.scripted_provider import ScriptedProvider, plan, step, verdic
 from tests.support.tools import make_registry
 
 
-@pytest.fixture
-def staff(db):
-    return get_user_model().objects.create_superuser("staff", password="staff-pass-123")
-
-
 @pytest.mark.django_db(transaction=True)
-def test_a_run_pauses_at_the_next_step_and_resumes_where_it_was_on_release(owner, staff):
+def test_a_run_pauses_at_the_next_step_and_resumes_where_it_was_on_release(owner, superuser):
+    staff = superuser
+
     def engage_then_answer(request):
         kill_switch_set(engaged=True, actor=staff, interface="admin", reason="incident 42")
         return {"content": "a done"}
@@ -63,8 +59,8 @@ def test_a_run_pauses_at_the_next_step_and_resumes_where_it_was_on_release(owner
 
 
 @pytest.mark.django_db
-def test_no_run_starts_while_engaged(client, owner, staff, llm_configured, api_key_for):
-    kill_switch_set(engaged=True, actor=staff, interface="admin", reason="maintenance")
+def test_no_run_starts_while_engaged(client, owner, superuser, llm_configured, api_key_for):
+    kill_switch_set(engaged=True, actor=superuser, interface="admin", reason="maintenance")
     response = client.post(
         "/api/v1/agent/task",
         json.dumps({"task": "anything"}),
@@ -78,7 +74,7 @@ def test_no_run_starts_while_engaged(client, owner, staff, llm_configured, api_k
 
 
 @pytest.mark.django_db
-def test_a_queued_or_paused_run_is_cancelled_at_once(owner, staff):
+def test_a_queued_or_paused_run_is_cancelled_at_once(owner, superuser):
     run = make_run(owner)
     Run.objects.filter(pk=run.pk).update(status="paused", resume_status="running")
     cancelled = run_cancel(run=Run.objects.get(pk=run.pk), actor=owner, interface="web")
@@ -86,10 +82,10 @@ def test_a_queued_or_paused_run_is_cancelled_at_once(owner, staff):
 
 
 @pytest.mark.django_db
-def test_every_page_shows_the_engaged_switch(client, owner, staff):
+def test_every_page_shows_the_engaged_switch(client, owner, superuser):
     client.force_login(owner)
     assert 'id="kill-switch"' not in client.get("/").content.decode()
-    kill_switch_set(engaged=True, actor=staff, interface="admin", reason="incident 42")
+    kill_switch_set(engaged=True, actor=superuser, interface="admin", reason="incident 42")
     for url in ["/", "/tasks/new/", "/tools/"]:
         html = client.get(url).content.decode()
         assert 'id="kill-switch"' in html and "incident 42" in html, url
@@ -97,8 +93,8 @@ def test_every_page_shows_the_engaged_switch(client, owner, staff):
 
 
 @pytest.mark.django_db
-def test_staff_engage_and_release_it_in_the_admin(client, staff):
-    client.force_login(staff)
+def test_staff_engage_and_release_it_in_the_admin(client, superuser):
+    client.force_login(superuser)
     KillSwitch.current()
     response = client.post(
         "/admin/agents_app/killswitch/1/change/", {"engaged": "on", "reason": "drill"}

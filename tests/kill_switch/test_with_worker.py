@@ -1,5 +1,4 @@
 import pytest
-from django.contrib.auth import get_user_model
 
 from agents_app.models import Run, Step
 from agents_app.runs.control import kill_switch_set
@@ -11,8 +10,9 @@ from tests.support.waiting import wait_for, wait_for_run
 pytestmark = pytest.mark.integration
 
 
-def test_a_worker_pauses_a_run_and_any_worker_resumes_it_after_release(llm, start_worker, owner):
-    staff = get_user_model().objects.create_superuser("staff", password="staff-pass-123")
+def test_a_worker_pauses_a_run_and_any_worker_resumes_it_after_release(
+    llm, start_worker, owner, superuser
+):
     llm.script(
         [
             {"match": "AGENTDESK:PLAN", "replies": [plan_reply(step("a"), step("b"))]},
@@ -25,7 +25,7 @@ def test_a_worker_pauses_a_run_and_any_worker_resumes_it_after_release(llm, star
     run = make_run(owner)
     execute_run.delay(run.pk)
     wait_for(lambda: Step.objects.filter(run=run, index=0, status="running").exists(), 30)
-    kill_switch_set(engaged=True, actor=staff, interface="admin", reason="drill")
+    kill_switch_set(engaged=True, actor=superuser, interface="admin", reason="drill")
     wait_for(lambda: Run.objects.get(pk=run.pk).status == "paused", 30, message="paused")
     paused = Run.objects.get(pk=run.pk)
     assert paused.lease_owner == ""  # parked: no worker holds it
@@ -34,6 +34,6 @@ def test_a_worker_pauses_a_run_and_any_worker_resumes_it_after_release(llm, star
         "pending",
     ]
 
-    kill_switch_set(engaged=False, actor=staff, interface="admin")
+    kill_switch_set(engaged=False, actor=superuser, interface="admin")
     run = wait_for_run(run.pk, 60)
     assert run.status == "succeeded" and run.final_response == "both"

@@ -1,22 +1,6 @@
 import pytest
-from django.contrib.auth import get_user_model
-from django.test import Client
 
 from tools_app.models import MCPServer, Transport
-
-
-@pytest.fixture
-def staff(db):
-    return get_user_model().objects.create_superuser(
-        "staff", "", None
-    )  # force_login: no slow hashing
-
-
-@pytest.fixture
-def staff_client(staff):
-    client = Client()
-    client.force_login(staff)
-    return client
 
 
 @pytest.fixture

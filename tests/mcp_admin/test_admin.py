@@ -27,30 +27,30 @@ def messages_of(response) -> list[str]:
 
 
 def test_the_changelist_shows_each_server_with_its_status_and_the_file_buttons(
-    staff_client, make_server
+    superuser_admin, make_server
 ):
     make_server("files")
     broken = make_server("remote", transport="sse")
     broken.mark(ServerStatus.BROKEN, error="connection refused")
 
-    html = staff_client.get(CHANGELIST).content.decode()
+    html = superuser_admin.get(CHANGELIST).content.decode()
 
     assert "mcp-status-broken" in html
     assert 'title="connection refused"' in html
     assert f'href="{IMPORT}"' in html and f'href="{EXPORT}"' in html
 
 
-def test_the_change_form_renders_both_transport_sections(staff_client, make_server):
+def test_the_change_form_renders_both_transport_sections(superuser_admin, make_server):
     server = make_server("files", env={"API_KEY": "${FILES_KEY}"})
 
-    html = staff_client.get(f"{CHANGELIST}{server.pk}/change/").content.decode()
+    html = superuser_admin.get(f"{CHANGELIST}{server.pk}/change/").content.decode()
 
     assert "transport-stdio" in html and "transport-http" in html
     assert "${FILES_KEY}" in html
 
 
-def test_saving_a_literal_secret_in_the_form_is_refused(staff_client):
-    response = staff_client.post(
+def test_saving_a_literal_secret_in_the_form_is_refused(superuser_admin):
+    response = superuser_admin.post(
         f"{CHANGELIST}add/",
         {
             "name": "github",
@@ -74,10 +74,10 @@ def test_saving_a_literal_secret_in_the_form_is_refused(staff_client):
     assert not MCPServer.objects.exists()
 
 
-def test_importing_an_uploaded_file_creates_servers_and_says_so(staff_client):
+def test_importing_an_uploaded_file_creates_servers_and_says_so(superuser_admin):
     config = {"mcpServers": {"files": {"command": "npx"}, "remote": {"url": "https://x.example"}}}
 
-    response = staff_client.post(IMPORT, {"file": upload(json.dumps(config))}, follow=True)
+    response = superuser_admin.post(IMPORT, {"file": upload(json.dumps(config))}, follow=True)
 
     assert response.redirect_chain[-1][0] == CHANGELIST
     assert "Imported mcp_config.json: created 2 (files, remote), updated 0, unchanged 0." in (
@@ -86,7 +86,7 @@ def test_importing_an_uploaded_file_creates_servers_and_says_so(staff_client):
     assert MCPServer.objects.count() == 2
 
 
-def test_a_bad_upload_shows_every_error_and_imports_nothing(staff_client):
+def test_a_bad_upload_shows_every_error_and_imports_nothing(superuser_admin):
     config = {
         "mcpServers": {
             "files": {"command": "npx"},
@@ -94,7 +94,7 @@ def test_a_bad_upload_shows_every_error_and_imports_nothing(staff_client):
         }
     }
 
-    response = staff_client.post(IMPORT, {"file": upload(json.dumps(config))})
+    response = superuser_admin.post(IMPORT, {"file": upload(json.dumps(config))})
 
     html = response.content.decode()
     assert response.status_code == 200
@@ -103,16 +103,16 @@ def test_a_bad_upload_shows_every_error_and_imports_nothing(staff_client):
     assert not MCPServer.objects.exists()
 
 
-def test_an_upload_that_is_not_json_says_where_it_breaks(staff_client):
-    response = staff_client.post(IMPORT, {"file": upload("{oops", name="mine.json")})
+def test_an_upload_that_is_not_json_says_where_it_breaks(superuser_admin):
+    response = superuser_admin.post(IMPORT, {"file": upload("{oops", name="mine.json")})
 
     assert "mine.json: not valid JSON: line 1 column 2" in response.content.decode()
 
 
-def test_export_all_downloads_the_json_file(staff_client, make_server):
+def test_export_all_downloads_the_json_file(superuser_admin, make_server):
     make_server("files", args=["-y", "pkg"])
 
-    response = staff_client.get(EXPORT)
+    response = superuser_admin.get(EXPORT)
 
     assert response["Content-Type"] == "application/json"
     assert response["Content-Disposition"] == 'attachment; filename="mcp_config.json"'
@@ -121,32 +121,32 @@ def test_export_all_downloads_the_json_file(staff_client, make_server):
     }
 
 
-def test_the_export_action_downloads_only_the_selected_servers(staff_client, make_server):
+def test_the_export_action_downloads_only_the_selected_servers(superuser_admin, make_server):
     files = make_server("files")
     make_server("other")
 
-    response = staff_client.post(
+    response = superuser_admin.post(
         CHANGELIST, {"action": "export_selected", "_selected_action": [files.pk]}
     )
 
     assert list(json.loads(response.content)["mcpServers"]) == ["files"]
 
 
-def test_disable_and_enable_actions_change_status(staff_client, make_server):
+def test_disable_and_enable_actions_change_status(superuser_admin, make_server):
     server = make_server("files")
     server.mark(ServerStatus.ACTIVE)
 
-    staff_client.post(CHANGELIST, {"action": "disable", "_selected_action": [server.pk]})
+    superuser_admin.post(CHANGELIST, {"action": "disable", "_selected_action": [server.pk]})
     server.refresh_from_db()
     assert (server.enabled, server.status) == (False, ServerStatus.DISABLED)
 
-    staff_client.post(CHANGELIST, {"action": "enable", "_selected_action": [server.pk]})
+    superuser_admin.post(CHANGELIST, {"action": "enable", "_selected_action": [server.pk]})
     server.refresh_from_db()
     assert (server.enabled, server.status) == (True, ServerStatus.BROKEN)
 
 
 def test_check_now_reports_a_real_server_active_and_a_failing_one_broken(
-    transactional_db, staff_client, make_server
+    transactional_db, superuser_admin, make_server
 ):
     # transactional_db: the check writes from threads of its own, with their own connections.
     good = make_server("echo", command=sys.executable, args=[str(ECHO_SERVER)])
@@ -156,7 +156,7 @@ def test_check_now_reports_a_real_server_active_and_a_failing_one_broken(
         args=["-c", "import sys; sys.stderr.write('cannot start: no config\\n'); sys.exit(3)"],
     )
 
-    response = staff_client.post(
+    response = superuser_admin.post(
         CHANGELIST, {"action": "check_now", "_selected_action": [good.pk, bad.pk]}, follow=True
     )
 
@@ -182,11 +182,11 @@ def test_a_non_staff_user_is_sent_to_the_admin_login(owner, path):
     assert response["Location"].startswith("/admin/login/")
 
 
-def test_staff_edits_of_capabilities_are_kept_by_the_next_discovery(staff_client, make_server):
+def test_staff_edits_of_capabilities_are_kept_by_the_next_discovery(superuser_admin, make_server):
     server = make_server("files")
     [tool] = sync_server_tools(server, [{"name": "read_file", "description": "Read a file."}])
 
-    response = staff_client.post(
+    response = superuser_admin.post(
         f"/admin/tools_app/tool/{tool.pk}/change/",
         {
             "enabled": "on",
@@ -207,7 +207,7 @@ def test_staff_edits_of_capabilities_are_kept_by_the_next_discovery(staff_client
     assert tool.description == "Read any file."
 
 
-def test_the_tool_list_and_page_render_with_the_schema(staff_client, make_server):
+def test_the_tool_list_and_page_render_with_the_schema(superuser_admin, make_server):
     server = make_server("files")
     sync_server_tools(
         server,
@@ -215,8 +215,8 @@ def test_the_tool_list_and_page_render_with_the_schema(staff_client, make_server
     )
     tool = Tool.objects.get(server=server)
 
-    listing = staff_client.get("/admin/tools_app/tool/").content.decode()
-    page = staff_client.get(f"/admin/tools_app/tool/{tool.pk}/change/").content.decode()
+    listing = superuser_admin.get("/admin/tools_app/tool/").content.decode()
+    page = superuser_admin.get(f"/admin/tools_app/tool/{tool.pk}/change/").content.decode()
 
     assert "files.read_file" in listing and "moderate (inherited)" in listing
     assert "&quot;required&quot;: [" in page

@@ -1,8 +1,9 @@
-"""A real daphne serving config.asgi with the MCP endpoint, and the SDK's client to drive it."""
+"""A real daphne serving config.asgi with the MCP endpoint, shared by the whole package, and the
+personas' MCP clients of it (`<persona>_mcp`, see tests/support/personas.py)."""
 
 import pytest
 
-from agents_app.models import ApiKey
+from tests.support.clients import make_api_key
 from tests.support.mcp_client import McpClient
 from tests.support.web import WebServer
 
@@ -17,34 +18,21 @@ def web(django_db_setup, tmp_path_factory):
     server.stop()
 
 
-@pytest.fixture(autouse=True)
-def fast_password_hashing(settings):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
-def make_key(user) -> str:
-    raw = ApiKey.generate()
-    key = ApiKey(user=user, name="mcp")
-    key.set_key(raw)
-    key.save()
-    return raw
-
-
 @pytest.fixture
 def owner_key(owner, transactional_db) -> str:
-    return make_key(owner)
+    return make_api_key(owner, name="mcp")
 
 
 @pytest.fixture
 def outsider_key(outsider, transactional_db) -> str:
-    return make_key(outsider)
+    return make_api_key(outsider, name="mcp")
 
 
 @pytest.fixture
-def as_owner(web, owner_key) -> McpClient:
+def owner_mcp(web, owner_key) -> McpClient:
     return McpClient(web.url, owner_key)
 
 
 @pytest.fixture
-def as_outsider(web, outsider_key) -> McpClient:
+def outsider_mcp(web, outsider_key) -> McpClient:
     return McpClient(web.url, outsider_key)

@@ -30,7 +30,9 @@ def error_of(result) -> dict:
     return json.loads(result.content[0].text)["error"]
 
 
-def test_list_approvals_shows_the_users_pending_calls(as_owner, as_outsider, waiting):
+def test_list_approvals_shows_the_users_pending_calls(owner_mcp, outsider_mcp, waiting):
+    as_owner = owner_mcp
+    as_outsider = outsider_mcp
     run, _, _, approval = waiting
 
     listed = as_owner.call("list_approvals").structured_content
@@ -43,10 +45,10 @@ def test_list_approvals_shows_the_users_pending_calls(as_owner, as_outsider, wai
     assert as_outsider.call("list_approvals").structured_content["count"] == 0
 
 
-def test_the_owner_denies_a_call_and_the_run_goes_on_without_it(as_owner, waiting, send):
+def test_the_owner_denies_a_call_and_the_run_goes_on_without_it(owner_mcp, waiting, send):
     run, provider, registry, approval = waiting
 
-    result = as_owner.call("decide_approval", {"approval_id": approval.pk, "decision": "deny"})
+    result = owner_mcp.call("decide_approval", {"approval_id": approval.pk, "decision": "deny"})
     assert not result.is_error, result
     decided = result.structured_content
     assert (decided["status"], decided["decided_by"], decided["decided_via"]) == (
@@ -64,11 +66,11 @@ def test_the_owner_denies_a_call_and_the_run_goes_on_without_it(as_owner, waitin
     assert (decide.interface, decide.details["decision"]) == ("mcp", "deny")
 
 
-def test_modify_runs_the_edited_call_and_a_second_decision_is_a_conflict(as_owner, waiting, send):
+def test_modify_runs_the_edited_call_and_a_second_decision_is_a_conflict(owner_mcp, waiting, send):
     run, provider, registry, approval = waiting
     edited = {"to": "bob", "text": "hello"}
 
-    result = as_owner.call(
+    result = owner_mcp.call(
         "decide_approval",
         {"approval_id": approval.pk, "decision": "modify", "arguments": edited},
     )
@@ -76,7 +78,7 @@ def test_modify_runs_the_edited_call_and_a_second_decision_is_a_conflict(as_owne
     assert result.structured_content["decision_arguments"] == edited
 
     again = error_of(
-        as_owner.call("decide_approval", {"approval_id": approval.pk, "decision": "approve"})
+        owner_mcp.call("decide_approval", {"approval_id": approval.pk, "decision": "approve"})
     )
     assert again["code"] == "CONFLICT" and again["trace_id"]
     drive(run, provider, registry)
@@ -92,19 +94,19 @@ def test_modify_runs_the_edited_call_and_a_second_decision_is_a_conflict(as_owne
         ({"decision": "approve", "remember": "forever"}, "VALIDATION_ERROR"),
     ],
 )
-def test_a_bad_decision_is_refused_and_the_call_still_waits(as_owner, waiting, arguments, code):
+def test_a_bad_decision_is_refused_and_the_call_still_waits(owner_mcp, waiting, arguments, code):
     _, _, _, approval = waiting
 
-    error = error_of(as_owner.call("decide_approval", {"approval_id": approval.pk, **arguments}))
+    error = error_of(owner_mcp.call("decide_approval", {"approval_id": approval.pk, **arguments}))
     assert error["code"] == code, error
     assert Approval.objects.get(pk=approval.pk).status == "pending"
 
 
-def test_an_outsider_cannot_decide_another_users_approval(as_outsider, waiting):
+def test_an_outsider_cannot_decide_another_users_approval(outsider_mcp, waiting):
     _, _, _, approval = waiting
 
     error = error_of(
-        as_outsider.call("decide_approval", {"approval_id": approval.pk, "decision": "approve"})
+        outsider_mcp.call("decide_approval", {"approval_id": approval.pk, "decision": "approve"})
     )
     assert (error["code"], error["message"]) == ("NOT_FOUND", f"Approval {approval.pk} not found")
     assert Approval.objects.get(pk=approval.pk).status == "pending"

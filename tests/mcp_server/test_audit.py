@@ -8,11 +8,11 @@ from tests.support.runs import make_run
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def test_submit_cancel_and_restart_over_mcp_are_recorded_as_the_key_owner_s_acts(as_owner, owner):
-    submitted = as_owner.call("submit_task", {"task": "Write a haiku"}).structured_content
+def test_submit_cancel_and_restart_over_mcp_are_recorded_as_the_key_owner_s_acts(owner_mcp, owner):
+    submitted = owner_mcp.call("submit_task", {"task": "Write a haiku"}).structured_content
     run = make_run(owner)
-    as_owner.call("cancel_run", {"run_id": run.pk})
-    restarted = as_owner.call("restart_run", {"run_id": run.pk}).structured_content
+    owner_mcp.call("cancel_run", {"run_id": run.pk})
+    restarted = owner_mcp.call("restart_run", {"run_id": run.pk}).structured_content
 
     events = AuditEvent.objects.order_by("pk")
     assert [(e.action, e.interface, e.actor_id, e.run_id) for e in events] == [
@@ -23,8 +23,8 @@ def test_submit_cancel_and_restart_over_mcp_are_recorded_as_the_key_owner_s_acts
     assert events.last().details == {"new_run_id": restarted["id"], "attempt": 2}
 
 
-def test_a_refused_mcp_call_records_nothing(as_owner, owner):
+def test_a_refused_mcp_call_records_nothing(owner_mcp, owner):
     run = make_run(owner)
-    as_owner.call("restart_run", {"run_id": run.pk})  # CONFLICT: still queued
+    owner_mcp.call("restart_run", {"run_id": run.pk})  # CONFLICT: still queued
 
     assert not AuditEvent.objects.exists()

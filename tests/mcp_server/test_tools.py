@@ -30,8 +30,8 @@ def error_of(result) -> dict:
     return body["error"]
 
 
-def test_it_lists_the_agentdesk_tools_with_input_and_output_schemas(as_owner):
-    tools = {tool.name: tool for tool in as_owner.list_tools().tools}
+def test_it_lists_the_agentdesk_tools_with_input_and_output_schemas(owner_mcp):
+    tools = {tool.name: tool for tool in owner_mcp.list_tools().tools}
 
     assert set(tools) == AGENTDESK_TOOLS
     submit = tools["submit_task"].input_schema
@@ -43,8 +43,8 @@ def test_it_lists_the_agentdesk_tools_with_input_and_output_schemas(as_owner):
     assert tools["get_run"].annotations.read_only_hint is True
 
 
-def test_submit_task_creates_a_queued_run_owned_by_the_keys_user(as_owner, owner):
-    result = as_owner.call(
+def test_submit_task_creates_a_queued_run_owned_by_the_keys_user(owner_mcp, owner):
+    result = owner_mcp.call(
         "submit_task", {"task": "Write a haiku", "context": {"tone": "calm"}, "max_tokens": 500}
     )
 
@@ -61,21 +61,21 @@ def test_submit_task_creates_a_queued_run_owned_by_the_keys_user(as_owner, owner
     assert submitted["links"]["self"] == f"/api/v1/runs/{run.pk}"
 
 
-def test_get_run_shows_the_run_with_its_plans_and_no_result_while_it_is_queued(as_owner, owner):
+def test_get_run_shows_the_run_with_its_plans_and_no_result_while_it_is_queued(owner_mcp, owner):
     run = make_run(owner, "Summarise the news")
 
-    found = as_owner.call("get_run", {"run_id": run.pk}).structured_content
+    found = owner_mcp.call("get_run", {"run_id": run.pk}).structured_content
 
     assert (found["id"], found["task"], found["status"]) == (run.pk, "Summarise the news", "queued")
     assert found["plans"] == []
     assert found["result"] is None
 
 
-def test_a_finished_run_comes_with_its_agent_result(as_owner, owner):
+def test_a_finished_run_comes_with_its_agent_result(owner_mcp, owner):
     run = make_run(owner)
 
-    cancelled = as_owner.call("cancel_run", {"run_id": run.pk}).structured_content
-    found = as_owner.call("get_run", {"run_id": run.pk}).structured_content
+    cancelled = owner_mcp.call("cancel_run", {"run_id": run.pk}).structured_content
+    found = owner_mcp.call("get_run", {"run_id": run.pk}).structured_content
 
     assert cancelled["status"] == found["status"] == "cancelled"
     assert found["result"]["run_id"] == run.pk
@@ -83,13 +83,13 @@ def test_a_finished_run_comes_with_its_agent_result(as_owner, owner):
     assert found["result"]["final_error"]["code"] == "CANCELLED"
 
 
-def test_list_runs_shows_only_the_keys_users_runs(as_owner, owner, outsider):
+def test_list_runs_shows_only_the_keys_users_runs(owner_mcp, owner, outsider):
     mine = [make_run(owner, "first"), make_run(owner, "second")]
     make_run(outsider, "not yours")
     Run.objects.filter(pk=mine[0].pk).update(status=RunStatus.FAILED)
 
-    everything = as_owner.call("list_runs").structured_content
-    failed = as_owner.call("list_runs", {"status": "failed"}).structured_content
+    everything = owner_mcp.call("list_runs").structured_content
+    failed = owner_mcp.call("list_runs", {"status": "failed"}).structured_content
 
     assert everything["count"] == 2
     assert {r["id"] for r in everything["results"]} == {r.pk for r in mine}
@@ -97,11 +97,11 @@ def test_list_runs_shows_only_the_keys_users_runs(as_owner, owner, outsider):
 
 
 @pytest.mark.parametrize("tool", ["get_run", "cancel_run", "restart_run"])
-def test_another_users_run_is_not_found(as_owner, outsider, tool):
+def test_another_users_run_is_not_found(owner_mcp, outsider, tool):
     theirs = make_run(outsider, "secret plans")
     Run.objects.filter(pk=theirs.pk).update(status=RunStatus.SUCCEEDED)
 
-    result = as_owner.call(tool, {"run_id": theirs.pk})
+    result = owner_mcp.call(tool, {"run_id": theirs.pk})
 
     error = error_of(result)
     assert error["code"] == "NOT_FOUND"
@@ -111,8 +111,8 @@ def test_another_users_run_is_not_found(as_owner, outsider, tool):
     assert Run.objects.get(pk=theirs.pk).cancel_requested is False
 
 
-def test_an_empty_task_is_a_validation_error_and_creates_nothing(as_owner):
-    error = error_of(as_owner.call("submit_task", {"task": "   "}))
+def test_an_empty_task_is_a_validation_error_and_creates_nothing(owner_mcp):
+    error = error_of(owner_mcp.call("submit_task", {"task": "   "}))
 
     assert (error["code"], error["http_status"]) == ("VALIDATION_ERROR", 400)
     assert error["details"] == {"field": "task"}
@@ -120,28 +120,28 @@ def test_an_empty_task_is_a_validation_error_and_creates_nothing(as_owner):
     assert not Run.objects.exists()
 
 
-def test_arguments_outside_the_schema_are_a_validation_error(as_owner):
-    error = error_of(as_owner.call("list_runs", {"page_size": 1000}))
+def test_arguments_outside_the_schema_are_a_validation_error(owner_mcp):
+    error = error_of(owner_mcp.call("list_runs", {"page_size": 1000}))
 
     assert error["code"] == "VALIDATION_ERROR"
     assert [e["field"] for e in error["details"]["errors"]] == ["page_size"]
 
 
-def test_a_missing_argument_is_a_validation_error(as_owner):
-    error = error_of(as_owner.call("get_run", {}))
+def test_a_missing_argument_is_a_validation_error(owner_mcp):
+    error = error_of(owner_mcp.call("get_run", {}))
 
     assert error["code"] == "VALIDATION_ERROR"
     assert [e["field"] for e in error["details"]["errors"]] == ["run_id"]
 
 
 def test_cancelling_a_finished_run_is_a_conflict_and_restarting_it_queues_a_new_attempt(
-    as_owner, owner
+    owner_mcp, owner
 ):
     run = make_run(owner)
-    as_owner.call("cancel_run", {"run_id": run.pk})
+    owner_mcp.call("cancel_run", {"run_id": run.pk})
 
-    conflict = error_of(as_owner.call("cancel_run", {"run_id": run.pk}))
-    restarted = as_owner.call("restart_run", {"run_id": run.pk}).structured_content
+    conflict = error_of(owner_mcp.call("cancel_run", {"run_id": run.pk}))
+    restarted = owner_mcp.call("restart_run", {"run_id": run.pk}).structured_content
 
     assert conflict["code"] == "CONFLICT"
     new_run = Run.objects.get(pk=restarted["id"])
@@ -149,18 +149,18 @@ def test_cancelling_a_finished_run_is_a_conflict_and_restarting_it_queues_a_new_
     assert new_run.owner == owner
 
 
-def test_restarting_a_run_that_is_still_going_is_a_conflict(as_owner, owner):
+def test_restarting_a_run_that_is_still_going_is_a_conflict(owner_mcp, owner):
     run = make_run(owner)
 
-    error = error_of(as_owner.call("restart_run", {"run_id": run.pk}))
+    error = error_of(owner_mcp.call("restart_run", {"run_id": run.pk}))
 
     assert error["code"] == "CONFLICT"
     assert Run.objects.count() == 1
 
 
-def test_list_tools_finds_agent_tools_by_capability_and_domain(as_owner):
-    by_capability = as_owner.call("list_tools", {"capability": "file_read"}).structured_content
-    by_domain = as_owner.call("list_tools", {"domain": "web"}).structured_content
+def test_list_tools_finds_agent_tools_by_capability_and_domain(owner_mcp):
+    by_capability = owner_mcp.call("list_tools", {"capability": "file_read"}).structured_content
+    by_domain = owner_mcp.call("list_tools", {"domain": "web"}).structured_content
 
     assert {t["name"] for t in by_capability["tools"]} == {"read_file", "list_files"}
     http_get = by_domain["tools"][0]
@@ -168,7 +168,7 @@ def test_list_tools_finds_agent_tools_by_capability_and_domain(as_owner):
     assert http_get["schema"]["required"] == ["url"]
 
 
-def test_list_tools_includes_tools_discovered_on_mcp_servers_with_their_server(as_owner):
+def test_list_tools_includes_tools_discovered_on_mcp_servers_with_their_server(owner_mcp):
     server = MCPServer.objects.create(name="git", transport="stdio", command="uvx")
     Tool.objects.create(
         server=server,
@@ -181,15 +181,15 @@ def test_list_tools_includes_tools_discovered_on_mcp_servers_with_their_server(a
         domain="version_control",
     )
 
-    tools = as_owner.call("list_tools", {"capability": "GIT_READ"}).structured_content["tools"]
+    tools = owner_mcp.call("list_tools", {"capability": "GIT_READ"}).structured_content["tools"]
 
     assert [t["name"] for t in tools] == ["git.git_log"]
     assert tools[0]["source"] == "mcp"
     assert tools[0]["server"]["name"] == "git"
 
 
-def test_an_unknown_tool_is_a_tool_not_found_error(as_owner):
-    error = error_of(as_owner.call("approve_everything", {}))
+def test_an_unknown_tool_is_a_tool_not_found_error(owner_mcp):
+    error = error_of(owner_mcp.call("approve_everything", {}))
 
     assert error["code"] == "TOOL_NOT_FOUND"
     assert error["details"]["available_tools"] == sorted(AGENTDESK_TOOLS)

@@ -58,7 +58,8 @@ def test_a_wrong_password_shows_an_error(owner):
     assert "Please enter a correct username and password" in response.content.decode()
 
 
-def test_logout_needs_a_post(owner_client):
+def test_logout_needs_a_post(owner_session):
+    owner_client = owner_session
     assert owner_client.get("/logout/").status_code == 405
 
     response = owner_client.post("/logout/")
@@ -68,8 +69,8 @@ def test_logout_needs_a_post(owner_client):
     assert owner_client.get("/").status_code == 302
 
 
-def test_the_header_links_the_pages_and_a_logout_form(owner_client):
-    html = owner_client.get("/").content.decode()
+def test_the_header_links_the_pages_and_a_logout_form(owner_session):
+    html = owner_session.get("/").content.decode()
 
     for href in ['href="/"', 'href="/tasks/new/"', 'href="/tools/"']:
         assert href in html
@@ -77,15 +78,16 @@ def test_the_header_links_the_pages_and_a_logout_form(owner_client):
     assert 'href="/admin/"' not in html
 
 
-def test_staff_see_a_link_to_the_admin(owner, owner_client):
+def test_staff_see_a_link_to_the_admin(owner, owner_session):
+    owner_client = owner_session
     owner.is_staff = True
     owner.save()
 
     assert 'href="/admin/"' in owner_client.get("/").content.decode()
 
 
-def test_pages_load_htmx_with_the_ws_extension_and_send_csrf_from_the_body(owner_client):
-    html = owner_client.get("/").content.decode()
+def test_pages_load_htmx_with_the_ws_extension_and_send_csrf_from_the_body(owner_session):
+    html = owner_session.get("/").content.decode()
 
     assert "/static/django_htmx/htmx-2.min.js" in html
     assert "/static/django_htmx/ext/hx-ws-2.min.js" in html

@@ -8,10 +8,10 @@ from tests.support.markup import by_id, ids
 from tests.support.runs import add_plan, fail, make_run, to_status
 
 
-def test_cancelling_a_queued_run_ends_it_and_returns_to_its_page(owner, owner_client):
+def test_cancelling_a_queued_run_ends_it_and_returns_to_its_page(owner, owner_session):
     run = make_run(owner)
 
-    response = owner_client.post(f"/runs/{run.pk}/cancel/")
+    response = owner_session.post(f"/runs/{run.pk}/cancel/")
 
     assert response.status_code == 302
     assert response["Location"] == f"/runs/{run.pk}/"
@@ -19,7 +19,8 @@ def test_cancelling_a_queued_run_ends_it_and_returns_to_its_page(owner, owner_cl
     assert run.status == RunStatus.CANCELLED
 
 
-def test_cancelling_a_running_run_asks_it_to_stop(owner, owner_client):
+def test_cancelling_a_running_run_asks_it_to_stop(owner, owner_session):
+    owner_client = owner_session
     run = make_run(owner)
     add_plan(run, ["Work"])
 
@@ -30,10 +31,10 @@ def test_cancelling_a_running_run_asks_it_to_stop(owner, owner_client):
     assert "Cancelling…" in owner_client.get(f"/runs/{run.pk}/").content.decode()
 
 
-def test_an_htmx_cancel_answers_with_the_controls_and_the_status(owner, owner_client):
+def test_an_htmx_cancel_answers_with_the_controls_and_the_status(owner, owner_session):
     run = make_run(owner)
 
-    response = owner_client.post(f"/runs/{run.pk}/cancel/", headers={"HX-Request": "true"})
+    response = owner_session.post(f"/runs/{run.pk}/cancel/", headers={"HX-Request": "true"})
 
     html = response.content.decode()
     assert response.status_code == 200
@@ -43,19 +44,19 @@ def test_an_htmx_cancel_answers_with_the_controls_and_the_status(owner, owner_cl
     assert by_id(html, "run-status")["data-status"] == "cancelled"
 
 
-def test_cancelling_a_finished_run_shows_the_conflict(owner, owner_client):
+def test_cancelling_a_finished_run_shows_the_conflict(owner, owner_session):
     run = fail(make_run(owner))
 
-    response = owner_client.post(f"/runs/{run.pk}/cancel/")
+    response = owner_session.post(f"/runs/{run.pk}/cancel/")
 
     assert response.status_code == 409
     assert f"Run {run.pk} already finished (failed)" in response.content.decode()
 
 
-def test_restarting_a_finished_run_makes_attempt_2_and_opens_it(owner, owner_client):
+def test_restarting_a_finished_run_makes_attempt_2_and_opens_it(owner, owner_session):
     first = fail(make_run(owner, "Try again"))
 
-    response = owner_client.post(f"/runs/{first.pk}/restart/")
+    response = owner_session.post(f"/runs/{first.pk}/restart/")
 
     second = Run.objects.exclude(pk=first.pk).get()
     assert response.status_code == 302
@@ -63,13 +64,13 @@ def test_restarting_a_finished_run_makes_attempt_2_and_opens_it(owner, owner_cli
     assert (second.task_id, second.attempt, second.status) == (first.task_id, 2, "queued")
 
 
-def test_the_pages_of_a_restarted_task_link_its_attempts(owner, owner_client):
+def test_the_pages_of_a_restarted_task_link_its_attempts(owner, owner_session):
     first = fail(make_run(owner))
-    owner_client.post(f"/runs/{first.pk}/restart/")
+    owner_session.post(f"/runs/{first.pk}/restart/")
     second = Run.objects.exclude(pk=first.pk).get()
 
-    second_page = owner_client.get(f"/runs/{second.pk}/").content.decode()
-    first_page = owner_client.get(f"/runs/{first.pk}/").content.decode()
+    second_page = owner_session.get(f"/runs/{second.pk}/").content.decode()
+    first_page = owner_session.get(f"/runs/{first.pk}/").content.decode()
 
     assert "attempts" in ids(second_page)
     assert f'href="/runs/{first.pk}/"' in second_page
@@ -77,20 +78,20 @@ def test_the_pages_of_a_restarted_task_link_its_attempts(owner, owner_client):
     assert f"Run #{second.pk} · attempt 2" in second_page
 
 
-def test_an_htmx_restart_sends_the_browser_to_the_new_run(owner, owner_client):
+def test_an_htmx_restart_sends_the_browser_to_the_new_run(owner, owner_session):
     first = fail(make_run(owner))
 
-    response = owner_client.post(f"/runs/{first.pk}/restart/", headers={"HX-Request": "true"})
+    response = owner_session.post(f"/runs/{first.pk}/restart/", headers={"HX-Request": "true"})
 
     second = Run.objects.exclude(pk=first.pk).get()
     assert response["HX-Redirect"] == f"/runs/{second.pk}/"
 
 
-def test_restarting_a_running_run_shows_the_conflict(owner, owner_client):
+def test_restarting_a_running_run_shows_the_conflict(owner, owner_session):
     run = make_run(owner)
     to_status(run, RunStatus.PLANNING, RunStatus.RUNNING)
 
-    response = owner_client.post(f"/runs/{run.pk}/restart/")
+    response = owner_session.post(f"/runs/{run.pk}/restart/")
 
     html = response.content.decode()
     assert response.status_code == 409
@@ -99,10 +100,10 @@ def test_restarting_a_running_run_shows_the_conflict(owner, owner_client):
     assert Run.objects.count() == 1
 
 
-def test_an_htmx_restart_of_a_running_run_shows_the_conflict_in_the_controls(owner, owner_client):
+def test_an_htmx_restart_of_a_running_run_shows_the_conflict_in_the_controls(owner, owner_session):
     run = make_run(owner)
 
-    response = owner_client.post(f"/runs/{run.pk}/restart/", headers={"HX-Request": "true"})
+    response = owner_session.post(f"/runs/{run.pk}/restart/", headers={"HX-Request": "true"})
 
     html = response.content.decode()
     assert response.status_code == 409
@@ -111,7 +112,8 @@ def test_an_htmx_restart_of_a_running_run_shows_the_conflict_in_the_controls(own
 
 
 @pytest.mark.parametrize("action", ["cancel", "restart"])
-def test_an_action_needs_a_post(owner, owner_client, action):
+def test_an_action_needs_a_post(owner, owner_session, action):
+    owner_client = owner_session
     run = make_run(owner)
 
     assert owner_client.get(f"/runs/{run.pk}/{action}/").status_code == 405
@@ -133,10 +135,10 @@ def test_an_action_needs_the_csrf_token(owner, action):
 
 
 @pytest.mark.parametrize("action", ["cancel", "restart"])
-def test_another_users_run_cannot_be_acted_on(owner, outsider_client, action):
+def test_another_users_run_cannot_be_acted_on(owner, outsider_session, action):
     run = fail(make_run(owner)) if action == "restart" else make_run(owner)
 
-    response = outsider_client.post(f"/runs/{run.pk}/{action}/")
+    response = outsider_session.post(f"/runs/{run.pk}/{action}/")
 
     assert response.status_code == 404
     assert Run.objects.count() == 1

@@ -34,15 +34,15 @@ def page(client, run) -> str:
     return response.content.decode()
 
 
-def test_the_page_shows_the_task_and_its_status(owner_client, working_run):
-    html = page(owner_client, working_run)
+def test_the_page_shows_the_task_and_its_status(owner_session, working_run):
+    html = page(owner_session, working_run)
 
     assert "Write the notes" in html
     assert '<span id="run-status" class="badge large" data-status="running">running</span>' in html
 
 
-def test_the_plan_lists_each_step_with_its_status_and_index(owner_client, working_run):
-    html = page(owner_client, working_run)
+def test_the_plan_lists_each_step_with_its_status_and_index(owner_session, working_run):
+    html = page(owner_session, working_run)
 
     assert 'id="plan"' in html
     steps = [by_id(html, f"step-1-{i}") for i in range(3)]
@@ -53,8 +53,8 @@ def test_the_plan_lists_each_step_with_its_status_and_index(owner_client, workin
     assert "Facts collected" in html
 
 
-def test_a_tool_call_shows_its_name_and_arguments_cut_at_80_characters(owner_client, working_run):
-    html = page(owner_client, working_run)
+def test_a_tool_call_shows_its_name_and_arguments_cut_at_80_characters(owner_session, working_run):
+    html = page(owner_session, working_run)
 
     full = json.dumps(LONG_ARGUMENTS, separators=(",", ":"))
     title, shown = re.search(
@@ -66,44 +66,44 @@ def test_a_tool_call_shows_its_name_and_arguments_cut_at_80_characters(owner_cli
     assert 'class="tool-name">write_file<' in html
 
 
-def test_short_arguments_are_shown_whole(owner, owner_client):
+def test_short_arguments_are_shown_whole(owner, owner_session):
     run = make_run(owner)
     plan = add_plan(run, ["Read"])
     complete_step(run, plan, 0, arguments={"path": "a.txt"})
 
-    html = page(owner_client, run)
+    html = page(owner_session, run)
 
     assert "{&quot;path&quot;:&quot;a.txt&quot;}</code>" in html
 
 
-def test_the_reasoning_panel_shows_each_steps_thinking(owner_client, working_run):
-    html = page(owner_client, working_run)
+def test_the_reasoning_panel_shows_each_steps_thinking(owner_session, working_run):
+    html = page(owner_session, working_run)
 
     panel = html[html.index('id="reasoning"') :]
     assert "First I should look around." in panel
     assert 'id="reasoning-live"' in html
 
 
-def test_a_think_block_left_in_an_output_moves_to_the_reasoning_panel(owner, owner_client):
+def test_a_think_block_left_in_an_output_moves_to_the_reasoning_panel(owner, owner_session):
     run = make_run(owner)
     plan = add_plan(run, ["Think"])
     complete_step(run, plan, 0, output="<thinking>Hidden musing</thinking>The visible answer")
 
-    html = page(owner_client, run)
+    html = page(owner_session, run)
 
     assert "&lt;thinking&gt;" not in html
     assert html.index("Hidden musing") > html.index('id="reasoning"')
     assert "The visible answer" in html
 
 
-def test_a_finished_run_shows_the_answer_and_the_verifiers_reasoning(owner_client, working_run):
+def test_a_finished_run_shows_the_answer_and_the_verifiers_reasoning(owner_session, working_run):
     succeed(
         working_run,
         "<think>Let me wrap up.</think>Here are your notes.",
         reasoning="It all checks out.",
     )
 
-    html = page(owner_client, working_run)
+    html = page(owner_session, working_run)
 
     result = html[html.index('id="result"') :]
     assert result.index("Here are your notes.") < result.index("</section>")
@@ -113,25 +113,25 @@ def test_a_finished_run_shows_the_answer_and_the_verifiers_reasoning(owner_clien
     assert 'id="restart-run"' in html and 'id="cancel-run"' not in html
 
 
-def test_a_failed_run_shows_the_error(owner, owner_client):
+def test_a_failed_run_shows_the_error(owner, owner_session):
     run = fail(make_run(owner), "BUDGET_EXCEEDED", "The run used too many tokens")
 
-    html = page(owner_client, run)
+    html = page(owner_session, run)
 
     assert "BUDGET_EXCEEDED" in html[html.index('id="result"') :]
     assert "The run used too many tokens" in html
 
 
-def test_the_progress_bar_counts_the_done_steps(owner_client, working_run):
-    html = page(owner_client, working_run)
+def test_the_progress_bar_counts_the_done_steps(owner_session, working_run):
+    html = page(owner_session, working_run)
 
     progress = by_id(html, "progress")
     assert progress["aria-valuenow"] == "33"
     assert progress["role"] == "progressbar"
 
 
-def test_the_event_log_lists_every_event_once(owner_client, working_run):
-    html = page(owner_client, working_run)
+def test_the_event_log_lists_every_event_once(owner_session, working_run):
+    html = page(owner_session, working_run)
 
     seqs = list(RunEvent.objects.filter(run=working_run).values_list("seq", flat=True))
     log_ids = [i for i in ids(html) if re.fullmatch(r"event-\d+", i)]
@@ -139,8 +139,8 @@ def test_the_event_log_lists_every_event_once(owner_client, working_run):
     assert "write_file" in html[html.index('id="event-log"') :]
 
 
-def test_the_page_connects_to_the_runs_socket_after_its_last_event(owner_client, working_run):
-    html = page(owner_client, working_run)
+def test_the_page_connects_to_the_runs_socket_after_its_last_event(owner_session, working_run):
+    html = page(owner_session, working_run)
 
     live = by_id(html, "run-live")
     assert live["hx-ext"] == "ws"
@@ -148,21 +148,21 @@ def test_the_page_connects_to_the_runs_socket_after_its_last_event(owner_client,
     assert by_id(html, "run-last-seq")["data-seq"] == str(working_run.event_seq)
 
 
-def test_a_running_run_offers_cancel_not_restart(owner_client, working_run):
-    html = page(owner_client, working_run)
+def test_a_running_run_offers_cancel_not_restart(owner_session, working_run):
+    html = page(owner_session, working_run)
 
     assert 'id="cancel-run"' in html
     assert 'id="restart-run"' not in html
     assert f'action="/runs/{working_run.pk}/cancel/"' in html
 
 
-def test_a_replanned_run_shows_the_new_plan_and_keeps_the_old_one(owner, owner_client):
+def test_a_replanned_run_shows_the_new_plan_and_keeps_the_old_one(owner, owner_session):
     run = make_run(owner)
     add_plan(run, ["Old step"])
     to_status(run, RunStatus.VERIFYING, RunStatus.PLANNING)
     add_plan(run, ["New step"], version=2, reason="The notes were incomplete")
 
-    html = page(owner_client, run)
+    html = page(owner_session, run)
 
     assert "step-2-0" in ids(html) and "step-1-0" in ids(html)
     assert html.index("New step") < html.index("Old step")
@@ -170,7 +170,7 @@ def test_a_replanned_run_shows_the_new_plan_and_keeps_the_old_one(owner, owner_c
 
 
 def test_the_page_reads_the_run_in_a_bounded_number_of_queries(
-    owner, owner_client, django_assert_max_num_queries
+    owner, owner_session, django_assert_max_num_queries
 ):
     run = make_run(owner)
     plan = add_plan(run, [f"Step {n}" for n in range(6)])
@@ -179,12 +179,14 @@ def test_the_page_reads_the_run_in_a_bounded_number_of_queries(
     assert Step.objects.filter(run=run).count() == 6
 
     with django_assert_max_num_queries(14):
-        owner_client.get(f"/runs/{run.pk}/")
+        owner_session.get(f"/runs/{run.pk}/")
 
 
-def test_another_users_run_is_not_found(outsider_client, working_run):
+def test_another_users_run_is_not_found(outsider_session, working_run):
+    outsider_client = outsider_session
     assert outsider_client.get(f"/runs/{working_run.pk}/").status_code == 404
 
 
-def test_a_missing_run_is_not_found(owner_client):
+def test_a_missing_run_is_not_found(owner_session):
+    owner_client = owner_session
     assert owner_client.get("/runs/999999/").status_code == 404

@@ -6,8 +6,8 @@ from agents_app.models import Run, RunEvent, Task
 from tests.support.markup import by_id
 
 
-def test_the_form_has_the_task_and_context_fields(owner_client):
-    html = owner_client.get("/tasks/new/").content.decode()
+def test_the_form_has_the_task_and_context_fields(owner_session):
+    html = owner_session.get("/tasks/new/").content.decode()
 
     form = by_id(html, "task-form")
     assert form["method"] == "post"
@@ -16,8 +16,8 @@ def test_the_form_has_the_task_and_context_fields(owner_client):
     assert 'name="csrfmiddlewaretoken"' in html
 
 
-def test_submitting_a_task_creates_the_run_and_opens_its_page(owner, owner_client, llm_configured):
-    response = owner_client.post(
+def test_submitting_a_task_creates_the_run_and_opens_its_page(owner, owner_session, llm_configured):
+    response = owner_session.post(
         "/tasks/new/", {"task": "Write a haiku", "context": '{"mood": "calm"}'}
     )
 
@@ -30,15 +30,15 @@ def test_submitting_a_task_creates_the_run_and_opens_its_page(owner, owner_clien
     assert list(RunEvent.objects.filter(run=run).values_list("type", flat=True)) == ["run_queued"]
 
 
-def test_budgets_given_on_the_form_reach_the_run(owner, owner_client, llm_configured):
-    owner_client.post("/tasks/new/", {"task": "Go", "max_tokens": "500", "max_tool_calls": "3"})
+def test_budgets_given_on_the_form_reach_the_run(owner, owner_session, llm_configured):
+    owner_session.post("/tasks/new/", {"task": "Go", "max_tokens": "500", "max_tool_calls": "3"})
 
     run = Run.objects.get(owner=owner)
     assert (run.max_tokens, run.max_tool_calls) == (500, 3)
 
 
-def test_an_htmx_submit_is_sent_to_the_run_page(owner, owner_client, llm_configured):
-    response = owner_client.post(
+def test_an_htmx_submit_is_sent_to_the_run_page(owner, owner_session, llm_configured):
+    response = owner_session.post(
         "/tasks/new/", {"task": "Write a haiku"}, headers={"HX-Request": "true"}
     )
 
@@ -48,9 +48,9 @@ def test_an_htmx_submit_is_sent_to_the_run_page(owner, owner_client, llm_configu
 
 
 def test_an_empty_task_is_refused_with_the_services_message_and_the_context_kept(
-    owner_client, llm_configured
+    owner_session, llm_configured
 ):
-    response = owner_client.post("/tasks/new/", {"task": "   ", "context": '{"keep": "me"}'})
+    response = owner_session.post("/tasks/new/", {"task": "   ", "context": '{"keep": "me"}'})
 
     html = response.content.decode()
     assert response.status_code == 400
@@ -59,10 +59,10 @@ def test_an_empty_task_is_refused_with_the_services_message_and_the_context_kept
     assert Task.objects.count() == 0
 
 
-def test_a_task_too_long_is_refused_and_its_text_kept(owner_client, llm_configured, settings):
+def test_a_task_too_long_is_refused_and_its_text_kept(owner_session, llm_configured, settings):
     settings.TASK_MAX_CHARS = 10
 
-    response = owner_client.post("/tasks/new/", {"task": "A task longer than ten"})
+    response = owner_session.post("/tasks/new/", {"task": "A task longer than ten"})
 
     html = response.content.decode()
     assert response.status_code == 400
@@ -70,11 +70,11 @@ def test_a_task_too_long_is_refused_and_its_text_kept(owner_client, llm_configur
     assert ">\nA task longer than ten</textarea>" in html
 
 
-def test_without_an_llm_the_form_says_so_and_keeps_the_text(owner_client, settings):
+def test_without_an_llm_the_form_says_so_and_keeps_the_text(owner_session, settings):
     settings.LLM_BASE_URL = ""
     settings.LLM_MODEL = ""
 
-    response = owner_client.post("/tasks/new/", {"task": "Plan my week"})
+    response = owner_session.post("/tasks/new/", {"task": "Plan my week"})
 
     html = response.content.decode()
     assert response.status_code == 503
@@ -84,10 +84,10 @@ def test_without_an_llm_the_form_says_so_and_keeps_the_text(owner_client, settin
     assert Task.objects.count() == 0
 
 
-def test_an_htmx_submit_with_an_error_gets_the_form_alone(owner_client, settings):
+def test_an_htmx_submit_with_an_error_gets_the_form_alone(owner_session, settings):
     settings.LLM_BASE_URL = ""
 
-    response = owner_client.post(
+    response = owner_session.post(
         "/tasks/new/", {"task": "Plan my week"}, headers={"HX-Request": "true"}
     )
 
@@ -98,8 +98,8 @@ def test_an_htmx_submit_with_an_error_gets_the_form_alone(owner_client, settings
     assert ">\nPlan my week</textarea>" in html
 
 
-def test_context_that_is_not_json_is_refused_and_both_texts_kept(owner_client, llm_configured):
-    response = owner_client.post("/tasks/new/", {"task": "Go on", "context": "{not json"})
+def test_context_that_is_not_json_is_refused_and_both_texts_kept(owner_session, llm_configured):
+    response = owner_session.post("/tasks/new/", {"task": "Go on", "context": "{not json"})
 
     html = response.content.decode()
     assert response.status_code == 400
@@ -109,8 +109,8 @@ def test_context_that_is_not_json_is_refused_and_both_texts_kept(owner_client, l
     assert Task.objects.count() == 0
 
 
-def test_context_that_is_not_an_object_is_refused_by_the_service(owner_client, llm_configured):
-    response = owner_client.post("/tasks/new/", {"task": "Go on", "context": "[1, 2]"})
+def test_context_that_is_not_an_object_is_refused_by_the_service(owner_session, llm_configured):
+    response = owner_session.post("/tasks/new/", {"task": "Go on", "context": "[1, 2]"})
 
     assert response.status_code == 400
     assert "The context must be a JSON object" in response.content.decode()

@@ -3,8 +3,8 @@
 from tests.support.markup import ids
 
 
-def test_the_tools_page_lists_the_builtin_tools_with_capabilities_and_domain(owner_client):
-    html = owner_client.get("/tools/").content.decode()
+def test_the_tools_page_lists_the_builtin_tools_with_capabilities_and_domain(owner_session):
+    html = owner_session.get("/tools/").content.decode()
 
     for name in ["read_file", "write_file", "list_files", "http_get", "finish_task"]:
         assert f"tool-{name}" in ids(html)
@@ -14,8 +14,8 @@ def test_the_tools_page_lists_the_builtin_tools_with_capabilities_and_domain(own
         assert f'<span class="tag">{domain}</span>' in html
 
 
-def test_the_tools_page_shows_each_tools_input_schema(owner_client):
-    html = owner_client.get("/tools/").content.decode()
+def test_the_tools_page_shows_each_tools_input_schema(owner_session):
+    html = owner_session.get("/tools/").content.decode()
 
     assert "Input schema" in html
     assert "&quot;url&quot;" in html

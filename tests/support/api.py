@@ -1,4 +1,5 @@
-"""Talking to the REST API as a script does: API keys, JSON requests, the error envelope."""
+"""Talking to the REST API: JSON requests, submitting a task, the error envelope. The clients
+that call it are in clients.py."""
 
 import json
 import re
@@ -6,8 +7,6 @@ from datetime import datetime
 from typing import Any
 
 from django.test import Client
-
-from agents_app.models import ApiKey
 
 TRACE_ID = re.compile(r"req-[0-9a-f]{12}")
 
@@ -28,20 +27,6 @@ def assert_error(response, status: int, code: str) -> dict[str, Any]:
     assert response["X-Trace-Id"] == error["trace_id"]
     assert datetime.fromisoformat(error["timestamp"]).tzinfo is not None
     return error
-
-
-def make_api_key(user, name: str = "script", **fields: Any) -> str:
-    """Store a key for `user` as the admin does and return the raw key."""
-    raw = ApiKey.generate()
-    key = ApiKey(user=user, name=name, **fields)
-    key.set_key(raw)
-    key.save()
-    return raw
-
-
-def key_client(raw_key: str) -> Client:
-    """A script client: a bearer key, no cookies, CSRF enforced as for any real client."""
-    return Client(enforce_csrf_checks=True, headers={"authorization": f"Bearer {raw_key}"})
 
 
 def post_json(client: Client, path: str, body: Any = None, **extra: Any):

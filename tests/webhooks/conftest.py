@@ -4,11 +4,6 @@ from agents_app.models import Webhook
 from tests.support.webhooks import Receiver
 
 
-@pytest.fixture(autouse=True)
-def fast_password_hashing(settings):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
 @pytest.fixture
 def receiver_factory():
     receivers: list[Receiver] = []
@@ -26,12 +21,6 @@ def receiver_factory():
 @pytest.fixture
 def receiver(receiver_factory):
     return receiver_factory()
-
-
-@pytest.fixture
-def allow_private(settings):
-    settings.WEBHOOK_ALLOW_PRIVATE = True
-    return settings
 
 
 @pytest.fixture

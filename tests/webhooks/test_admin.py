@@ -1,28 +1,17 @@
-import pytest
-from django.contrib.auth import get_user_model
-from django.test import Client
-
 from agents_app.models import WebhookDelivery
 
 
-@pytest.fixture
-def staff_client(db):
-    client = Client()
-    client.force_login(get_user_model().objects.create_superuser("staff", "", None))
-    return client
-
-
-def test_staff_see_the_secret_and_the_delivery_log(staff_client, owner, hook_for):
+def test_staff_see_the_secret_and_the_delivery_log(superuser_admin, owner, hook_for):
     hook = hook_for(owner, "https://93.184.215.14/hook")
     WebhookDelivery.objects.create(webhook=hook, event_type="run.finished", status="failed")
-    page = staff_client.get(f"/admin/agents_app/webhook/{hook.pk}/change/")
+    page = superuser_admin.get(f"/admin/agents_app/webhook/{hook.pk}/change/")
     assert hook.secret in page.content.decode()
-    log = staff_client.get("/admin/agents_app/webhookdelivery/?status__exact=failed")
+    log = superuser_admin.get("/admin/agents_app/webhookdelivery/?status__exact=failed")
     assert log.status_code == 200 and "run.finished" in log.content.decode()
 
 
-def test_the_admin_refuses_a_private_url(staff_client, owner):
-    response = staff_client.post(
+def test_the_admin_refuses_a_private_url(superuser_admin, owner):
+    response = superuser_admin.post(
         "/admin/agents_app/webhook/add/",
         {"owner": owner.pk, "url": "http://127.0.0.1/hook", "events": '["run.finished"]'},
     )
@@ -30,14 +19,14 @@ def test_the_admin_refuses_a_private_url(staff_client, owner):
 
 
 def test_retry_now_requeues_failed_deliveries(
-    staff_client, owner, hook_for, django_capture_on_commit_callbacks
+    superuser_admin, owner, hook_for, django_capture_on_commit_callbacks
 ):
     hook = hook_for(owner, "https://93.184.215.14/hook")
     failed = WebhookDelivery.objects.create(
         webhook=hook, event_type="run.finished", status="failed"
     )
     with django_capture_on_commit_callbacks() as callbacks:
-        staff_client.post(
+        superuser_admin.post(
             "/admin/agents_app/webhookdelivery/",
             {"action": "retry_now", "_selected_action": [failed.pk]},
         )
