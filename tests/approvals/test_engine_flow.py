@@ -11,7 +11,8 @@ from agents_app.models import Approval, AuditEvent, RunEvent, Step, Task, ToolCa
 from agents_app.runs.services import run_create
 from tests.support.approvals import SCRIPT, drive, parked
 from tests.support.runs import make_run
-from tests.support.scripted_provider import ScriptedProvider, plan, step, verdict
+from tests.support.script import plan_reply, step, tool_call, verdict
+from tests.support.scripted_provider import ScriptedProvider
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -149,11 +150,11 @@ def test_an_exact_call_rule_matches_only_that_call(owner, send, registry):
 
 def test_a_command_argument_makes_a_call_manual_even_with_a_rule(owner, registry):
     rule_create(owner_id=owner.pk, tool="shell", arguments=None, actor=owner, interface="web")
-    script = {
-        **SCRIPT,
-        "AGENTDESK:PLAN": [plan(step("look", ["shell"]))],
-        "AGENTDESK:STEP 0": [{"tool_calls": [{"name": "shell", "arguments": {"command": "ls"}}]}],
-    }
+    script = [
+        {"match": "AGENTDESK:PLAN", "replies": [plan_reply(step("look", ["shell"]))]},
+        {"match": "AGENTDESK:STEP 0", "replies": [tool_call("shell", command="ls")]},
+        *SCRIPT,
+    ]
     _, _, approval = parked(owner, registry, script)
     assert (approval.risk, approval.level) == ("code_execution", "manual")
 
@@ -188,7 +189,10 @@ def test_an_expired_approval_decides_by_its_strategy(owner, send, registry, stra
     task.save()
     run = run_create(task=task)
     provider = ScriptedProvider(
-        {**SCRIPT, "AGENTDESK:VERIFY": [verdict(strategy == "deny", "done")]}
+        [
+            {"match": "AGENTDESK:VERIFY", "replies": [verdict(strategy == "deny", "done")]},
+            *SCRIPT,
+        ]
     )
     drive(run, provider, registry)
     approval = Approval.objects.get(run=run)

@@ -6,7 +6,7 @@ from django.test import Client
 from agents_app.approvals.decisions import approval_decide
 from agents_app.models import Approval, AuditEvent, Run
 from tests.support.approvals import SCRIPT, parked
-from tests.support.scripted_provider import plan, step
+from tests.support.script import plan_reply, step, tool_call
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -18,11 +18,11 @@ def test_the_pages_send_an_anonymous_visitor_to_the_login_page(db, path):
     assert response.status_code == 302 and response["Location"] == f"/login/?next={path}"
 
 
-SHELL_SCRIPT = {
-    **SCRIPT,
-    "AGENTDESK:PLAN": [plan(step("look", ["shell"]))],
-    "AGENTDESK:STEP 0": [{"tool_calls": [{"name": "shell", "arguments": {"command": "ls"}}]}],
-}
+SHELL_SCRIPT = [
+    {"match": "AGENTDESK:PLAN", "replies": [plan_reply(step("look", ["shell"]))]},
+    {"match": "AGENTDESK:STEP 0", "replies": [tool_call("shell", command="ls")]},
+    *SCRIPT,
+]
 
 
 def test_the_approvals_page_groups_what_waits_by_tool(owner, owner_session, registry):

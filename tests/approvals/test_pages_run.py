@@ -11,7 +11,8 @@ from agents_app.runs.services import run_create
 from agents_app.web import fragments
 from tests.support.approvals import SCRIPT, decide_url, dialog_buttons, drive, parked, textarea_text
 from tests.support.markup import by_id, elements, ids, top_level
-from tests.support.scripted_provider import ScriptedProvider, plan, step
+from tests.support.script import plan_reply, step, tool_call
+from tests.support.scripted_provider import ScriptedProvider
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -41,11 +42,11 @@ def test_the_run_page_shows_the_pending_call_in_a_dialog(owner, owner_session, r
 
 
 def test_a_manual_call_offers_no_rule_to_remember(owner, owner_session, registry):
-    script = {
-        **SCRIPT,
-        "AGENTDESK:PLAN": [plan(step("look", ["shell"]))],
-        "AGENTDESK:STEP 0": [{"tool_calls": [{"name": "shell", "arguments": {"command": "ls"}}]}],
-    }
+    script = [
+        {"match": "AGENTDESK:PLAN", "replies": [plan_reply(step("look", ["shell"]))]},
+        {"match": "AGENTDESK:STEP 0", "replies": [tool_call("shell", command="ls")]},
+        *SCRIPT,
+    ]
     run, _, _ = parked(owner, registry, script)
 
     html = owner_session.get(f"/runs/{run.pk}/").content.decode()

@@ -13,7 +13,8 @@ from agents_app.runs.writer import LeaseLost
 from agents_app.worker.execution import execute_run
 from agents_app.worker.hooks import DatabaseHooks
 from tests.support.runs import make_run
-from tests.support.scripted_provider import ScriptedProvider, plan, step, verdict
+from tests.support.script import plan_reply, step, tool_call, verdict
+from tests.support.scripted_provider import ScriptedProvider
 from tests.support.tools import BrokenTool, EchoTool, FinishTool, make_registry
 
 
@@ -32,27 +33,35 @@ def run_with(owner, rules):
     return run, provider
 
 
-A_RUN_WITH_EVERY_KIND_OF_TOOL_CALL = {
-    "AGENTDESK:PLAN": [
-        {
-            **plan(step("echo", ["echo"]), step("break", ["broken"]), step("bad args", ["echo"])),
-            "usage": {"prompt_tokens": 120, "completion_tokens": 30},
-        }
-    ],
-    "AGENTDESK:STEP 0": [
-        {
-            "tool_calls": [
-                {"name": "echo", "arguments": {"text": "grüße"}},
-                {"name": "echo", "arguments": {"text": "again"}},
-            ],
-            "usage": {"prompt_tokens": 40, "completion_tokens": 7},
-        },
-        {"content": "echoed", "usage": {"prompt_tokens": 55, "completion_tokens": 3}},
-    ],
-    "AGENTDESK:STEP 1": [{"tool_calls": [{"name": "broken"}]}],
-    "AGENTDESK:STEP 2": [{"tool_calls": [{"name": "echo", "arguments": {"text": 5}}]}],
-    "AGENTDESK:VERIFY": [verdict(False, replan=False)],
-}
+A_RUN_WITH_EVERY_KIND_OF_TOOL_CALL = [
+    {
+        "match": "AGENTDESK:PLAN",
+        "replies": [
+            {
+                **plan_reply(
+                    step("echo", ["echo"]), step("break", ["broken"]), step("bad args", ["echo"])
+                ),
+                "usage": {"prompt_tokens": 120, "completion_tokens": 30},
+            }
+        ],
+    },
+    {
+        "match": "AGENTDESK:STEP 0",
+        "replies": [
+            {
+                "tool_calls": [
+                    {"name": "echo", "arguments": {"text": "grüße"}},
+                    {"name": "echo", "arguments": {"text": "again"}},
+                ],
+                "usage": {"prompt_tokens": 40, "completion_tokens": 7},
+            },
+            {"content": "echoed", "usage": {"prompt_tokens": 55, "completion_tokens": 3}},
+        ],
+    },
+    {"match": "AGENTDESK:STEP 1", "replies": [tool_call("broken")]},
+    {"match": "AGENTDESK:STEP 2", "replies": [tool_call("echo", text=5)]},
+    {"match": "AGENTDESK:VERIFY", "replies": [verdict(False, replan=False)]},
+]
 
 
 @pytest.mark.django_db(transaction=True)

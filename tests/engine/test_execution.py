@@ -5,7 +5,8 @@ import pytest
 from agents_app.models import Run, RunEvent, Step, ToolCall
 from agents_app.worker.execution import execute_run
 from tests.support.runs import make_run
-from tests.support.scripted_provider import ScriptedProvider, plan, step, verdict
+from tests.support.script import json_reply, llm_error, plan_reply, step, tool_call, verdict
+from tests.support.scripted_provider import ScriptedProvider
 from tests.support.tools import EchoTool, FinishTool, make_registry
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -27,15 +28,18 @@ def test_a_run_plans_executes_and_succeeds(owner):
     echo = EchoTool()
     run, _, outcome = run_with(
         owner,
-        {
-            "AGENTDESK:PLAN": [plan(step("say hi", ["echo"]), step("summarise", [], [0]))],
-            "AGENTDESK:STEP 0": [
-                {"tool_calls": [{"name": "echo", "arguments": {"text": "hi"}}]},
-                {"content": "said hi"},
-            ],
-            "AGENTDESK:STEP 1": [{"content": "summary"}],
-            "AGENTDESK:VERIFY": [verdict(True, "all good")],
-        },
+        [
+            {
+                "match": "AGENTDESK:PLAN",
+                "replies": [plan_reply(step("say hi", ["echo"]), step("summarise", [], [0]))],
+            },
+            {
+                "match": "AGENTDESK:STEP 0",
+                "replies": [tool_call("echo", text="hi"), {"content": "said hi"}],
+            },
+            {"match": "AGENTDESK:STEP 1", "replies": [{"content": "summary"}]},
+            {"match": "AGENTDESK:VERIFY", "replies": [verdict(True, "all good")]},
+        ],
         registry=make_registry(echo, FinishTool()),
     )
     assert outcome.state == "finished"
@@ -66,11 +70,14 @@ def test_a_run_plans_executes_and_succeeds(owner):
 def test_a_malformed_plan_is_retried_once_with_the_error_shown(owner):
     run, provider, _ = run_with(
         owner,
-        {
-            "AGENTDESK:PLAN": [{"content": "here is my plan: steps!"}, plan(step("think"))],
-            "AGENTDESK:STEP": [{"content": "thought"}],
-            "AGENTDESK:VERIFY": [verdict()],
-        },
+        [
+            {
+                "match": "AGENTDESK:PLAN",
+                "replies": [{"content": "here is my plan: steps!"}, plan_reply(step("think"))],
+            },
+            {"match": "AGENTDESK:STEP", "replies": [{"content": "thought"}]},
+            {"match": "AGENTDESK:VERIFY", "replies": [verdict()]},
+        ],
     )
     assert run.status == "succeeded"
     second_plan_request = provider.requests[1]
@@ -78,14 +85,25 @@ def test_a_malformed_plan_is_retried_once_with_the_error_shown(owner):
 
 
 def test_two_malformed_plans_fail_as_planning_failed(owner):
-    run, _, _ = run_with(owner, {"AGENTDESK:PLAN": [{"content": "no json"}]})
+    run, _, _ = run_with(
+        owner, [{"match": "AGENTDESK:PLAN", "replies": [{"content": "no json"}], "repeat": True}]
+    )
     assert run.status == "failed"
     assert run.error_code == "PLANNING_FAILED"
     assert "error" in event_types(run)
 
 
 def test_a_plan_naming_an_unknown_tool_is_refused(owner):
-    run, provider, _ = run_with(owner, {"AGENTDESK:PLAN": [plan(step("x", ["no_such_tool"]))]})
+    run, provider, _ = run_with(
+        owner,
+        [
+            {
+                "match": "AGENTDESK:PLAN",
+                "replies": [plan_reply(step("x", ["no_such_tool"]))],
+                "repeat": True,
+            }
+        ],
+    )
     assert run.error_code == "PLANNING_FAILED"
     assert "no_such_tool" in provider.requests[1].messages[-1]["content"]
 
@@ -93,14 +111,17 @@ def test_a_plan_naming_an_unknown_tool_is_refused(owner):
 def test_a_tool_failure_fails_the_step_and_skips_its_dependents(owner):
     run, _, _ = run_with(
         owner,
-        {
-            "AGENTDESK:PLAN": [
-                plan(step("break", ["broken"]), step("after", [], [0]), step("other"))
-            ],
-            "AGENTDESK:STEP 0": [{"tool_calls": [{"name": "broken"}]}],
-            "AGENTDESK:STEP 2": [{"content": "independent work"}],
-            "AGENTDESK:VERIFY": [verdict(False, replan=False)],
-        },
+        [
+            {
+                "match": "AGENTDESK:PLAN",
+                "replies": [
+                    plan_reply(step("break", ["broken"]), step("after", [], [0]), step("other"))
+                ],
+            },
+            {"match": "AGENTDESK:STEP 0", "replies": [tool_call("broken")]},
+            {"match": "AGENTDESK:STEP 2", "replies": [{"content": "independent work"}]},
+            {"match": "AGENTDESK:VERIFY", "replies": [verdict(False, replan=False)]},
+        ],
     )
     steps = list(Step.objects.filter(run=run).order_by("index"))
     assert [s.status for s in steps] == ["failed", "skipped", "completed"]
@@ -112,11 +133,11 @@ def test_a_tool_failure_fails_the_step_and_skips_its_dependents(owner):
 def test_invalid_tool_arguments_fail_the_step(owner):
     run, _, _ = run_with(
         owner,
-        {
-            "AGENTDESK:PLAN": [plan(step("echo", ["echo"]))],
-            "AGENTDESK:STEP": [{"tool_calls": [{"name": "echo", "arguments": {"text": 5}}]}],
-            "AGENTDESK:VERIFY": [verdict(False)],
-        },
+        [
+            {"match": "AGENTDESK:PLAN", "replies": [plan_reply(step("echo", ["echo"]))]},
+            {"match": "AGENTDESK:STEP", "replies": [tool_call("echo", text=5)]},
+            {"match": "AGENTDESK:VERIFY", "replies": [verdict(False)]},
+        ],
     )
     step_row = Step.objects.get(run=run)
     assert step_row.status == "failed" and step_row.error.startswith("INVALID_ARGUMENTS")
@@ -125,11 +146,17 @@ def test_invalid_tool_arguments_fail_the_step(owner):
 def test_a_verifier_asking_to_replan_makes_a_new_plan_version(owner):
     run, _, _ = run_with(
         owner,
-        {
-            "AGENTDESK:PLAN": [plan(step("first try")), plan(step("second try"))],
-            "AGENTDESK:STEP": [{"content": "meh"}, {"content": "great"}],
-            "AGENTDESK:VERIFY": [verdict(False, replan=True), verdict(True, "done twice")],
-        },
+        [
+            {
+                "match": "AGENTDESK:PLAN",
+                "replies": [plan_reply(step("first try")), plan_reply(step("second try"))],
+            },
+            {"match": "AGENTDESK:STEP", "replies": [{"content": "meh"}, {"content": "great"}]},
+            {
+                "match": "AGENTDESK:VERIFY",
+                "replies": [verdict(False, replan=True), verdict(True, "done twice")],
+            },
+        ],
     )
     assert run.status == "succeeded" and run.replans == 1
     assert list(run.plans.values_list("version", flat=True)) == [1, 2]
@@ -140,11 +167,11 @@ def test_replans_stop_after_the_maximum(owner, settings):
     settings.AGENT_MAX_REPLANS = 2
     run, _, _ = run_with(
         owner,
-        {
-            "AGENTDESK:PLAN": [plan(step("try"))],
-            "AGENTDESK:STEP": [{"content": "meh"}],
-            "AGENTDESK:VERIFY": [verdict(False, replan=True)],
-        },
+        [
+            {"match": "AGENTDESK:PLAN", "replies": [plan_reply(step("try"))], "repeat": True},
+            {"match": "AGENTDESK:STEP", "replies": [{"content": "meh"}], "repeat": True},
+            {"match": "AGENTDESK:VERIFY", "replies": [verdict(False, replan=True)], "repeat": True},
+        ],
     )
     assert run.status == "failed" and run.error_code == "VERIFICATION_FAILED"
     assert run.replans == 2 and run.plans.count() == 3
@@ -153,13 +180,14 @@ def test_replans_stop_after_the_maximum(owner, settings):
 def test_finish_task_skips_the_remaining_steps(owner):
     run, _, _ = run_with(
         owner,
-        {
-            "AGENTDESK:PLAN": [plan(step("finish", ["finish_task"]), step("never"))],
-            "AGENTDESK:STEP 0": [
-                {"tool_calls": [{"name": "finish_task", "arguments": {"result": "42"}}]}
-            ],
-            "AGENTDESK:VERIFY": [verdict(True, "")],
-        },
+        [
+            {
+                "match": "AGENTDESK:PLAN",
+                "replies": [plan_reply(step("finish", ["finish_task"]), step("never"))],
+            },
+            {"match": "AGENTDESK:STEP 0", "replies": [tool_call("finish_task", result="42")]},
+            {"match": "AGENTDESK:VERIFY", "replies": [verdict(True, "")]},
+        ],
     )
     assert run.status == "succeeded" and run.final_response == "42"
     assert [s.status for s in Step.objects.filter(run=run).order_by("index")] == [
@@ -171,17 +199,23 @@ def test_finish_task_skips_the_remaining_steps(owner):
 def test_crossing_the_token_budget_ends_the_run_with_its_history(owner):
     run, _, _ = run_with(
         owner,
-        {
-            "AGENTDESK:PLAN": [
-                {
-                    **plan(step("a"), step("b")),
-                    "usage": {"prompt_tokens": 50, "completion_tokens": 10},
-                }
-            ],
-            "AGENTDESK:STEP": [
-                {"content": "x", "usage": {"prompt_tokens": 100, "completion_tokens": 0}}
-            ],
-        },
+        [
+            {
+                "match": "AGENTDESK:PLAN",
+                "replies": [
+                    {
+                        **plan_reply(step("a"), step("b")),
+                        "usage": {"prompt_tokens": 50, "completion_tokens": 10},
+                    }
+                ],
+            },
+            {
+                "match": "AGENTDESK:STEP",
+                "replies": [
+                    {"content": "x", "usage": {"prompt_tokens": 100, "completion_tokens": 0}}
+                ],
+            },
+        ],
         max_tokens=100,
     )
     assert run.status == "failed" and run.error_code == "BUDGET_EXCEEDED"
@@ -196,13 +230,13 @@ def test_the_tool_call_budget_refuses_the_call_past_it(owner):
     echo = EchoTool()
     run, _, _ = run_with(
         owner,
-        {
-            "AGENTDESK:PLAN": [plan(step("echo twice", ["echo"]))],
-            "AGENTDESK:STEP": [
-                {"tool_calls": [{"name": "echo", "arguments": {"text": "1"}}]},
-                {"tool_calls": [{"name": "echo", "arguments": {"text": "2"}}]},
-            ],
-        },
+        [
+            {"match": "AGENTDESK:PLAN", "replies": [plan_reply(step("echo twice", ["echo"]))]},
+            {
+                "match": "AGENTDESK:STEP",
+                "replies": [tool_call("echo", text="1"), tool_call("echo", text="2")],
+            },
+        ],
         registry=make_registry(echo),
         max_tool_calls=1,
     )
@@ -211,7 +245,9 @@ def test_the_tool_call_budget_refuses_the_call_past_it(owner):
 
 
 def test_an_llm_failure_fails_the_run_with_its_code(owner):
-    run, _, _ = run_with(owner, {"AGENTDESK:PLAN": [{"error": "RATE_LIMITED"}]})
+    run, _, _ = run_with(
+        owner, [{"match": "AGENTDESK:PLAN", "replies": [llm_error("RATE_LIMITED")]}]
+    )
     assert run.status == "failed" and run.error_code == "RATE_LIMITED"
 
 
@@ -222,11 +258,11 @@ def test_a_cancel_request_stops_before_the_next_model_call(owner):
 
     run, provider, _ = run_with(
         owner,
-        {
-            "AGENTDESK:PLAN": [plan(step("a"), step("b"))],
-            "AGENTDESK:STEP 0": [cancel_then_answer],
-            "AGENTDESK:STEP 1": [{"content": "must not run"}],
-        },
+        [
+            {"match": "AGENTDESK:PLAN", "replies": [plan_reply(step("a"), step("b"))]},
+            {"match": "AGENTDESK:STEP 0", "replies": [cancel_then_answer]},
+            {"match": "AGENTDESK:STEP 1", "replies": [{"content": "must not run"}]},
+        ],
     )
     assert run.status == "cancelled"
     assert not any("AGENTDESK:STEP 1" in r.messages[0]["content"] for r in provider.requests)
@@ -238,11 +274,14 @@ def test_a_cancel_request_stops_before_the_next_model_call(owner):
 
 def test_a_resumed_run_continues_from_the_first_step_not_completed(owner):
     first = ScriptedProvider(
-        {
-            "AGENTDESK:PLAN": [plan(step("a"), step("b", depends_on=[0]))],
-            "AGENTDESK:STEP 0": [{"content": "a done"}],
-            "AGENTDESK:STEP 1": [{"error": "CONNECTION_REFUSED"}],
-        }
+        [
+            {
+                "match": "AGENTDESK:PLAN",
+                "replies": [plan_reply(step("a"), step("b", depends_on=[0]))],
+            },
+            {"match": "AGENTDESK:STEP 0", "replies": [{"content": "a done"}]},
+            {"match": "AGENTDESK:STEP 1", "replies": [llm_error("CONNECTION_REFUSED")]},
+        ]
     )
     run = make_run(owner)
     execute_run(run.pk, provider=first, registry=make_registry())
@@ -250,7 +289,10 @@ def test_a_resumed_run_continues_from_the_first_step_not_completed(owner):
     Run.objects.filter(pk=run.pk).update(status="running", error_code="", finished_at=None)
     Step.objects.filter(run=run, index=1).update(status="running", error="")
     second = ScriptedProvider(
-        {"AGENTDESK:STEP 1": [{"content": "b done"}], "AGENTDESK:VERIFY": [verdict(True, "ok")]}
+        [
+            {"match": "AGENTDESK:STEP 1", "replies": [{"content": "b done"}]},
+            {"match": "AGENTDESK:VERIFY", "replies": [verdict(True, "ok")]},
+        ]
     )
     execute_run(run.pk, provider=second, registry=make_registry())
     run.refresh_from_db()
@@ -269,7 +311,7 @@ def test_a_run_leased_by_another_worker_is_left_alone(owner):
     Run.objects.filter(pk=run.pk).update(
         lease_owner="someone-else", lease_expires_at=timezone.now() + timedelta(seconds=30)
     )
-    provider = ScriptedProvider({"AGENTDESK": [{"content": "never"}]})
+    provider = ScriptedProvider([{"match": "AGENTDESK", "replies": [{"content": "never"}]}])
     outcome = execute_run(run.pk, provider=provider, registry=make_registry())
     assert outcome.state == "busy" and 25 < outcome.retry_in <= 30
     assert provider.requests == []
@@ -279,12 +321,15 @@ def test_task_analysis_offers_the_planner_only_matching_tools(owner, settings):
     settings.AGENT_ANALYSIS_MIN_TOOLS = 2
     run, provider, _ = run_with(
         owner,
-        {
-            "AGENTDESK:ANALYZE": [{"json": {"capabilities": ["echo"], "domain": "nowhere"}}],
-            "AGENTDESK:PLAN": [plan(step("say it", ["echo"]))],
-            "AGENTDESK:STEP": [{"content": "said"}],
-            "AGENTDESK:VERIFY": [verdict()],
-        },
+        [
+            {
+                "match": "AGENTDESK:ANALYZE",
+                "replies": [json_reply({"capabilities": ["echo"], "domain": "nowhere"})],
+            },
+            {"match": "AGENTDESK:PLAN", "replies": [plan_reply(step("say it", ["echo"]))]},
+            {"match": "AGENTDESK:STEP", "replies": [{"content": "said"}]},
+            {"match": "AGENTDESK:VERIFY", "replies": [verdict()]},
+        ],
     )
     plan_prompt = next(r for r in provider.requests if "AGENTDESK:PLAN" in r.messages[0]["content"])
     catalog = plan_prompt.messages[0]["content"]
@@ -298,12 +343,12 @@ def test_a_failed_analysis_offers_every_tool(owner, settings):
     settings.AGENT_ANALYSIS_MIN_TOOLS = 2
     run, provider, _ = run_with(
         owner,
-        {
-            "AGENTDESK:ANALYZE": [{"error": "INVALID_RESPONSE"}],
-            "AGENTDESK:PLAN": [plan(step("break it", ["broken"]))],
-            "AGENTDESK:STEP": [{"content": "did not need it"}],
-            "AGENTDESK:VERIFY": [verdict()],
-        },
+        [
+            {"match": "AGENTDESK:ANALYZE", "replies": [llm_error("INVALID_RESPONSE")]},
+            {"match": "AGENTDESK:PLAN", "replies": [plan_reply(step("break it", ["broken"]))]},
+            {"match": "AGENTDESK:STEP", "replies": [{"content": "did not need it"}]},
+            {"match": "AGENTDESK:VERIFY", "replies": [verdict()]},
+        ],
     )
     plan_prompt = next(r for r in provider.requests if "AGENTDESK:PLAN" in r.messages[0]["content"])
     assert "- broken:" in plan_prompt.messages[0]["content"]
@@ -314,11 +359,11 @@ def test_a_failed_analysis_offers_every_tool(owner, settings):
 def test_few_tools_need_no_analysis(owner):
     run, provider, _ = run_with(
         owner,
-        {
-            "AGENTDESK:PLAN": [plan(step("think"))],
-            "AGENTDESK:STEP": [{"content": "thought"}],
-            "AGENTDESK:VERIFY": [verdict()],
-        },
+        [
+            {"match": "AGENTDESK:PLAN", "replies": [plan_reply(step("think"))]},
+            {"match": "AGENTDESK:STEP", "replies": [{"content": "thought"}]},
+            {"match": "AGENTDESK:VERIFY", "replies": [verdict()]},
+        ],
     )
     assert not any("AGENTDESK:ANALYZE" in r.messages[0]["content"] for r in provider.requests)
     assert not RunEvent.objects.filter(run=run, type="task_analysis").exists()

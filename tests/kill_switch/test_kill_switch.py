@@ -10,7 +10,8 @@ from agents_app.runs.control import kill_switch_set
 from agents_app.runs.services import run_cancel
 from agents_app.worker.execution import execute_run
 from tests.support.runs import make_run
-from tests.support.scripted_provider import ScriptedProvider, plan, step, verdict
+from tests.support.script import plan_reply, step, verdict
+from tests.support.scripted_provider import ScriptedProvider
 from tests.support.tools import make_registry
 
 
@@ -23,12 +24,12 @@ def test_a_run_pauses_at_the_next_step_and_resumes_where_it_was_on_release(owner
         return {"content": "a done"}
 
     provider = ScriptedProvider(
-        {
-            "AGENTDESK:PLAN": [plan(step("a"), step("b"))],
-            "AGENTDESK:STEP 0": [engage_then_answer],
-            "AGENTDESK:STEP 1": [{"content": "b done"}],
-            "AGENTDESK:VERIFY": [verdict(True, "both")],
-        }
+        [
+            {"match": "AGENTDESK:PLAN", "replies": [plan_reply(step("a"), step("b"))]},
+            {"match": "AGENTDESK:STEP 0", "replies": [engage_then_answer]},
+            {"match": "AGENTDESK:STEP 1", "replies": [{"content": "b done"}]},
+            {"match": "AGENTDESK:VERIFY", "replies": [verdict(True, "both")]},
+        ]
     )
     run = make_run(owner)
     execute_run(run.pk, provider=provider, registry=make_registry())

@@ -14,10 +14,8 @@ from agents_app.worker.execution import execute_run as execute_in_process
 from tests.support.api import post_json
 from tests.support.markup import elements
 from tests.support.runs import make_run
-from tests.support.script import plan_reply, step, verdict
-from tests.support.scripted_provider import ScriptedProvider, plan
-from tests.support.scripted_provider import step as provider_step
-from tests.support.scripted_provider import verdict as provider_verdict
+from tests.support.script import plan_reply, step, tool_call, verdict
+from tests.support.scripted_provider import ScriptedProvider
 from tests.support.tools import SendTool
 from tools_app.models import Tool, ToolSource
 
@@ -26,17 +24,18 @@ HTMX = {"HX-Request": "true"}
 TOOL = "write_file"
 NOTES = {"path": "notes.md", "content": "remember the milk\n"}
 
-SCRIPT = {
-    "AGENTDESK:PLAN": [
-        plan(provider_step("send the note", ["send"]), provider_step("wrap up", [], [0]))
-    ],
-    "AGENTDESK:STEP 0": [
-        {"tool_calls": [{"name": "send", "arguments": {"to": "ann", "text": "hi"}}]},
-        {"content": "note sent"},
-    ],
-    "AGENTDESK:STEP 1": [{"content": "wrapped"}],
-    "AGENTDESK:VERIFY": [provider_verdict(True, "done")],
-}
+SCRIPT = [
+    {
+        "match": "AGENTDESK:PLAN",
+        "replies": [plan_reply(step("send the note", ["send"]), step("wrap up", [], [0]))],
+    },
+    {
+        "match": "AGENTDESK:STEP 0",
+        "replies": [tool_call("send", to="ann", text="hi"), {"content": "note sent"}],
+    },
+    {"match": "AGENTDESK:STEP 1", "replies": [{"content": "wrapped"}]},
+    {"match": "AGENTDESK:VERIFY", "replies": [verdict(True, "done")]},
+]
 
 
 def drive(run, provider, registry):
@@ -111,7 +110,7 @@ def make_tool_ask(level: str = "moderate") -> None:
 
 
 def write_call(path: str = "note.txt", content: str = "hello") -> dict:
-    return {"tool_calls": [{"name": TOOL, "arguments": {"path": path, "content": content}}]}
+    return tool_call(TOOL, path=path, content=content)
 
 
 def asking_script(
@@ -146,10 +145,7 @@ def script_a_write(llm, response="notes written"):
             {"match": "AGENTDESK:PLAN", "replies": [plan_reply(step("note", ["write_file"]))]},
             {
                 "match": "AGENTDESK:STEP 0",
-                "replies": [
-                    {"tool_calls": [{"name": "write_file", "arguments": NOTES}]},
-                    {"content": "the step is over"},
-                ],
+                "replies": [tool_call("write_file", **NOTES), {"content": "the step is over"}],
             },
             {"match": "AGENTDESK:VERIFY", "replies": [verdict(True, response)]},
         ]

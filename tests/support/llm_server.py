@@ -1,26 +1,10 @@
 """A scripted stand-in for an LLM: a local HTTP server speaking the OpenAI chat-completions protocol.
 
 Tests script it in-process (`server.script([...])`) or over HTTP (`POST /_script`) when the
-code under test runs in another process, such as a Celery worker.
-
-A rule is `{"match": str | [str, ...], "replies": [reply, ...], "repeat": bool}`. A request
-matches when every `match` string occurs in the text of its messages (all roles, content only).
-The first matching rule with replies left pops its next reply; with `"repeat": True` the last
-reply is kept and returned again. Nothing matching → 500 "no scripted reply" naming the last
-message, so a failing test says what it was asked.
-
-A reply may hold:
-    content: str                 the answer text, streamed in a few pieces
-    chunks: [str, ...]           exact content pieces to stream instead of splitting `content`
-    tool_calls: [{"name": str, "arguments": dict | raw str, "id": str (optional)}]
-    reasoning: str               streamed as `reasoning_content` deltas before the content
-    usage: {"prompt_tokens": int, "completion_tokens": int}
-    status: int, error: str, retry_after: seconds   an error answer instead
-    delay: seconds               sleep before answering (timeouts)
-    chunk_delay: seconds         sleep between streamed chunks
-    drop: True                   close the connection without answering
-    truncate: True               stop the stream after the content, without finish or [DONE]
-    garbled: True                send a chunk that is not JSON
+code under test runs in another process, such as a Celery worker. The script format (rules,
+replies, matching) is the one of tests/support/script.py, which the in-process provider
+(scripted_provider.py) shares: a reply's `content` is streamed in a few pieces, `reasoning` as
+`reasoning_content` deltas before it.
 
 Server options (`script(rules, options={...})`) imitate servers with fewer features:
 reject_json_schema, reject_response_format, reject_tools, reject_stream_options (each a 400
@@ -43,7 +27,7 @@ import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-DEFAULT_USAGE = {"prompt_tokens": 11, "completion_tokens": 7}
+from tests.support.script import DEFAULT_USAGE, Script, no_reply_message
 
 _REJECTIONS = {
     "reject_stream_options": "stream_options is not supported by this server",
@@ -53,25 +37,12 @@ _REJECTIONS = {
 }
 
 
-def messages_text(messages: list[dict[str, Any]]) -> str:
-    """The content of every message, joined: what rules match against."""
-    parts = []
-    for message in messages:
-        content = message.get("content")
-        if isinstance(content, str):
-            parts.append(content)
-        elif isinstance(content, list):
-            parts.extend(p.get("text", "") for p in content if isinstance(p, dict))
-    return "\n".join(parts)
-
-
 class ScriptedLLMServer:
     """Start with `start()`, script with `script()`, read `requests`, end with `stop()`."""
 
     def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
         self._lock = threading.Lock()
-        self._rules: list[dict[str, Any]] = []
-        self._positions: list[int] = []
+        self._script = Script()
         self._options: dict[str, Any] = {}
         self._requests: list[dict[str, Any]] = []
         self._stopping = threading.Event()
@@ -115,18 +86,15 @@ class ScriptedLLMServer:
 
     def script(self, rules: list[dict[str, Any]], options: dict[str, Any] | None = None) -> None:
         """Replace the rules and options; the recorded requests are kept."""
-        for rule in rules:
-            if not rule.get("replies"):
-                raise ValueError(f"rule {rule!r} has no replies")
+        script = Script(rules)
         with self._lock:
-            self._rules = copy.deepcopy(rules)
-            self._positions = [0] * len(rules)
+            self._script = script
             self._options = dict(options or {})
 
     def reset(self) -> None:
         """Forget the rules, options and recorded requests."""
         with self._lock:
-            self._rules, self._positions, self._options, self._requests = [], [], {}, []
+            self._script, self._options, self._requests = Script(), {}, []
 
     @property
     def requests(self) -> list[dict[str, Any]]:
@@ -155,19 +123,8 @@ class ScriptedLLMServer:
         return None
 
     def _next_reply(self, body: dict[str, Any]) -> dict[str, Any] | None:
-        text = messages_text(body.get("messages") or [])
         with self._lock:
-            for number, rule in enumerate(self._rules):
-                match = rule.get("match", "")
-                needles = [match] if isinstance(match, str) else list(match)
-                if not all(needle in text for needle in needles):
-                    continue
-                replies, position = rule["replies"], self._positions[number]
-                if position < len(replies):
-                    if position < len(replies) - 1 or not rule.get("repeat"):
-                        self._positions[number] += 1
-                    return copy.deepcopy(replies[position])
-        return None
+            return self._script.reply_to(body.get("messages") or [])
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -224,15 +181,18 @@ class _Handler(BaseHTTPRequestHandler):
             return
         reply = self.scripted._next_reply(body)
         if reply is None:
-            messages = body.get("messages") or [{}]
-            last = json.dumps(messages[-1], ensure_ascii=False)[:2000]
-            message = f"no scripted reply for this request; last message: {last}"
+            message = no_reply_message(body.get("messages") or [])
             self._send_json(500, _error_body(message, "server_error"))
             return
         if reply.get("delay") and self.scripted._stopping.wait(float(reply["delay"])):
             return
         if reply.get("drop"):
             self._drop()
+            return
+        if "raise" in reply:
+            # An in-process failure (LLMError(CODE)); over the wire it can only be a 500.
+            message = f"scripted {reply['raise']}: {reply.get('message', 'scripted failure')}"
+            self._send_json(500, _error_body(message, "server_error"))
             return
         if "status" in reply:
             headers = {}

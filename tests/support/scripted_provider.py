@@ -1,65 +1,55 @@
-"""An in-process LLM for engine unit tests: answers from a script, by phase marker."""
+"""An in-process LLM for tests that drive the engine in the test's own process (no Celery): an
+LLMProvider that answers from a script in the scripted server's format (script.py), so one
+script reads the same whichever stand-in plays it. `requests` keeps every LLMRequest."""
 
 import json
-from collections.abc import Callable
-from typing import Any
 
+from agents_app.engine.jsonparse import extract_json_object
 from agents_app.engine.llm import LLMError, LLMRequest, LLMResponse, ToolCallRequest, Usage
-
-Reply = dict[str, Any] | Callable[[LLMRequest], dict[str, Any]]
+from tests.support.script import DEFAULT_USAGE, WIRE_ONLY, Script, no_reply_message
 
 
 class ScriptedProvider:
-    """`rules` maps a marker (AGENTDESK:PLAN, AGENTDESK:STEP 0, ...) to replies used in order;
-    the last reply repeats. A reply is {"content"|"json"|"tool_calls"|"error"|"usage"} or a
-    callable returning one."""
-
-    def __init__(self, rules: dict[str, list[Reply]]):
-        self.rules = {marker: list(replies) for marker, replies in rules.items()}
+    def __init__(self, rules: list[dict]):
+        self.script = Script(rules)
         self.requests: list[LLMRequest] = []
 
     def complete(self, request: LLMRequest) -> LLMResponse:
         self.requests.append(request)
-        text = request.messages[0]["content"]
-        marker = max((m for m in self.rules if m in text), key=len, default=None)
-        if marker is None:
-            raise AssertionError(f"no scripted reply for: {text[:120]}")
-        replies = self.rules[marker]
-        reply = replies.pop(0) if len(replies) > 1 else replies[0]
+        reply = self.script.reply_to(request.messages)
+        if reply is None:
+            raise AssertionError(no_reply_message(request.messages))
         if callable(reply):
             reply = reply(request)
-        if "error" in reply:
-            raise LLMError(reply["error"], reply.get("message", "scripted failure"))
-        content = reply.get("content", "")
-        if "json" in reply:
-            content = json.dumps(reply["json"])
+        if WIRE_ONLY & reply.keys():
+            raise AssertionError(f"{sorted(WIRE_ONLY & reply.keys())}: only the server plays these")
+        if "raise" in reply:
+            raise LLMError(reply["raise"], reply.get("message", "scripted failure"))
+        content, reasoning = reply.get("content") or "", reply.get("reasoning", "")
+        if request.on_reasoning and reasoning:
+            request.on_reasoning(reasoning)
         if request.on_token and content:
             request.on_token(content)
-        calls = [
-            ToolCallRequest(id=f"call_{i}", name=c["name"], arguments=c.get("arguments", {}))
-            for i, c in enumerate(reply.get("tool_calls", []))
-        ]
-        usage = Usage(**reply.get("usage", {"prompt_tokens": 10, "completion_tokens": 5}))
-        parsed = reply.get("json") if request.response_schema else None
         return LLMResponse(
-            content=content, tool_calls=calls, usage=usage, model="scripted", parsed=parsed
+            content=content,
+            tool_calls=[tool_call(i, call) for i, call in enumerate(reply.get("tool_calls", []))],
+            reasoning=reasoning,
+            usage=Usage(**{**DEFAULT_USAGE, **reply.get("usage", {})}),
+            model="scripted",
+            parsed=extract_json_object(content) if request.response_schema else None,
         )
 
 
-def plan(*steps: dict[str, Any]) -> dict[str, Any]:
-    return {"json": {"steps": list(steps)}}
-
-
-def step(objective: str, tools: list[str] | None = None, depends_on: list[int] | None = None):
-    return {"objective": objective, "tool_names": tools or [], "depends_on": depends_on or []}
-
-
-def verdict(complete: bool = True, response: str = "done", replan: bool = False) -> dict[str, Any]:
-    return {
-        "json": {
-            "task_complete": complete,
-            "reasoning": "scripted verdict",
-            "should_replan": replan,
-            "response": response,
-        }
-    }
+def tool_call(index: int, call: dict) -> ToolCallRequest:
+    arguments, error = call.get("arguments", {}), None
+    if isinstance(arguments, str):  # raw, as a model may send it
+        try:
+            arguments = json.loads(arguments)
+        except ValueError as exc:
+            arguments, error = {}, f"tool arguments are not valid JSON ({exc})"
+    return ToolCallRequest(
+        id=call.get("id") or f"call_{index}",
+        name=call["name"],
+        arguments=arguments,
+        arguments_error=error,
+    )

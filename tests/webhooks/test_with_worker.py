@@ -8,6 +8,7 @@ from agents_app.models import WebhookDelivery
 from agents_app.tasks import execute_run
 from agents_app.webhooks.services import verify_signature
 from tests.support.runs import make_run
+from tests.support.script import plan_reply, step, verdict
 from tests.support.waiting import wait_for, wait_for_run
 
 pytestmark = pytest.mark.integration
@@ -16,32 +17,9 @@ pytestmark = pytest.mark.integration
 def script_a_run(llm):
     llm.script(
         [
-            {
-                "match": "AGENTDESK:PLAN",
-                "replies": [
-                    {
-                        "content": json.dumps(
-                            {"steps": [{"objective": "say hi", "tool_names": [], "depends_on": []}]}
-                        )
-                    }
-                ],
-            },
+            {"match": "AGENTDESK:PLAN", "replies": [plan_reply(step("say hi"))]},
             {"match": "AGENTDESK:STEP 0", "replies": [{"content": "hi"}]},
-            {
-                "match": "AGENTDESK:VERIFY",
-                "replies": [
-                    {
-                        "content": json.dumps(
-                            {
-                                "task_complete": True,
-                                "reasoning": "scripted",
-                                "should_replan": False,
-                                "response": "said hi",
-                            }
-                        )
-                    }
-                ],
-            },
+            {"match": "AGENTDESK:VERIFY", "replies": [verdict(True, "said hi")]},
         ]
     )
 
