@@ -1,11 +1,6 @@
 import pytest
 
-from tests.support.tools import FinishTool, SendTool, ShellTool, make_registry
-
-
-@pytest.fixture
-def send():
-    return SendTool()
+from tests.support.tools import FinishTool, ShellTool, make_registry
 
 
 @pytest.fixture

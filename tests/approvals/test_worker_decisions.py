@@ -15,6 +15,7 @@ from tests.support.approvals import (
     audit_accounts_for_everything,
     make_tool_ask,
 )
+from tests.support.clients import logged_in
 from tests.support.waiting import wait_for, wait_for_run
 
 pytestmark = pytest.mark.integration
@@ -23,8 +24,7 @@ EDITED = {"path": "edited.txt", "content": "edited by a person"}
 
 
 def decide_web(owner, approval, decision, arguments=None):
-    client = Client(enforce_csrf_checks=False)
-    client.force_login(owner)
+    client = logged_in(owner)
     data = {"decision": decision}
     if arguments is not None:
         data["arguments"] = json.dumps(arguments)

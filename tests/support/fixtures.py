@@ -3,6 +3,8 @@ for every test by `pytest_plugins` in tests/conftest.py."""
 
 import pytest
 
+from tests.support.tools import SendTool
+
 
 @pytest.fixture
 def llm_configured(settings):
@@ -18,3 +20,10 @@ def allow_private(settings):
     the test starts needs WEBHOOK_ALLOW_PRIVATE in its own environment.)"""
     settings.WEBHOOK_ALLOW_PRIVATE = True
     return settings
+
+
+@pytest.fixture
+def send():
+    """The `send` tool of an in-process registry (external side effects: it asks unless a rule
+    allows it); `send.calls` are the calls that ran."""
+    return SendTool()

@@ -5,10 +5,10 @@ import json
 
 from asgiref.sync import sync_to_async
 from channels.testing import WebsocketCommunicator
-from django.test import Client
 
 from agents_app.runs.writer import locked_run
 from config.asgi import application
+from tests.support.clients import logged_in
 
 ORIGIN = b"http://127.0.0.1:8101"
 
@@ -43,7 +43,7 @@ add_events_async = sync_to_async(add_events)
 
 
 def session_headers(user, origin=ORIGIN):
-    client = Client()
-    client.force_login(user)
+    """A page socket's headers: the session cookie of `user` logged in, and an Origin."""
+    client = logged_in(user)
     cookie = f"sessionid={client.cookies['sessionid'].value}".encode()
     return [(b"cookie", cookie), (b"origin", origin)]

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from agents_app.models import ApiKey, Run, RunEvent, Step, ToolCall
+from agents_app.models import Run, RunEvent, Step, ToolCall
 from agents_app.tasks import execute_run
 from tests.support.runs import make_run
 from tests.support.script import asked, plan_reply, step, verdict
@@ -24,25 +24,15 @@ def append_line(path, line):
     }
 
 
-@pytest.fixture
-def api_client(client, owner):
-    raw = ApiKey.generate()
-    key = ApiKey(user=owner, name="test")
-    key.set_key(raw)
-    key.save()
-    client.defaults["HTTP_AUTHORIZATION"] = f"Bearer {raw}"
-    return client
-
-
-def submit(api_client, text="Write a greeting to hello.txt"):
-    response = api_client.post(
+def submit(client, text="Write a greeting to hello.txt"):
+    response = client.post(
         "/api/v1/agent/task", json.dumps({"task": text}), content_type="application/json"
     )
     assert response.status_code == 202, response.content
     return response.json()["run_id"]
 
 
-def test_a_task_posted_to_the_api_completes_on_a_worker(llm, start_worker, api_client):
+def test_a_task_posted_to_the_api_completes_on_a_worker(llm, start_worker, owner_api):
     llm.script(
         [
             {"match": "AGENTDESK:PLAN", "replies": [plan_reply(step("write it", ["write_file"]))]},
@@ -54,20 +44,20 @@ def test_a_task_posted_to_the_api_completes_on_a_worker(llm, start_worker, api_c
         ]
     )
     start_worker()
-    run_id = submit(api_client)
+    run_id = submit(owner_api)
     run = wait_for_run(run_id)
     assert run.status == "succeeded", (run.error_code, run.error_message)
     assert run.final_response == "hello.txt says hello"
-    detail = api_client.get(f"/api/v1/runs/{run_id}").json()
+    detail = owner_api.get(f"/api/v1/runs/{run_id}").json()
     call = detail["plans"][0]["steps"][0]["tool_calls"][0]
     assert (call["tool"], call["status"]) == ("write_file", "succeeded")
-    events = api_client.get(f"/api/v1/runs/{run_id}/events?after=0").json()["events"]
+    events = owner_api.get(f"/api/v1/runs/{run_id}/events?after=0").json()["events"]
     assert events[-1]["type"] == "result" and events[-1]["payload"]["success"] is True
     # The model's answers were streamed (the worker asked with stream=true).
     assert all(body.get("stream") for body in llm.requests)
 
 
-def test_a_run_replans_when_the_verifier_asks(llm, start_worker, api_client):
+def test_a_run_replans_when_the_verifier_asks(llm, start_worker, owner_api):
     llm.script(
         [
             {
@@ -82,26 +72,26 @@ def test_a_run_replans_when_the_verifier_asks(llm, start_worker, api_client):
         ]
     )
     start_worker()
-    run = wait_for_run(submit(api_client))
+    run = wait_for_run(submit(owner_api))
     assert run.status == "succeeded" and run.replans == 1
     assert list(run.plans.values_list("version", flat=True)) == [1, 2]
     types = list(RunEvent.objects.filter(run=run).values_list("type", flat=True))
     assert types.count("plan_created") == 2 and "replanned" in types
 
 
-def test_malformed_plans_fail_the_run_as_planning_failed(llm, start_worker, api_client):
+def test_malformed_plans_fail_the_run_as_planning_failed(llm, start_worker, owner_api):
     llm.script([{"match": "AGENTDESK:PLAN", "replies": [{"content": "{not json"}], "repeat": True}])
     start_worker()
-    run = wait_for_run(submit(api_client))
+    run = wait_for_run(submit(owner_api))
     assert (run.status, run.error_code) == ("failed", "PLANNING_FAILED")
     plan_requests = [b for b in llm.requests if "AGENTDESK:PLAN" in json.dumps(b["messages"])]
     assert len(plan_requests) == 2  # retried once with the error shown, then failed
 
 
-def test_a_rate_limited_llm_fails_the_run_as_rate_limited(llm, start_worker, api_client):
+def test_a_rate_limited_llm_fails_the_run_as_rate_limited(llm, start_worker, owner_api):
     llm.script([{"match": "AGENTDESK:PLAN", "replies": [{"status": 429}], "repeat": True}])
     start_worker(LLM_MAX_RETRIES="2")
-    run = wait_for_run(submit(api_client))
+    run = wait_for_run(submit(owner_api))
     assert (run.status, run.error_code) == ("failed", "RATE_LIMITED")
 
 

@@ -7,14 +7,9 @@ import pytest
 
 from agents_app.models import Approval, AuditEvent, Run, ToolCall
 from tests.support.approvals import drive, parked
-from tests.support.tools import FinishTool, SendTool, make_registry
+from tests.support.tools import FinishTool, make_registry
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture
-def send():
-    return SendTool()
 
 
 @pytest.fixture
