@@ -1,3 +1,4 @@
 """The htmx pages: views for runs and tasks (`views`) and approvals (`approvals`), their
-forms (`forms`), the HTML fragments that pages and sockets render (`fragments`) and what every
+forms (`forms`), what the run page shows (`run_page`), the HTML fragments the sockets send
+(`fragments`) and what every
 page's header needs (`context_processors`)."""

@@ -23,7 +23,7 @@ from agents_app.models import (
     Run,
     UserPreferences,
 )
-from agents_app.web import fragments
+from agents_app.web import run_page
 from agents_app.web.forms import DecisionForm
 from agents_app.web.views import HtmxHttpRequest, render_run, run_url
 
@@ -81,13 +81,13 @@ def approval_decide(request: HtmxHttpRequest, approval_id: int) -> HttpResponse:
         )
     except DomainError as error:
         approval.refresh_from_db()
-        context = fragments.approval_context(
+        context = run_page.approval_context(
             approval if approval.is_pending else None,
             error=error,
             arguments_text=request.POST.get("arguments"),
         )
         return _decision_answer(request, approval, context, error.http_status)
-    return _decision_answer(request, approval, fragments.approval_context(None), 200)
+    return _decision_answer(request, approval, run_page.approval_context(None), 200)
 
 
 def _render_list(
@@ -96,7 +96,7 @@ def _render_list(
     approvals = selectors.approvals_for(request.user)
     pending = list(approvals.filter(status=ApprovalStatus.PENDING).order_by("tool", "created_at"))
     for approval in pending:
-        approval.arguments_short = fragments.cut(fragments.compact_json(approval.arguments))
+        approval.arguments_short = run_page.cut(run_page.compact_json(approval.arguments))
     calls = [a for a in pending if a.kind == ApprovalKind.TOOL_CALL]
     context = {
         "nav": "approvals",

@@ -17,7 +17,7 @@ from django_htmx.middleware import HtmxDetails
 from agents_app.core.errors import DomainError
 from agents_app.models import AuditInterface, Run
 from agents_app.runs import selectors, services
-from agents_app.web import fragments
+from agents_app.web import run_page
 from agents_app.web.forms import TaskForm
 
 RUNS_PER_PAGE = 50
@@ -41,7 +41,7 @@ def dashboard(request: HtmxHttpRequest) -> HttpResponse:
         request.GET.get("page")
     )
     runs = list(page_obj)
-    progress = fragments.progress_by_run(runs)
+    progress = run_page.progress_by_run(runs)
     for run in runs:
         run.progress = progress[run.pk]
     context = {"page_obj": page_obj, "nav": "dashboard"}
@@ -105,7 +105,7 @@ def render_run(
     # reports, and the socket replays whatever commits in between.
     events = selectors.run_events(run=run, after=0, limit=2000)
     run = selectors.run_detail(user=request.user, run_id=run_id)
-    context = fragments.run_page_context(run=run, plans=run.plan_list, events=events)
+    context = run_page.run_page_context(run=run, plans=run.plan_list, events=events)
     context.update(
         attempts=list(
             selectors.runs_for(request.user).filter(task_id=run.task_id).order_by("attempt")

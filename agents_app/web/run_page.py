@@ -1,0 +1,302 @@
+"""What the run page shows: progress, the plan and its steps, reasoning, the result, the
+pending approval and the event log, read from the rows. The page renders it whole
+(`run_page_context`); `fragments` re-renders single regions of it for the sockets; the
+dashboard uses `progress_by_run`."""
+
+import json
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.db.models import Prefetch
+
+from agents_app.approvals.selectors import approval_pending_for_run
+from agents_app.core.events import EventType, event_message
+from agents_app.models import (
+    STEP_DONE_STATUSES,
+    Approval,
+    ApprovalKind,
+    Plan,
+    Run,
+    RunEvent,
+    RunStatus,
+    Step,
+    StepStatus,
+    ToolCall,
+    ToolCallStatus,
+)
+
+ARGUMENTS_SHOWN = 80
+
+
+_THINK_BLOCK = re.compile(r"<(think|thinking)>(.*?)(?:</\1>|\Z)", re.DOTALL | re.IGNORECASE)
+
+
+def compact_json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+def cut(text: str, limit: int = ARGUMENTS_SHOWN) -> str:
+    """The first `limit` characters, with an ellipsis when something was cut off."""
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def split_think(text: str) -> tuple[str, str]:
+    """(`text` without its <think>/<thinking> blocks, the blocks' contents)."""
+    thoughts = [m.group(2).strip() for m in _THINK_BLOCK.finditer(text or "")]
+    visible = _THINK_BLOCK.sub("", text or "").strip()
+    return visible, "\n\n".join(t for t in thoughts if t)
+
+
+def event_summary(event: dict[str, Any]) -> str:
+    """One line a person can read for an event of the run's log."""
+    kind, p = event["event_type"], event.get("payload") or {}
+
+    def step() -> str:
+        index = p.get("index", p.get("step_index"))
+        return f"step {index + 1}" if isinstance(index, int) else "step"
+
+    if kind == EventType.RUN_QUEUED:
+        return f"queued (attempt {p.get('attempt', 1)})"
+    if kind == EventType.RUN_STATUS:
+        return f"status → {p.get('status', '?')}"
+    if kind == EventType.PLAN_CREATED:
+        return f"plan v{p.get('version', '?')} with {len(p.get('steps') or [])} steps"
+    if kind == EventType.REPLANNED:
+        return cut(f"replan {p.get('replans', '')}: {p.get('reason', '')}", 160)
+    if kind == EventType.STEP_STARTED:
+        resumed = " (resumed after an interruption)" if p.get("resumed_after_interruption") else ""
+        return cut(f"{step()} started{resumed}: {p.get('objective', '')}", 160)
+    if kind == EventType.TOOL_CALL:
+        return f"{step()} calls {p.get('tool', '?')} {cut(compact_json(p.get('arguments', {})))}"
+    if kind == EventType.TOOL_RESULT:
+        took = f" in {p['duration_ms']} ms" if p.get("duration_ms") is not None else ""
+        error = f": {p.get('error_code') or ''} {p.get('error') or ''}".rstrip()
+        outcome = (
+            p.get("status", "?")
+            + took
+            + (error if p.get("status") == ToolCallStatus.FAILED else "")
+        )
+        return cut(f"{step()} tool call {outcome}", 160)
+    if kind == EventType.STEP_COMPLETED:
+        return f"{step()} completed"
+    if kind == EventType.STEP_FAILED:
+        status = p.get("status", StepStatus.FAILED)
+        return cut(f"{step()} {status}: {p.get('error_code', '')} {p.get('error', '')}", 160)
+    if kind == EventType.STEP_SKIPPED:
+        return cut(f"{step()} skipped: {p.get('reason', '')}", 160)
+    if kind == EventType.VERIFICATION:
+        verdict = "complete" if p.get("task_complete") else "incomplete"
+        return verdict + (", replan asked" if p.get("should_replan") else "")
+    if kind == EventType.PROGRESS_UPDATE:
+        return f"progress {p.get('percent', 0)}% ({p.get('current_step', 0)}/{p.get('total_steps', 0)})"
+    if kind == EventType.LLM_USAGE:
+        return (
+            f"{p.get('model', 'LLM')}: {p.get('prompt_tokens', 0)} prompt + "
+            f"{p.get('completion_tokens', 0)} completion tokens"
+        )
+    if kind == EventType.RESULT:
+        return f"result: {p.get('status', '?')}"
+    if kind == EventType.ERROR:
+        return cut(f"{p.get('code', '')}: {p.get('message', '')}", 160)
+    if kind == EventType.CANCEL_REQUESTED:
+        return "cancel requested"
+    if kind == EventType.APPROVAL_REQUIRED:
+        what = (
+            "the plan" if p.get("kind") == ApprovalKind.PLAN else f"{step()} {p.get('tool', '?')}"
+        )
+        return cut(f"waiting for approval of {what} ({p.get('level', '')})", 160)
+    if kind == EventType.APPROVAL_DECIDED:
+        by = p.get("decided_by") or ("its timeout" if p.get("expired") else "the system")
+        return cut(f"approval {p.get('status', '?')} by {by}", 160)
+    return kind
+
+
+def log_entries(events: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [
+        {
+            "seq": e["seq"],
+            "type": e["event_type"],
+            "time": datetime.fromisoformat(e["created_at"]),
+            "summary": event_summary(e),
+        }
+        for e in events
+    ]
+
+
+@dataclass(frozen=True)
+class Progress:
+    percent: int
+    done: int
+    total: int
+    label: str
+
+
+def progress_of(run: Run, step_statuses: list[str]) -> Progress:
+    """How far the run is, from the statuses of its latest plan's steps in index order."""
+    total = len(step_statuses)
+    done = sum(1 for status in step_statuses if status in STEP_DONE_STATUSES)
+    if run.status == RunStatus.SUCCEEDED:
+        percent = 100
+    else:
+        percent = round(100 * done / total) if total else 0
+    running = next((i for i, s in enumerate(step_statuses) if s == StepStatus.RUNNING), None)
+    if run.status == RunStatus.QUEUED:
+        label = "Waiting for a worker"
+    elif run.status == RunStatus.PLANNING:
+        label = "Planning" if not total else "Planning again"
+    elif run.status == RunStatus.VERIFYING:
+        label = "Verifying the result"
+    elif run.status == RunStatus.WAITING_APPROVAL:
+        label = f"{done} of {total} steps done · waiting for your approval"
+    elif run.status == RunStatus.PAUSED:
+        label = f"{done} of {total} steps done · paused by the kill switch"
+    elif running is not None:
+        label = f"Step {running + 1} of {total}"
+    elif run.is_terminal:
+        label = f"{done} of {total} steps done · {run.status}" if total else run.status
+    else:
+        label = f"{done} of {total} steps done"
+    return Progress(percent=percent, done=done, total=total, label=label)
+
+
+def progress_by_run(runs: list[Run]) -> dict[int, Progress]:
+    """Progress of each run from its latest plan's steps, in one query."""
+    latest: dict[int, int] = {}
+    statuses: dict[tuple[int, int], list[str]] = {}
+    rows = (
+        Step.objects.filter(run__in=[r.pk for r in runs])
+        .order_by("index")
+        .values_list("run_id", "plan__version", "status")
+    )
+    for run_id, version, status in rows:
+        latest[run_id] = max(latest.get(run_id, 0), version)
+        statuses.setdefault((run_id, version), []).append(status)
+    return {
+        run.pk: progress_of(run, statuses.get((run.pk, latest.get(run.pk, 0)), [])) for run in runs
+    }
+
+
+def plan_step_statuses(plan: Plan | None) -> list[str]:
+    return [step.status for step in plan.steps.all()] if plan else []
+
+
+def plans_with_steps(run: Run) -> list[Plan]:
+    return list(
+        Plan.objects.filter(run=run)
+        .order_by("version")
+        .prefetch_related(
+            Prefetch(
+                "steps",
+                queryset=Step.objects.order_by("index").prefetch_related(
+                    Prefetch("tool_calls", queryset=ToolCall.objects.order_by("id"))
+                ),
+            )
+        )
+    )
+
+
+@dataclass(frozen=True)
+class Thought:
+    label: str
+    text: str
+
+
+def reasoning_of(plans: list[Plan], verifications: list[RunEvent], run: Run) -> list[Thought]:
+    """What the model thought: each step's thinking (reasoning fields and <think> blocks kept by
+    the engine, plus any block left in the output), the verifier's reasoning, in that order."""
+    thoughts = []
+    several = len(plans) > 1
+    for plan in plans:
+        for step in plan.steps.all():
+            _, in_output = split_think(step.output)
+            text = "\n\n".join(t for t in (step.thinking.strip(), in_output) if t)
+            if text:
+                prefix = f"Plan v{plan.version} · " if several else ""
+                thoughts.append(Thought(f"{prefix}Step {step.index + 1}", text))
+    for number, event in enumerate(verifications, start=1):
+        text = (event.payload or {}).get("reasoning", "").strip()
+        if text:
+            suffix = f" {number}" if len(verifications) > 1 else ""
+            thoughts.append(Thought(f"Verification{suffix}", text))
+    _, in_response = split_think(run.final_response)
+    if in_response:
+        thoughts.append(Thought("Final answer", in_response))
+    return thoughts
+
+
+def result_context(run: Run) -> dict[str, Any]:
+    answer, _ = split_think(run.final_response)
+    last = RunEvent.objects.filter(run=run, type=EventType.RESULT).order_by("-seq").first()
+    return {
+        "answer": answer,
+        "agent_result": json.dumps(last.payload, indent=2, ensure_ascii=False) if last else "",
+    }
+
+
+def decorate_plans(plans: list[Plan]) -> list[Plan]:
+    """Attach what the step template shows but cannot compute (visible output, short args)."""
+    for plan in plans:
+        for step in plan.steps.all():
+            step.visible_output, _ = split_think(step.output)
+            step.number = step.index + 1
+            step.depends_on_numbers = [index + 1 for index in step.depends_on]
+            for call in step.tool_calls.all():
+                call.arguments_json = compact_json(call.arguments)
+                call.arguments_short = cut(call.arguments_json)
+                call.result_json = (
+                    json.dumps(call.result, indent=2, ensure_ascii=False, default=str)
+                    if call.result is not None
+                    else ""
+                )
+    return plans
+
+
+def plan_context(plans: list[Plan]) -> dict[str, Any]:
+    plans = decorate_plans(plans)
+    return {"current_plan": plans[-1] if plans else None, "older_plans": plans[:-1][::-1]}
+
+
+def approval_context(
+    approval: Approval | None,
+    *,
+    error: Any = None,
+    arguments_text: str | None = None,
+) -> dict[str, Any]:
+    """What the approval card and its dialog show (the dialog opens wherever it arrives).
+    `arguments_text` keeps what the person typed when their edit was refused."""
+    if approval is None:
+        return {"approval": None, "approval_error": error}
+    is_plan = approval.kind == ApprovalKind.PLAN
+    steps = approval.arguments.get("steps", []) if is_plan else []
+    return {
+        "approval": approval,
+        "approval_is_plan": is_plan,
+        "approval_plan_steps": [s if isinstance(s, dict) else {"objective": s} for s in steps],
+        "approval_arguments": json.dumps(approval.arguments, indent=2, ensure_ascii=False),
+        "approval_arguments_text": (
+            arguments_text
+            if arguments_text is not None
+            else json.dumps(approval.arguments, indent=2, ensure_ascii=False)
+        ),
+        "approval_error": error,
+    }
+
+
+def run_page_context(*, run: Run, plans: list[Plan], events: list[RunEvent]) -> dict[str, Any]:
+    """Everything the run page renders. Read `events` before the rows so the regions are at
+    least as new as the last seq the page reports (the socket replays what follows it)."""
+    verifications = [e for e in events if e.type == EventType.VERIFICATION]
+    current = plans[-1] if plans else None
+    return {
+        "run": run,
+        **plan_context(plans),
+        "progress": progress_of(run, plan_step_statuses(current)),
+        "thoughts": reasoning_of(plans, verifications, run),
+        **result_context(run),
+        "log": log_entries(event_message(e) for e in events),
+        "last_seq": events[-1].seq if events else 0,
+        **approval_context(approval_pending_for_run(run)),
+    }
