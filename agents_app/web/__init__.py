@@ -1,4 +1,3 @@
 """The htmx pages: views for runs and tasks (`views`) and approvals (`approvals`), their
 forms (`forms`), what the run page shows (`run_page`), the HTML fragments the sockets send
-(`fragments`) and what every
-page's header needs (`context_processors`)."""
+(`fragments`) and what every page's header needs (`context_processors`)."""
