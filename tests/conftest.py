@@ -6,6 +6,24 @@ from tests.support.llm_server import ScriptedLLMServer
 from tests.support.worker import Worker
 from tools_app.mcp_client import shutdown_pool
 
+# Fixtures that start processes (daphne, Celery workers) for all the tests of their module or
+# package. Under pytest-xdist those tests form a group that runs in one test process (see
+# tests/parallel.py), which starts the processes once instead of each process its own copies.
+PROCESS_FIXTURES = ("stack_processes", "web")
+
+
+@pytest.hookimpl(tryfirst=True)  # before tests/parallel.py reads the marks
+def pytest_collection_modifyitems(config, items):
+    if not getattr(config.option, "loadgroup", False):
+        return
+    for item in items:
+        for name in PROCESS_FIXTURES:
+            if name in item.fixturenames:
+                definition = item._fixtureinfo.name2fixturedefs[name][-1]
+                where = item.module.__name__ if definition.scope == "module" else definition.baseid
+                item.add_marker(pytest.mark.xdist_group(f"{name}:{where}"))
+                break
+
 
 @pytest.fixture
 def owner(db):
