@@ -67,7 +67,7 @@ def submit(api_client, text="Write a greeting to hello.txt"):
     return response.json()["run_id"]
 
 
-def test_a_task_posted_to_the_api_completes_on_a_worker(llm, start_worker, api_client):
+def test_a_task_posted_to_the_api_completes_on_a_worker(llm, shared_worker, api_client):
     llm.script(
         [
             {"match": "AGENTDESK:PLAN", "replies": [plan_reply(step("write it", ["write_file"]))]},
@@ -78,7 +78,6 @@ def test_a_task_posted_to_the_api_completes_on_a_worker(llm, start_worker, api_c
             {"match": "AGENTDESK:VERIFY", "replies": [verdict(True, "hello.txt says hello")]},
         ]
     )
-    start_worker()
     run_id = submit(api_client)
     run = wait_for_run(run_id)
     assert run.status == "succeeded", (run.error_code, run.error_message)
@@ -92,7 +91,7 @@ def test_a_task_posted_to_the_api_completes_on_a_worker(llm, start_worker, api_c
     assert all(body.get("stream") for body in llm.requests)
 
 
-def test_a_run_replans_when_the_verifier_asks(llm, start_worker, api_client):
+def test_a_run_replans_when_the_verifier_asks(llm, shared_worker, api_client):
     llm.script(
         [
             {
@@ -106,7 +105,6 @@ def test_a_run_replans_when_the_verifier_asks(llm, start_worker, api_client):
             },
         ]
     )
-    start_worker()
     run = wait_for_run(submit(api_client))
     assert run.status == "succeeded" and run.replans == 1
     assert list(run.plans.values_list("version", flat=True)) == [1, 2]
@@ -114,9 +112,8 @@ def test_a_run_replans_when_the_verifier_asks(llm, start_worker, api_client):
     assert types.count("plan_created") == 2 and "replanned" in types
 
 
-def test_malformed_plans_fail_the_run_as_planning_failed(llm, start_worker, api_client):
+def test_malformed_plans_fail_the_run_as_planning_failed(llm, shared_worker, api_client):
     llm.script([{"match": "AGENTDESK:PLAN", "replies": [{"content": "{not json"}], "repeat": True}])
-    start_worker()
     run = wait_for_run(submit(api_client))
     assert (run.status, run.error_code) == ("failed", "PLANNING_FAILED")
     plan_requests = [b for b in llm.requests if "AGENTDESK:PLAN" in json.dumps(b["messages"])]

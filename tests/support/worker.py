@@ -76,3 +76,53 @@ class Worker(ManagedProcess):
 
     def resume(self) -> None:
         self.signal_group(signal.SIGCONT)
+
+
+def worker_idle() -> bool:
+    """Nothing left for a worker: no run queued, executing or leased, no webhook to deliver.
+    (Parked runs wait for a person or the kill switch; finished ones are done.)"""
+    from django.db.models import Q
+
+    from agents_app.models import ACTIVE_STATUSES, Run, WebhookDelivery
+
+    busy = Run.objects.filter(Q(status__in=ACTIVE_STATUSES) | ~Q(lease_owner=""))
+    return not busy.exists() and not WebhookDelivery.objects.filter(status="pending").exists()
+
+
+class SharedWorker:
+    """The worker the tests of one module share (the `shared_worker` fixture): started when a
+    test first asks for it, stopped at the end of the module or when a test of the module
+    starts workers of its own, which must be the only ones reading the queue."""
+
+    live: "set[SharedWorker]" = set()  # the started ones of this process
+
+    def __init__(self, log_dir: Path, **env: str):
+        self.log_dir = log_dir
+        self.env = env
+        self.worker: Worker | None = None
+        self.started = 0
+
+    def running(self) -> Worker:
+        if self.worker is None:
+            self.started += 1
+            self.worker = Worker(f"shared{self.started}", self.log_dir, **self.env).start()
+            SharedWorker.live.add(self)
+        return self.worker
+
+    def stop(self) -> None:
+        if self.worker is not None:
+            self.worker.stop()
+            self.worker = None
+        SharedWorker.live.discard(self)
+
+    def kill(self) -> None:
+        """For a worker that may still be working: nothing it does can reach a later test."""
+        if self.worker is not None:
+            self.worker.kill()
+            self.worker = None
+        SharedWorker.live.discard(self)
+
+    @classmethod
+    def stop_all(cls) -> None:
+        for shared in list(cls.live):
+            shared.stop()
