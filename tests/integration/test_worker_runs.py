@@ -170,7 +170,8 @@ def test_a_worker_killed_mid_run_resumes_without_repeating_a_completed_step(
     # and its request would hand the hanging reply to the resumed attempt instead.
     wait_for(lambda: asked(llm, "AGENTDESK:STEP 1"), message="step 1's request")
     first.kill()
-    start_worker("second")
+    # It gets the killed worker's message once that has been unacknowledged for 4 s.
+    start_worker("second", CELERY_VISIBILITY_TIMEOUT="4")
     run = wait_for_run(run.pk, timeout=90)
 
     assert run.status == "succeeded", (run.error_code, run.error_message)
@@ -244,7 +245,8 @@ def test_a_frozen_worker_loses_its_lease_and_cannot_commit_after_a_takeover(
     wait_for(lambda: asked(llm, "AGENTDESK:STEP 0"), message="step 0's request")
     frozen.pause()
     try:
-        start_worker("taker")
+        # It gets the frozen worker's message once that has been unacknowledged for 4 s.
+        start_worker("taker", CELERY_VISIBILITY_TIMEOUT="4")
         run = wait_for_run(run.pk, timeout=90)
         events_before = RunEvent.objects.filter(run=run).count()
     finally:

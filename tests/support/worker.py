@@ -31,7 +31,11 @@ def worker_environment(**overrides: str) -> dict[str, str]:
             "VAR_DIR": str(settings.VAR_DIR),
             "WORKSPACE_ROOT": str(settings.WORKSPACE_ROOT),
             "RUN_LEASE_SECONDS": "3",
-            "CELERY_VISIBILITY_TIMEOUT": "4",
+            # Longer than any task of a test takes on a busy machine: Redis delivers a message
+            # again once it has been unacknowledged this long, even while its task still runs,
+            # and a second delivery arriving just after the run parked holds the parked run's
+            # lease for a moment. Tests of a takeover give the worker that takes over 4 s.
+            "CELERY_VISIBILITY_TIMEOUT": "60",
             "CELERY_RESTORE_INTERVAL": "1",
             "LLM_RETRY_BASE_DELAY": "0.05",
             "DEBUG": "true",
