@@ -166,6 +166,9 @@ CELERY_BROKER_URL = REDIS_URL or "redis://127.0.0.1:6379/0"
 CELERY_TASK_IGNORE_RESULT = True
 # Workers consume this queue; separate deployments (or test sessions) sharing a Redis use their own.
 CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_QUEUE", "agentdesk")
+# Remote control (the health check's worker ping) is a broadcast to every worker on the Redis
+# that listens on this exchange; deployments (or test sessions) sharing a Redis use their own.
+CELERY_CONTROL_EXCHANGE = env_str("CELERY_CONTROL_EXCHANGE", "celery")
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1

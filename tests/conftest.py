@@ -2,12 +2,31 @@ import pytest
 
 from agents_app.models import ApiKey
 from tests.support.llm_server import ScriptedLLMServer
-from tests.support.worker import Worker
+from tests.support.processes import stop_all, wait_until
+from tests.support.worker import SharedWorker, Worker, worker_idle
 from tools_app.mcp.client import shutdown_pool
 
 # The shared fixtures, registered once for every test: the personas and their clients
 # (tests/support/personas.py) and the rest (tests/support/fixtures.py).
 pytest_plugins = ["tests.support.personas", "tests.support.fixtures"]
+
+# Fixtures that start processes (daphne, Celery workers) for all the tests of their module or
+# package. Under pytest-xdist those tests form a group that runs in one test process (see
+# tests/parallel.py), which starts the processes once instead of each process its own copies.
+PROCESS_FIXTURES = ("stack_processes", "web", "module_worker")
+
+
+@pytest.hookimpl(tryfirst=True)  # before tests/parallel.py reads the marks
+def pytest_collection_modifyitems(config, items):
+    if not getattr(config.option, "loadgroup", False):
+        return
+    for item in items:
+        for name in PROCESS_FIXTURES:
+            if name in item.fixturenames:
+                definition = item._fixtureinfo.name2fixturedefs[name][-1]
+                where = item.module.__name__ if definition.scope == "module" else definition.baseid
+                item.add_marker(pytest.mark.xdist_group(f"{name}:{where}"))
+                break
 
 
 @pytest.fixture(autouse=True)
@@ -59,6 +78,8 @@ def llm(llm_server, settings):
 @pytest.fixture
 def start_worker(llm_server, tmp_path, transactional_db):
     """Start real Celery workers on demand; all are stopped after the test."""
+    # This test's workers must be the only ones reading the queue.
+    SharedWorker.stop_all()
     workers: list[Worker] = []
 
     def start(name: str = "w1", **env: str) -> Worker:
@@ -69,5 +90,46 @@ def start_worker(llm_server, tmp_path, transactional_db):
         return worker
 
     yield start
-    for worker in workers:
-        worker.stop()
+    stop_all(workers)
+
+
+@pytest.fixture(scope="module")
+def module_worker_env() -> dict[str, str]:
+    """More environment for the worker a module's tests share; a module overrides this."""
+    return {}
+
+
+@pytest.fixture(scope="module")
+def module_worker(llm_server, django_db_setup, module_worker_env, tmp_path_factory):
+    env = {
+        "LLM_BASE_URL": llm_server.base_url,
+        "LLM_MODEL": "scripted",
+        # Overdue approvals are decided by their own timer messages, as with a worker started
+        # by the test: a long-lived worker's periodic sweep must not decide them instead.
+        "APPROVAL_SWEEP_INTERVAL": "0",
+        **module_worker_env,
+    }
+    shared = SharedWorker(tmp_path_factory.mktemp("worker"), **env)
+    yield shared
+    shared.stop()
+
+
+@pytest.fixture
+def shared_worker(module_worker, transactional_db) -> Worker:
+    """A real Celery worker that the tests of a module share: the first one starts it, the end
+    of the module stops it. For tests that only need a worker to be there: not one that they
+    stop, kill or pause, nor one with an environment of their own (a module sets its tests'
+    with `module_worker_env`), nor one that starts after their rows exist (its startup
+    recovery and sweep); those use `start_worker`.
+
+    `transactional_db` flushes the tables after each test, so each test ends by waiting until
+    the worker has nothing left to do: no run of this test is still queued or executing on
+    it, to write into the next test's tables. The worker keeps nothing else between tasks
+    (database connections close after each); ids are never reused after a flush, so a late
+    timer or retry message of this test finds no row and does nothing. A worker that does not
+    go idle is killed (the next test gets a fresh one) and the test fails."""
+    worker = module_worker.running()
+    yield worker
+    if not wait_until(worker_idle, timeout=30):
+        module_worker.kill()
+        pytest.fail(f"the shared worker did not finish this test's work: {worker.log()[-3000:]}")

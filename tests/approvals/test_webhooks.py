@@ -25,6 +25,12 @@ def flaky_receiver():
     receiver.stop()
 
 
+@pytest.fixture(scope="module")
+def module_worker_env():
+    """The shared worker may reach the receiver on 127.0.0.1, and retries quickly."""
+    return {"WEBHOOK_ALLOW_PRIVATE": "true", "WEBHOOK_RETRY_BASE_DELAY": "0.2"}
+
+
 def finished_delivery(hook):
     def check():
         delivery = WebhookDelivery.objects.filter(webhook=hook).first()
@@ -34,14 +40,13 @@ def finished_delivery(hook):
 
 
 def test_a_parked_run_sends_a_signed_retried_approval_required_and_a_decision_goes_on(
-    llm, start_worker, owner, allow_private, flaky_receiver
+    llm, shared_worker, owner, allow_private, flaky_receiver
 ):
     make_tool_ask("moderate")
     hook = webhook_create(
         owner=owner, interface="api", url=flaky_receiver.url, events=["approval.required"]
     )
     script_a_write(llm)
-    start_worker(WEBHOOK_ALLOW_PRIVATE="true", WEBHOOK_RETRY_BASE_DELAY="0.2")
 
     run = queue_task(owner)
     delivery = finished_delivery(hook)
@@ -98,14 +103,13 @@ def test_a_parked_run_sends_a_signed_retried_approval_required_and_a_decision_go
 
 
 def test_another_users_webhook_hears_nothing_of_the_approval(
-    llm, start_worker, owner, outsider, allow_private, flaky_receiver
+    llm, shared_worker, owner, outsider, allow_private, flaky_receiver
 ):
     make_tool_ask("moderate")
     theirs = webhook_create(
         owner=outsider, interface="api", url=flaky_receiver.url, events=["approval.required"]
     )
     script_a_write(llm)
-    start_worker(WEBHOOK_ALLOW_PRIVATE="true")
 
     run = queue_task(owner)
     wait_for(

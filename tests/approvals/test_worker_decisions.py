@@ -43,24 +43,29 @@ def decide_rest(owner, approval, decision, arguments=None, *, api_key_for):
     )
 
 
-def park(llm, start_worker, owner, settings, workspace):
+def park(llm, owner):
     make_tool_ask()
     llm.script(asking_script())
-    start_worker(WORKSPACE_ROOT=str(workspace))
     run = task_submit(owner=owner, interface="api", text="Write a note")
     wait_for(lambda: Run.objects.get(pk=run.pk).status == "waiting_approval", 60, message="parked")
     return run, Approval.objects.get(run=run)
 
 
-@pytest.fixture
-def workspace(tmp_path):
-    return tmp_path / "workspaces"
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory):
+    """The workspaces of the module's runs (run ids are never reused, so each has its own)."""
+    return tmp_path_factory.mktemp("workspaces")
+
+
+@pytest.fixture(scope="module")
+def module_worker_env(workspace):
+    return {"WORKSPACE_ROOT": str(workspace)}
 
 
 @pytest.mark.parametrize("via", ["web", "rest"])
 @pytest.mark.parametrize("decision", ["approve", "modify", "skip", "cancel"])
-def test_decision_matrix(via, decision, llm, start_worker, owner, settings, workspace, api_key_for):
-    run, approval = park(llm, start_worker, owner, settings, workspace)
+def test_decision_matrix(via, decision, llm, shared_worker, owner, workspace, api_key_for):
+    run, approval = park(llm, owner)
     assert approval.tool == TOOL and approval.status == "pending"
     arguments = EDITED if decision == "modify" else None
     if via == "web":
@@ -100,9 +105,9 @@ def test_decision_matrix(via, decision, llm, start_worker, owner, settings, work
 
 
 def test_a_second_decision_is_a_conflict_and_the_call_runs_once(
-    llm, start_worker, owner, settings, workspace, api_key_for
+    llm, shared_worker, owner, api_key_for
 ):
-    run, approval = park(llm, start_worker, owner, settings, workspace)
+    run, approval = park(llm, owner)
     first = decide_rest(owner, approval, "approve", api_key_for=api_key_for)
     second = decide_web(owner, approval, "approve")
     third = decide_rest(owner, approval, "cancel", api_key_for=api_key_for)
@@ -116,11 +121,10 @@ def test_a_second_decision_is_a_conflict_and_the_call_runs_once(
 
 
 def test_a_waiting_submission_answers_202_as_soon_as_the_run_waits_for_a_person(
-    llm, start_worker, owner, workspace, api_key_for
+    llm, shared_worker, owner, api_key_for
 ):
     make_tool_ask()
     llm.script(asking_script())
-    start_worker(WORKSPACE_ROOT=str(workspace))
     response = Client().post(
         "/api/v1/agent/task",
         json.dumps({"task": "Write a note", "wait": True, "wait_timeout": 60}),

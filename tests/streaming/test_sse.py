@@ -34,7 +34,12 @@ async def read_stream(response, during=None, timeout: float = 10.0) -> str:
 
     task = asyncio.ensure_future(consume())
     if during is not None:
-        await asyncio.sleep(0.5)
+        # Once the stream has sent an event it has subscribed and read its backlog: what
+        # `during` adds now reaches it live.
+        for _ in range(int(timeout / 0.01)):
+            if any("\nevent: " in chunk for chunk in chunks):
+                break
+            await asyncio.sleep(0.01)
         await during()
     await asyncio.wait_for(task, timeout)
     return "".join(chunks)

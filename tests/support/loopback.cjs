@@ -13,3 +13,18 @@ net.Server.prototype.listen = function (...args) {
   }
   return listen.apply(this, args);
 };
+
+// With AGENTDESK_TEST_REQUEST_LOG set, everything the server reads on stdin (its JSON-RPC
+// requests, over stdio) is appended to that file before the server handles it, so a test can
+// wait until a request has reached the server instead of sleeping for a guess.
+const requestLog = process.env.AGENTDESK_TEST_REQUEST_LOG;
+if (requestLog) {
+  const fs = require("fs");
+  const emit = process.stdin.emit;
+  process.stdin.emit = function (event, ...args) {
+    if (event === "data") {
+      fs.appendFileSync(requestLog, args[0]);
+    }
+    return emit.call(this, event, ...args);
+  };
+}

@@ -2,6 +2,7 @@
 (installed into .mcp-servers/ by .ci/run, or here on first use), PyPI's time and git servers,
 and our own tiny stdio echo server (echo_mcp_server.py, run as a script)."""
 
+import fcntl
 import os
 import shutil
 import subprocess
@@ -23,22 +24,32 @@ VENV_BIN = Path(sys.executable).parent
 
 def ensure_node_servers() -> Path:
     modules = NODE_DIR / "node_modules" / "@modelcontextprotocol"
-    if not (modules / "server-everything").exists() or not (modules / "server-filesystem").exists():
-        NODE_DIR.mkdir(exist_ok=True)
-        subprocess.run(
-            [
-                "npm",
-                "install",
-                "--no-audit",
-                "--no-fund",
-                "--silent",
-                "--prefix",
-                str(NODE_DIR),
-                *NPM_PACKAGES,
-            ],
-            check=True,
-            timeout=600,
-        )
+
+    def installed() -> bool:
+        return (modules / "server-everything").exists() and (modules / "server-filesystem").exists()
+
+    if installed():
+        return modules
+    NODE_DIR.mkdir(exist_ok=True)
+    # Parallel test processes may all get here on a fresh checkout: one installs, the others
+    # wait for it (two npm installs into one prefix would spoil it).
+    with (NODE_DIR / ".install.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not installed():
+            subprocess.run(
+                [
+                    "npm",
+                    "install",
+                    "--no-audit",
+                    "--no-fund",
+                    "--silent",
+                    "--prefix",
+                    str(NODE_DIR),
+                    *NPM_PACKAGES,
+                ],
+                check=True,
+                timeout=600,
+            )
     return modules
 
 

@@ -82,10 +82,29 @@ class ManagedProcess:
 
     def stop(self, timeout: float = 15.0) -> None:
         """SIGTERM the group (a graceful shutdown), SIGKILL what is left after `timeout`."""
-        if not self.process or self.process.poll() is not None:
-            return
-        os.killpg(self.process.pid, signal.SIGTERM)
+        stop_all([self], timeout)
+
+
+def stop_all(processes: list[ManagedProcess], timeout: float = 15.0) -> None:
+    """Stop them all at once, as ManagedProcess.stop does one: a graceful shutdown takes a
+    worker over a second, spent waiting, so several are not stopped one after the other."""
+    running = [p for p in processes if p.process and p.process.poll() is None]
+    for managed in running:
+        managed.signal_group(signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    for managed in running:
         try:
-            self.process.wait(timeout=timeout)
+            managed.process.wait(timeout=max(0.0, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
-            self.kill()
+            managed.kill()
+
+
+def wait_until(predicate: Callable[[], object], timeout: float, interval: float = 0.05) -> bool:
+    """Whether `predicate()` became true within `timeout` seconds (checked every `interval`)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if predicate():
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(interval)

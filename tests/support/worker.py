@@ -31,7 +31,11 @@ def worker_environment(**overrides: str) -> dict[str, str]:
             "VAR_DIR": str(settings.VAR_DIR),
             "WORKSPACE_ROOT": str(settings.WORKSPACE_ROOT),
             "RUN_LEASE_SECONDS": "3",
-            "CELERY_VISIBILITY_TIMEOUT": "4",
+            # Longer than any task of a test takes on a busy machine: Redis delivers a message
+            # again once it has been unacknowledged this long, even while its task still runs,
+            # and a second delivery arriving just after the run parked holds the parked run's
+            # lease for a moment. Tests of a takeover give the worker that takes over 4 s.
+            "CELERY_VISIBILITY_TIMEOUT": "60",
             "CELERY_RESTORE_INTERVAL": "1",
             "LLM_RETRY_BASE_DELAY": "0.05",
             "DEBUG": "true",
@@ -76,3 +80,53 @@ class Worker(ManagedProcess):
 
     def resume(self) -> None:
         self.signal_group(signal.SIGCONT)
+
+
+def worker_idle() -> bool:
+    """Nothing left for a worker: no run queued, executing or leased, no webhook to deliver.
+    (Parked runs wait for a person or the kill switch; finished ones are done.)"""
+    from django.db.models import Q
+
+    from agents_app.models import ACTIVE_STATUSES, Run, WebhookDelivery
+
+    busy = Run.objects.filter(Q(status__in=ACTIVE_STATUSES) | ~Q(lease_owner=""))
+    return not busy.exists() and not WebhookDelivery.objects.filter(status="pending").exists()
+
+
+class SharedWorker:
+    """The worker the tests of one module share (the `shared_worker` fixture): started when a
+    test first asks for it, stopped at the end of the module or when a test of the module
+    starts workers of its own, which must be the only ones reading the queue."""
+
+    live: "set[SharedWorker]" = set()  # the started ones of this process
+
+    def __init__(self, log_dir: Path, **env: str):
+        self.log_dir = log_dir
+        self.env = env
+        self.worker: Worker | None = None
+        self.started = 0
+
+    def running(self) -> Worker:
+        if self.worker is None:
+            self.started += 1
+            self.worker = Worker(f"shared{self.started}", self.log_dir, **self.env).start()
+            SharedWorker.live.add(self)
+        return self.worker
+
+    def stop(self) -> None:
+        if self.worker is not None:
+            self.worker.stop()
+            self.worker = None
+        SharedWorker.live.discard(self)
+
+    def kill(self) -> None:
+        """For a worker that may still be working: nothing it does can reach a later test."""
+        if self.worker is not None:
+            self.worker.kill()
+            self.worker = None
+        SharedWorker.live.discard(self)
+
+    @classmethod
+    def stop_all(cls) -> None:
+        for shared in list(cls.live):
+            shared.stop()

@@ -14,6 +14,12 @@ from tests.support.waiting import wait_for, wait_for_run
 pytestmark = pytest.mark.integration
 
 
+@pytest.fixture(scope="module")
+def module_worker_env():
+    """The shared worker may reach the receivers on 127.0.0.1, and retries quickly."""
+    return {"WEBHOOK_ALLOW_PRIVATE": "true", "WEBHOOK_RETRY_BASE_DELAY": "0.2"}
+
+
 def script_a_run(llm):
     llm.script(
         [
@@ -33,11 +39,10 @@ def finished_delivery(hook):
 
 
 def test_a_run_finished_on_a_worker_delivers_one_signed_event(
-    llm, start_worker, owner, hook_for, receiver
+    llm, shared_worker, owner, hook_for, receiver
 ):
     script_a_run(llm)
     hook = hook_for(owner, receiver.url)
-    start_worker(WEBHOOK_ALLOW_PRIVATE="true")
     run = make_run(owner, "Say hi")
     execute_run.delay(run.pk)
     run = wait_for_run(run.pk)
@@ -63,12 +68,11 @@ def test_a_run_finished_on_a_worker_delivers_one_signed_event(
 
 
 def test_a_receiver_failing_twice_gets_the_delivery_on_the_third_attempt(
-    llm, start_worker, owner, hook_for, receiver_factory
+    llm, shared_worker, owner, hook_for, receiver_factory
 ):
     script_a_run(llm)
     receiver = receiver_factory(fail_first=2)
     hook = hook_for(owner, receiver.url)
-    start_worker(WEBHOOK_RETRY_BASE_DELAY="0.2", WEBHOOK_ALLOW_PRIVATE="true")
     run = make_run(owner, "Say hi")
     execute_run.delay(run.pk)
     wait_for_run(run.pk)

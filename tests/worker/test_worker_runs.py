@@ -32,7 +32,7 @@ def submit(client, text="Write a greeting to hello.txt"):
     return response.json()["run_id"]
 
 
-def test_a_task_posted_to_the_api_completes_on_a_worker(llm, start_worker, owner_api):
+def test_a_task_posted_to_the_api_completes_on_a_worker(llm, shared_worker, owner_api):
     llm.script(
         [
             {"match": "AGENTDESK:PLAN", "replies": [plan_reply(step("write it", ["write_file"]))]},
@@ -43,7 +43,6 @@ def test_a_task_posted_to_the_api_completes_on_a_worker(llm, start_worker, owner
             {"match": "AGENTDESK:VERIFY", "replies": [verdict(True, "hello.txt says hello")]},
         ]
     )
-    start_worker()
     run_id = submit(owner_api)
     run = wait_for_run(run_id)
     assert run.status == "succeeded", (run.error_code, run.error_message)
@@ -57,7 +56,7 @@ def test_a_task_posted_to_the_api_completes_on_a_worker(llm, start_worker, owner
     assert all(body.get("stream") for body in llm.requests)
 
 
-def test_a_run_replans_when_the_verifier_asks(llm, start_worker, owner_api):
+def test_a_run_replans_when_the_verifier_asks(llm, shared_worker, owner_api):
     llm.script(
         [
             {
@@ -71,7 +70,6 @@ def test_a_run_replans_when_the_verifier_asks(llm, start_worker, owner_api):
             },
         ]
     )
-    start_worker()
     run = wait_for_run(submit(owner_api))
     assert run.status == "succeeded" and run.replans == 1
     assert list(run.plans.values_list("version", flat=True)) == [1, 2]
@@ -79,9 +77,8 @@ def test_a_run_replans_when_the_verifier_asks(llm, start_worker, owner_api):
     assert types.count("plan_created") == 2 and "replanned" in types
 
 
-def test_malformed_plans_fail_the_run_as_planning_failed(llm, start_worker, owner_api):
+def test_malformed_plans_fail_the_run_as_planning_failed(llm, shared_worker, owner_api):
     llm.script([{"match": "AGENTDESK:PLAN", "replies": [{"content": "{not json"}], "repeat": True}])
-    start_worker()
     run = wait_for_run(submit(owner_api))
     assert (run.status, run.error_code) == ("failed", "PLANNING_FAILED")
     plan_requests = [b for b in llm.requests if "AGENTDESK:PLAN" in json.dumps(b["messages"])]
@@ -138,7 +135,8 @@ def test_a_worker_killed_mid_run_resumes_without_repeating_a_completed_step(
     # and its request would hand the hanging reply to the resumed attempt instead.
     wait_for(lambda: asked(llm, "AGENTDESK:STEP 1"), message="step 1's request")
     first.kill()
-    start_worker("second")
+    # It gets the killed worker's message once that has been unacknowledged for 4 s.
+    start_worker("second", CELERY_VISIBILITY_TIMEOUT="4")
     run = wait_for_run(run.pk, timeout=90)
 
     assert run.status == "succeeded", (run.error_code, run.error_message)
@@ -212,7 +210,8 @@ def test_a_frozen_worker_loses_its_lease_and_cannot_commit_after_a_takeover(
     wait_for(lambda: asked(llm, "AGENTDESK:STEP 0"), message="step 0's request")
     frozen.pause()
     try:
-        start_worker("taker")
+        # It gets the frozen worker's message once that has been unacknowledged for 4 s.
+        start_worker("taker", CELERY_VISIBILITY_TIMEOUT="4")
         run = wait_for_run(run.pk, timeout=90)
         events_before = RunEvent.objects.filter(run=run).count()
     finally:

@@ -132,9 +132,12 @@ def test_a_call_past_the_servers_timeout_fails_clearly(pool):
     assert time.monotonic() - started < 5
 
 
-def test_a_stdio_server_killed_mid_call_fails_the_call_shows_broken_and_comes_back(pool):
+def test_a_stdio_server_killed_mid_call_fails_the_call_shows_broken_and_comes_back(pool, tmp_path):
     marker = uuid.uuid4().hex
-    server = stdio_server(env={"AGENTDESK_TEST_SERVER": marker})
+    requests = tmp_path / "requests.log"  # what the server reads (tests/support/loopback.cjs)
+    server = stdio_server(
+        env={"AGENTDESK_TEST_SERVER": marker, "AGENTDESK_TEST_REQUEST_LOG": str(requests)}
+    )
     running = pool(reconnect_delay=30)  # only the next call brings it back
     running.wait_ready(60)
     outcome = {}
@@ -146,7 +149,10 @@ def test_a_stdio_server_killed_mid_call_fails_the_call_shows_broken_and_comes_ba
 
     caller = threading.Thread(target=long_call)
     caller.start()
-    time.sleep(1.0)
+    # Killed once the server has read the call's request, so the call is under way.
+    assert wait_until(
+        lambda: requests.exists() and "trigger-long-running-operation" in requests.read_text()
+    )
     os.kill(pid_with_env("AGENTDESK_TEST_SERVER", marker), signal.SIGKILL)
     caller.join(30)
     result = outcome["result"]

@@ -4,7 +4,6 @@ broken with its stderr, and the same worker (not restarted) reconnects for the n
 import json
 import os
 import signal
-import time
 import uuid
 
 import pytest
@@ -21,15 +20,18 @@ from tools_app.models import MCPServer
 pytestmark = pytest.mark.integration
 
 
-def test_a_killed_server_breaks_one_call_and_the_same_worker_reconnects(llm, start_worker, owner):
+def test_a_killed_server_breaks_one_call_and_the_same_worker_reconnects(
+    llm, start_worker, owner, tmp_path
+):
     allow_every_call(owner)  # MCP tools act outside the workspace: moderate, they would ask
     marker = uuid.uuid4().hex
+    requests = tmp_path / "requests.log"  # what the server reads (tests/support/loopback.cjs)
     server = MCPServer.objects.create(
         name="everything",
         transport="stdio",
         command=node(),
         args=everything_stdio_args(),
-        env={"AGENTDESK_TEST_SERVER": marker},
+        env={"AGENTDESK_TEST_SERVER": marker, "AGENTDESK_TEST_REQUEST_LOG": str(requests)},
     )
     long_call = {
         "name": "everything__trigger-long-running-operation",
@@ -68,8 +70,12 @@ def test_a_killed_server_breaks_one_call_and_the_same_worker_reconnects(llm, sta
     )
     # The row is written just before the request goes out; killing the server before the
     # request reaches it would let the call reconnect to a fresh server and run its whole
-    # 30 s. The operation lasts 30 s, so 2 s later the call is surely under way.
-    time.sleep(2.0)
+    # 30 s. The operation lasts 30 s: once the server has read the request, it is under way.
+    wait_for(
+        lambda: requests.exists() and "trigger-long-running-operation" in requests.read_text(),
+        30,
+        message="the call's request to reach the server",
+    )
     os.kill(pid_with_env("AGENTDESK_TEST_SERVER", marker), signal.SIGKILL)
 
     first = wait_for_run(first.pk, 60)
