@@ -155,7 +155,16 @@ CHANNEL_LAYERS = {
     "default": {
         "BACKEND": "channels_redis.core.RedisChannelLayer",
         "CONFIG": {
-            "hosts": [REDIS_URL or "redis://127.0.0.1:6379/0"],
+            "hosts": [
+                {
+                    "address": REDIS_URL or "redis://127.0.0.1:6379/0",
+                    # A consumer waits for its next message in a blocking pop of up to 5 s
+                    # (channels_redis); redis-py gives up on a read after 5 s by default, so on
+                    # a busy machine the client could time out first, and the consumer died of
+                    # redis.exceptions.TimeoutError, ending a live feed. Reads outlast the pop.
+                    "socket_timeout": 15,
+                }
+            ],
             # Deployments (or test sessions) sharing one Redis keep their groups apart.
             "prefix": env_str("CHANNEL_PREFIX", "agentdesk"),
         },
