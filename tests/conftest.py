@@ -124,10 +124,11 @@ def shared_worker(module_worker, transactional_db) -> Worker:
 
     `transactional_db` flushes the tables after each test, so each test ends by waiting until
     the worker has nothing left to do: no run of this test is still queued or executing on
-    it, to write into the next test's tables. The worker keeps nothing else between tasks
-    (database connections close after each); ids are never reused after a flush, so a late
-    timer or retry message of this test finds no row and does nothing. A worker that does not
-    go idle is killed (the next test gets a fresh one) and the test fails."""
+    it, to write into the next test's tables. Ids are never reused after a flush, so a late
+    timer or retry message of this test finds no row and does nothing. Between tasks the
+    worker keeps no database connection, and only one thing else: what the scripted LLM was
+    found to reject, so tests that script its `options` need a worker of their own. A worker
+    that does not go idle is killed (the next test gets a fresh one) and the test fails."""
     worker = module_worker.running()
     yield worker
     if not wait_until(worker_idle, timeout=30):
