@@ -155,19 +155,7 @@ CHANNEL_LAYERS = {
     "default": {
         "BACKEND": "channels_redis.core.RedisChannelLayer",
         "CONFIG": {
-            "hosts": [
-                {
-                    "address": REDIS_URL or "redis://127.0.0.1:6379/0",
-                    # A consumer waits for its next message in a blocking pop of up to 5 s
-                    # (channels_redis). redis-py 8 gives up on any read after 5 s by default: on
-                    # a busy machine the client timed out first and the consumer died of
-                    # redis.exceptions.TimeoutError, ending a live feed. Any read timeout also
-                    # made a cancelled receive (a closing consumer, daphne stopping) carry on
-                    # until daphne killed it 10 s later. So none, as before redis-py 8: the
-                    # server answers a pop within 5 s, and TCP keepalive notices a dead one.
-                    "socket_timeout": None,
-                }
-            ],
+            "hosts": [REDIS_URL or "redis://127.0.0.1:6379/0"],
             # Deployments (or test sessions) sharing one Redis keep their groups apart.
             "prefix": env_str("CHANNEL_PREFIX", "agentdesk"),
         },
