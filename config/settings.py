@@ -1,9 +1,10 @@
 """AgentDesk settings. Every value comes from the environment or `.env`; see .env.example."""
 
+import os
 import secrets
+from pathlib import Path
 
 import dj_database_url
-from django.core.exceptions import ImproperlyConfigured
 
 from config.env import (
     BASE_DIR,
@@ -18,27 +19,44 @@ from config.env import (
 
 load_dotenv(BASE_DIR / ".env")
 
+# var/ holds the SQLite database, the generated secret key and the embedded Valkey's data:
+# only this user may read it.
 VAR_DIR = BASE_DIR / env_str("VAR_DIR", "var")
-VAR_DIR.mkdir(parents=True, exist_ok=True)
+VAR_DIR.mkdir(mode=0o700, parents=True, exist_ok=True)
 
-DEBUG = env_bool("DEBUG", True)
+# Off unless asked for: the debug page shows settings and locals to whoever hits a 500.
+DEBUG = env_bool("DEBUG", False)
+
+
+def _private_file(path, content: str = "") -> None:
+    """Create `path` (mode 0600) holding `content`, unless it exists; safe between processes."""
+    if path.exists():
+        return
+    staging = path.with_name(f".{path.name}.{os.getpid()}")
+    descriptor = os.open(staging, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(descriptor, "w") as file:
+        file.write(content)
+    try:
+        os.link(staging, path)  # atomic: another process's key, if it came first, wins
+    except FileExistsError:
+        pass
+    finally:
+        staging.unlink()
 
 
 def _secret_key() -> str:
     key = env_str("SECRET_KEY")
     if key:
         return key
-    if not DEBUG:
-        raise ImproperlyConfigured("SECRET_KEY must be set when DEBUG is off.")
-    # Local use only: one key per checkout, kept out of version control in var/.
+    # One machine: a key generated once into var/. Many machines must share SECRET_KEY
+    # (`manage.py check --deploy` says so when it is unset).
     path = VAR_DIR / "secret_key"
-    if not path.exists():
-        path.write_text(secrets.token_urlsafe(50))
-        path.chmod(0o600)
+    _private_file(path, secrets.token_urlsafe(50))
     return path.read_text().strip()
 
 
 SECRET_KEY = _secret_key()
+SECRET_KEY_GENERATED = not env_str("SECRET_KEY")
 ALLOWED_HOSTS = [h.strip() for h in env_str("ALLOWED_HOSTS", "127.0.0.1,localhost").split(",") if h]
 CSRF_TRUSTED_ORIGINS = [o.strip() for o in env_str("CSRF_TRUSTED_ORIGINS").split(",") if o.strip()]
 
@@ -53,6 +71,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "channels",
     "django_htmx",
+    "csp",
     "ninja",
     "agents_app",
     "tools_app",
@@ -60,6 +79,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "csp.middleware.CSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -99,6 +119,10 @@ DATABASES = {
     )
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # SQLite creates its file (and the -wal and -shm files, which copy its mode) world-readable
+    # under the usual umask: create it first, for this user only.
+    if DATABASES["default"]["NAME"] != ":memory:":
+        _private_file(Path(DATABASES["default"]["NAME"]))
     # The web process and the workers share one file: WAL lets readers run beside a writer,
     # IMMEDIATE takes the write lock at BEGIN so writers queue on the busy timeout instead of
     # failing with "database is locked" when a read transaction tries to upgrade.
@@ -135,6 +159,40 @@ STORAGES = {
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "dashboard"
 LOGOUT_REDIRECT_URL = "login"
+CSRF_FAILURE_VIEW = "agents_app.web.errors.csrf_failure"
+
+# --- HTTPS and security headers ------------------------------------------------
+# Behind a TLS-terminating proxy, the header it sets to say the request came over HTTPS
+# (e.g. X-Forwarded-Proto). Only set it when the proxy overwrites that header on every request.
+_proxy_header = env_str("SECURE_PROXY_SSL_HEADER")
+if _proxy_header:
+    SECURE_PROXY_SSL_HEADER = ("HTTP_" + _proxy_header.upper().replace("-", "_"), "https")
+# Served over HTTPS (directly or through that proxy): cookies only over TLS, HSTS, and plain
+# HTTP redirected. On by default once a proxy header is named.
+HTTPS = env_bool("HTTPS", bool(_proxy_header))
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = HTTPS
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", HTTPS)
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 31_536_000 if HTTPS else 0, minimum=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", True)
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", False)
+X_FRAME_OPTIONS = "DENY"
+# Every script is a file of ours ('self'): no inline script, no eval. Style attributes are
+# allowed (progress bars, the admin's widgets); style elements are not.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'"],
+        "style-src-attr": ["'unsafe-inline'"],
+        "img-src": ["'self'", "data:"],
+        "font-src": ["'self'", "data:"],
+        "connect-src": ["'self'"],
+        "object-src": ["'none'"],
+        "base-uri": ["'self'"],
+        "form-action": ["'self'"],
+        "frame-ancestors": ["'none'"],
+    }
+}
 
 
 # --- Redis: broker, channel layer ------------------------------------------

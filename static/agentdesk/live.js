@@ -24,6 +24,53 @@
     { code: "...", swap: false },
   ];
 
+  // A request that cannot be shown in place (a stale form's 403, a 404, a 500, no network)
+  // never leaves the person guessing: its error appears above the form that sent it. The
+  // server's own error fragment is used when it sent one.
+  function showRequestError(source, html, text) {
+    var form = (source && source.closest && source.closest("form")) || source;
+    if (!form || !form.parentNode) return;
+    var previous = form.previousElementSibling;
+    if (previous && previous.hasAttribute("data-request-error")) previous.remove();
+    var box = document.createElement("div");
+    if (html && /class="error-box"/.test(html) && !/<html/i.test(html)) {
+      box.innerHTML = html;
+      box = box.firstElementChild || box;
+    } else {
+      box.className = "error-box";
+      box.setAttribute("role", "alert");
+      var line = document.createElement("p");
+      var strong = document.createElement("strong");
+      strong.textContent = text;
+      line.appendChild(strong);
+      box.appendChild(line);
+    }
+    box.setAttribute("data-request-error", "");
+    form.parentNode.insertBefore(box, form);
+  }
+
+  document.addEventListener("htmx:responseError", function (event) {
+    var xhr = event.detail.xhr;
+    showRequestError(
+      event.detail.elt,
+      xhr.responseText,
+      "That did not work (HTTP " + xhr.status + "). Reload the page and try again.",
+    );
+  });
+  document.addEventListener("htmx:sendError", function (event) {
+    showRequestError(event.detail.elt, "", "AgentDesk could not be reached. Try again in a moment.");
+  });
+
+  // A whole page (the login page after a session ended, say) is never nested inside a part of
+  // this one: the browser goes to it instead.
+  document.addEventListener("htmx:beforeSwap", function (event) {
+    var xhr = event.detail.xhr;
+    if (!event.detail.shouldSwap || !xhr || !/^\s*<!doctype html/i.test(xhr.responseText)) return;
+    if (event.detail.target === document.body) return;
+    event.detail.shouldSwap = false;
+    window.location.assign(xhr.responseURL || window.location.href);
+  });
+
   function seqOf(element) {
     return parseInt(element && element.dataset.seq, 10) || 0;
   }

@@ -97,12 +97,19 @@ def stack(stack_processes, transactional_db):
 
 @pytest.fixture
 def page(browser, stack):
-    """A fresh browser context (no cookies) on the stack, 1280×900; fails on uncaught JS errors."""
+    """A fresh browser context (no cookies) on the stack, 1280×900; fails on uncaught JS errors
+    and on anything the Content-Security-Policy refused."""
     context = browser.new_context(base_url=stack.url, viewport=VIEWPORT)
     context.set_default_timeout(WAIT_MS)
     page = context.new_page()
     errors: list[str] = []
     page.on("pageerror", lambda error: errors.append(str(error)))
+
+    def refused(message):
+        if "Content Security Policy" in message.text:
+            errors.append(message.text)
+
+    page.on("console", refused)
     yield page
     context.close()
     assert not errors, f"JavaScript errors on the page: {errors}"
