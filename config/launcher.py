@@ -97,7 +97,8 @@ class Launcher:
         self.valkey_started_at = 0.0
         self.valkey_backoff = Backoff()
         self.valkey_restart_at: float | None = None
-        self.recover_runs_at: float | None = None
+        # When to queue again the runs no worker holds (`manage.py runs_recover`).
+        self.recoveries: list[float] = []
         self.stop_requested_at: float | None = None
 
     def on_signal(self, signum: int, frame: FrameType | None) -> None:
@@ -194,6 +195,8 @@ class Launcher:
             return
         self.valkey_restart_at = None
         print(f"go: embedded Valkey started again at {self.valkey.connection_url}", flush=True)
+        # Its append-only file is written every second: the last messages may be lost.
+        self.recoveries.append(time.monotonic())
 
     def manage(self, *args: str, must_succeed: bool = True) -> None:
         command = f"manage.py {' '.join(args)}"
@@ -213,15 +216,17 @@ class Launcher:
         return child
 
     def recover_runs_when_due(self) -> None:
-        """Queue the dead worker's runs again once their leases have expired. A new worker
-        does so when it starts, but only for leases expired by then; the message of a run in
-        flight comes back by itself only after CELERY_VISIBILITY_TIMEOUT (an hour)."""
-        if self.recover_runs_at is None or time.monotonic() < self.recover_runs_at:
+        """Queue again the runs no worker holds: a dead worker's once their leases have
+        expired, and any whose message a dead Valkey lost. A new worker does so when it
+        starts, but only for leases expired by then; the message of a run in flight comes
+        back by itself only after CELERY_VISIBILITY_TIMEOUT (an hour)."""
+        now = time.monotonic()
+        if not any(due <= now for due in self.recoveries):
             return
-        self.recover_runs_at = None
+        self.recoveries = [due for due in self.recoveries if due > now]
         if any(c.holds_runs and c.restart_at is not None for c in self.children):
             return  # a worker is still to start: it recovers them itself
-        print("go: the dead worker's leases have expired; queueing its runs again", flush=True)
+        print("go: queueing again the runs no worker holds", flush=True)
         self.manage("runs_recover", must_succeed=False)
 
     def wait_until_serving(self, host: str, port: int) -> None:
@@ -259,7 +264,7 @@ class Launcher:
             if child.holds_runs:
                 # A lease lasts RUN_LEASE_SECONDS (as in config/settings.py) from its last renewal.
                 lease = env_float("RUN_LEASE_SECONDS", 30.0, minimum=1.0)
-                self.recover_runs_at = now + lease + RECOVERY_MARGIN
+                self.recoveries.append(now + lease + RECOVERY_MARGIN)
         elif now >= child.restart_at:
             child.process = _start(child.python_args)
             child.started_at, child.restart_at = now, None

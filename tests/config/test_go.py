@@ -289,9 +289,12 @@ def test_an_embedded_valkey_that_dies_is_started_again_on_its_address(
 
     go.wait_for_output(f"go: embedded Valkey started again at {url}", STOP_TIMEOUT)
     assert "go: embedded Valkey was killed by SIGKILL (exit code -9)" in go.output
+    # Runs whose message it lost are queued again.
+    go.wait_for_output("go: queueing again the runs no worker holds", STOP_TIMEOUT)
     # The worker, which has the address in REDIS_URL, finds it again.
     wait_for(lambda: _celery_ping(go_env).returncode == 0, 60, 0.5, "the worker to answer")
     assert go.process.poll() is None
+    assert "runs_recover` failed" not in go.output
 
 
 def test_restarts_wait_longer_after_each_quick_death_and_start_over_after_a_long_run() -> None:
