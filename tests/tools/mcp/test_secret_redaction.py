@@ -7,7 +7,10 @@ import sys
 
 import pytest
 from django.contrib.messages import get_messages
+from django.db import connection
+from django.db.migrations.executor import MigrationExecutor
 
+from agents_app.models import AuditEvent
 from tests.support.mcp_servers import LEAKY_SERVER
 from tests.support.waiting import wait_for
 from tools_app.mcp.client import MCPPool
@@ -75,6 +78,7 @@ def test_check_now_stores_and_shows_a_broken_servers_output_with_its_secret_reda
     page = superuser_admin.get(f"{CHANGELIST}{server.pk}/change/").content.decode()
     assert "fatal: token [redacted] refused" in page and TOKEN not in page
     assert TOKEN not in superuser_admin.get("/").content.decode()
+    assert TOKEN not in str(list(AuditEvent.objects.values_list("details", flat=True)))
 
 
 def test_the_pool_logs_and_stores_a_broken_server_with_its_secret_redacted(pool, leaky, caplog):
@@ -104,3 +108,24 @@ def test_a_tools_result_and_error_reach_the_run_with_the_servers_secret_redacted
     assert shown.ok and shown.content["text"] == "token is [redacted]"
     assert not failed.ok and "rejected token [redacted]" in failed.error
     assert TOKEN not in repr(failed.content)
+
+
+def test_the_migration_redacts_what_was_stored_before_redaction(leaky):
+    before, after = [("tools_app", "0001_initial")], [("tools_app", "0002_redact_server_output")]
+    executor = MigrationExecutor(connection)
+    executor.migrate(before)
+    old = executor.loader.project_state(before).apps.get_model("tools_app", "MCPServer")
+    old.objects.create(
+        name="leaky",
+        command="node",
+        env={"LEAKY_TOKEN": "${LEAKY_SECRET}"},
+        last_error=f"invalid token {TOKEN}",
+        stderr_tail=f"LEAKY_TOKEN={TOKEN}\nfatal",
+    )
+
+    executor = MigrationExecutor(connection)
+    executor.migrate(after)
+
+    server = MCPServer.objects.get(name="leaky")
+    assert server.last_error == "invalid token [redacted]"
+    assert server.stderr_tail == "LEAKY_TOKEN=[redacted]\nfatal"
