@@ -22,7 +22,7 @@ REDACT_MIN_CHARS = 4
 # A name is a secret's when it contains one of these...
 SECRET_NAME_WORDS = ("key", "token", "secret", "password", "passwd", "auth", "credential", "cookie")
 # ...or has one of these as a whole part (DB_PASS, GH_PAT, SENTRY_DSN; not PATH or PASSTHROUGH).
-SECRET_NAME_PARTS = frozenset({"pass", "pw", "pwd", "pat", "dsn", "jwt", "sas", "otp", "pin"})
+SECRET_NAME_PARTS = frozenset({"pass", "pwd", "pat", "dsn", "jwt", "sas", "otp", "pin"})
 # A command-line option is a secret's when its last part is one of these (--api-key, --token,
 # --client-secret, --db-password; not --token-file or --no-auth).
 SECRET_OPTION_ENDS = frozenset(
