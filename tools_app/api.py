@@ -20,4 +20,5 @@ class ToolList(Schema):
 def list_tools(request: HttpRequest, capability: str | None = None, domain: str | None = None):
     """Builtin and MCP tools with schema, capabilities, domain, approval level and, for MCP
     tools, their server's status; or those with a capability / in a domain (seed 000)."""
-    return {"tools": tool_catalog(get_registry(), capability=capability, domain=domain)}
+    found = tool_catalog(get_registry(), user=request.user, capability=capability, domain=domain)
+    return {"tools": found}

@@ -19,6 +19,14 @@ from django.db import models
 from django.utils import timezone
 
 from tools_app.registry import ApprovalLevel, SideEffects, ToolSpec
+from tools_app.secrecy import (
+    REFERENCE,
+    arg_problems,
+    is_reference,
+    literal_secret_problem,
+    looks_secret,
+    redact,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -30,11 +38,6 @@ SERVER_NAME_MESSAGE = (
 )
 validate_server_name = RegexValidator(SERVER_NAME_PATTERN, SERVER_NAME_MESSAGE)
 
-REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
-# Keys whose values are secrets: their values must be references, never the secret itself.
-SECRET_KEY_WORDS = ("key", "token", "secret", "password", "passwd", "auth", "credential", "cookie")
-# What may stand before the reference in a secret value: one scheme word ("Bearer ${TOKEN}").
-SECRET_PREFIX = re.compile(r"[A-Za-z]+ ")
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
 HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+\Z")
 
@@ -97,11 +100,14 @@ class ServerConfig:
     url: str = field(default="", repr=False)
     headers: tuple[tuple[str, str], ...] = field(default=(), repr=False)
     call_timeout: float = DEFAULT_CALL_TIMEOUT
+    # The values substituted for references, to be redacted from what the server says.
+    secrets: tuple[str, ...] = field(default=(), repr=False, compare=False)
 
 
-def looks_secret(key: str) -> bool:
-    lowered = key.lower()
-    return any(word in lowered for word in SECRET_KEY_WORDS)
+REFERENCE_HINT = (
+    "write the secret part as a reference to an environment variable, e.g. ${API_TOKEN}, "
+    "and set the variable in AgentDesk's environment or .env"
+)
 
 
 def suggested_variable(key: str) -> str:
@@ -115,17 +121,15 @@ def value_problem(key: str, value: Any) -> str:
     literal = REFERENCE.sub("", value)
     if "${" in literal:
         return "has a malformed reference; write ${NAME} with NAME made of letters, digits and _"
-    if looks_secret(key) and value:
-        prefix_only = literal == "" or (
-            value.startswith(literal) and SECRET_PREFIX.fullmatch(literal) is not None
+    if looks_secret(key) and value and not is_reference(value):
+        name = suggested_variable(key)
+        return (
+            "looks like a secret, so its value must be a reference to an environment "
+            f'variable, e.g. "${{{name}}}" (or "Bearer ${{{name}}}"), not the secret '
+            "itself; set the variable in AgentDesk's environment or .env"
         )
-        if literal == value or not prefix_only:
-            name = suggested_variable(key)
-            return (
-                "looks like a secret, so its value must be a reference to an environment "
-                f'variable, e.g. "${{{name}}}" (or "Bearer ${{{name}}}"), not the secret '
-                "itself; set the variable in AgentDesk's environment or .env"
-            )
+    if problem := literal_secret_problem(value):
+        return f"{problem}; {REFERENCE_HINT}"
     return ""
 
 
@@ -152,6 +156,15 @@ def args_problem(value: Any) -> str:
     for arg in value:
         if "${" in REFERENCE.sub("", arg):
             return f"'{arg}' has a malformed reference; write ${{NAME}}"
+    if problems := arg_problems(value):
+        return f"hold a literal secret ({'; '.join(problems)}); {REFERENCE_HINT}"
+    return ""
+
+
+def url_problem(url: str) -> str:
+    """Why a server URL is refused for holding a literal secret, or ""."""
+    if problem := literal_secret_problem(url):
+        return f"{problem}; {REFERENCE_HINT}"
     return ""
 
 
@@ -285,6 +298,8 @@ class MCPServer(models.Model):
             refuse("command", "A stdio server needs a command to start, e.g. npx or uvx.")
         if self.is_http and not is_http_url(self.url):
             refuse("url", "An HTTP server needs an http:// or https:// URL.")
+        elif problem := url_problem(self.url):
+            refuse("url", f"The URL is refused: {problem}.")
         if problem := args_problem(self.args):
             refuse("args", f"args {problem}.")
         for field_name, kind in (("env", "env"), ("headers", "headers")):
@@ -309,10 +324,13 @@ class MCPServer(models.Model):
             raise ValueError(f"A check marks a server active or broken, not {status!r}")
         if not isinstance(stderr_tail, str):
             stderr_tail = "\n".join(stderr_tail)
+        # Redacted before it is cut, so no secret survives in part at the cut.
+        secrets = self.referenced_values()
+        stderr_tail = redact(stderr_tail, secrets)
         tail = "\n".join(stderr_tail.splitlines()[-STDERR_TAIL_LINES:])[-STDERR_TAIL_CHARS:]
         values: dict[str, Any] = {
             "status": status,
-            "last_error": error,
+            "last_error": redact(error, secrets),
             "stderr_tail": tail,
             "last_checked_at": timezone.now(),
         }
@@ -323,6 +341,15 @@ class MCPServer(models.Model):
         for name, value in values.items():
             setattr(self, name, value)
         return True
+
+    def referenced_values(self) -> tuple[str, ...]:
+        """The values of the environment variables this server's configuration refers to (those
+        that are set): what a check or a session must never store, log or show."""
+        texts = [*self.args, *self.env.values(), self.url, *self.headers.values()]
+        names = sorted(
+            {n for text in texts if isinstance(text, str) for n in REFERENCE.findall(text)}
+        )
+        return tuple(value for name in names if (value := os.environ.get(name)))
 
     def resolved_args(self) -> tuple[str, ...]:
         return tuple(
@@ -358,6 +385,7 @@ class MCPServer(models.Model):
             url="" if stdio else self.resolved_url(),
             headers=() if stdio else tuple(self.resolved_headers().items()),
             call_timeout=self.call_timeout,
+            secrets=self.referenced_values(),
         )
 
 

@@ -30,10 +30,16 @@ def configured_specs(registry: ToolRegistry) -> list[ToolSpec]:
 
 
 def tool_catalog(
-    registry: ToolRegistry, *, capability: str | None = None, domain: str | None = None
+    registry: ToolRegistry,
+    *,
+    user: Any,
+    capability: str | None = None,
+    domain: str | None = None,
 ) -> list[dict[str, Any]]:
     """Every usable tool for people and clients: the builtin ones from the code, and the MCP
-    tools the workers discovered (from their rows, with their server's status)."""
+    tools the workers discovered (from their rows, with their server's status). A server's
+    last error is staff's to read; others get "" (it may quote the server's output)."""
+    staff = bool(getattr(user, "is_staff", False))
     builtin = [
         {**spec.as_dict(), "server": None}
         for spec in configured_specs(registry)
@@ -45,7 +51,7 @@ def tool_catalog(
             "server": {
                 "name": row.server.name,
                 "status": row.server.status,
-                "last_error": row.server.last_error,
+                "last_error": row.server.last_error if staff else "",
             },
         }
         for row in Tool.objects.filter(

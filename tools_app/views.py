@@ -15,7 +15,7 @@ from tools_app.selectors import tool_catalog
 @require_GET
 def tool_list(request: HttpRequest) -> HttpResponse:
     tools = []
-    for spec in tool_catalog(get_registry()):
+    for spec in tool_catalog(get_registry(), user=request.user):
         spec["schema_json"] = json.dumps(spec["schema"], indent=2, ensure_ascii=False)
         tools.append(spec)
     return render(request, "tools/tool_list.html", {"tools": tools, "nav": "tools"})

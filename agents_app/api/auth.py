@@ -10,6 +10,14 @@ from agents_app.core.api_keys import user_for_api_key
 
 
 class ApiKeyAuth(HttpBearer):
+    def __call__(self, request: HttpRequest) -> Any | None:
+        # ninja's HttpBearer logs any other scheme's whole header at ERROR when DEBUG is on;
+        # the header is a credential (Basic's is a password), so it is read here unlogged.
+        scheme, _, token = request.headers.get(self.header, "").partition(" ")
+        if scheme.lower() != self.openapi_scheme:
+            return None
+        return self.authenticate(request, token)
+
     def authenticate(self, request: HttpRequest, token: str) -> Any | None:
         user = user_for_api_key(token)
         if user is not None:

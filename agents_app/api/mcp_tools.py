@@ -54,7 +54,7 @@ class ApprovalList(Schema):
 class ToolServer(BaseModel):
     name: str
     status: str
-    last_error: str
+    last_error: str = Field(description='Why the server is broken; staff only, "" for others.')
 
 
 class AgentTool(BaseModel):
@@ -247,10 +247,9 @@ async def list_tools(
     """The tools AgentDesk's agents can use (not this server's own tools): builtin and from
     MCP servers, with their input schemas; optionally only those with a capability or in a
     domain."""
-    caller(ctx)
 
-    def tools() -> AgentToolList:
-        found = tool_catalog(get_registry(), capability=capability, domain=domain)
+    def tools(user: Any) -> AgentToolList:
+        found = tool_catalog(get_registry(), user=user, capability=capability, domain=domain)
         return AgentToolList.model_validate({"tools": found})
 
-    return await in_django(tools)
+    return await in_django(tools, caller(ctx))

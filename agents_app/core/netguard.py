@@ -24,9 +24,39 @@ class PrivateAddress(Exception):
         self.refused = refused
 
 
+# IPv6 prefixes that carry an IPv4 address in their low 32 bits: a host answering with one of
+# these reaches that IPv4 address (through a NAT64 or SIIT gateway, or a stack that still
+# speaks the deprecated IPv4-compatible form), so the IPv4 address is what must be public.
+# (IPv4-mapped ::ffff:0:0/96 and 6to4 2002::/16 are read by the ipaddress module itself.)
+CARRY_IPV4_LOW_BITS = (
+    ipaddress.IPv6Network("::/96"),  # IPv4-compatible, ::a.b.c.d
+    ipaddress.IPv6Network("::ffff:0:0:0/96"),  # IPv4-translated (SIIT)
+    ipaddress.IPv6Network("64:ff9b::/96"),  # NAT64 well-known prefix
+)
+# Not globally routed at all, whatever they embed (RFC 8215 local-use NAT64; Teredo, whose
+# client and server addresses sit in different fields). Python 3.11's is_global misses the
+# first, so they are named here rather than left to it.
+NEVER_PUBLIC = (ipaddress.IPv6Network("64:ff9b:1::/48"), ipaddress.IPv6Network("2001::/32"))
+
+
+def embedded_ipv4(address: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
+    """The IPv4 address an IPv4-mapped, -compatible or -translated, NAT64 or 6to4 address stands
+    for; None for any other IPv6 address."""
+    if address.ipv4_mapped is not None:
+        return address.ipv4_mapped
+    if address.sixtofour is not None:
+        return address.sixtofour
+    if any(address in network for network in CARRY_IPV4_LOW_BITS):
+        return ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
+    return None
+
+
 def is_public(address: IPAddress) -> bool:
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped:
-        address = address.ipv4_mapped
+    if isinstance(address, ipaddress.IPv6Address):
+        if any(address in network for network in NEVER_PUBLIC):
+            return False
+        if (embedded := embedded_ipv4(address)) is not None:
+            address = embedded
     # is_global is False for loopback, private, link-local, CGNAT, reserved and unspecified.
     return address.is_global and not address.is_multicast
 

@@ -77,6 +77,20 @@ def test_a_malformed_authorization_header_is_refused(db, header):
     assert_error(client.get(RUNS), 401, "UNAUTHORIZED")
 
 
+@pytest.mark.parametrize(
+    "header", ["Basic b3duZXI6b3duZXItcGFzcy0xMjM=", "Token adk_secret_value", "adk_secret_value"]
+)
+def test_an_authorization_header_is_never_logged(db, settings, caplog, header):
+    settings.DEBUG = True  # ninja logged other schemes in full only with DEBUG on
+    client = Client(enforce_csrf_checks=True, headers={"authorization": header})
+
+    with caplog.at_level("DEBUG"):
+        assert_error(client.get(RUNS), 401, "UNAUTHORIZED")
+
+    credential = header.split(" ")[-1]
+    assert not [r.getMessage() for r in caplog.records if credential in r.getMessage()]
+
+
 def test_an_anonymous_client_is_refused_with_a_hint(anonymous_client):
     error = assert_error(anonymous_client.get(RUNS), 401, "UNAUTHORIZED")
 

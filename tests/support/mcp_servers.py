@@ -19,6 +19,7 @@ NPM_PACKAGES = [
 ]
 LOOPBACK = Path(__file__).with_name("loopback.cjs")
 ECHO_SERVER = Path(__file__).with_name("echo_mcp_server.py")
+LEAKY_SERVER = Path(__file__).with_name("leaky_mcp_server.py")
 VENV_BIN = Path(sys.executable).parent
 
 

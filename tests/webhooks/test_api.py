@@ -3,6 +3,7 @@ import json
 import pytest
 
 from agents_app.models import AuditEvent, Webhook, WebhookDelivery
+from tests.support.addresses import DISGUISED_PRIVATE_HOSTS, PLAIN_PRIVATE_HOSTS
 from tests.support.api import assert_error
 
 PUBLIC_URL = "https://93.184.215.14/hook"
@@ -48,6 +49,13 @@ def test_it_refuses_a_url_that_is_not_http(owner_api):
 )
 def test_it_refuses_a_private_url(owner_api, url):
     error = assert_error(post(owner_api, {"url": url}), 400, "VALIDATION_ERROR")
+    assert "private" in error["message"]
+    assert not Webhook.objects.exists()
+
+
+@pytest.mark.parametrize("host", DISGUISED_PRIVATE_HOSTS + PLAIN_PRIVATE_HOSTS)
+def test_it_refuses_a_private_address_spelt_as_ipv6(owner_api, host):
+    error = assert_error(post(owner_api, {"url": f"http://{host}/hook"}), 400, "VALIDATION_ERROR")
     assert "private" in error["message"]
     assert not Webhook.objects.exists()
 

@@ -29,6 +29,7 @@ from mcp_types import CONNECTION_CLOSED
 
 from tools_app.models import ServerConfig
 from tools_app.registry import Tool, ToolContext, ToolError, ToolResult, ToolSpec
+from tools_app.secrecy import redact, redact_all
 
 logger = logging.getLogger(__name__)
 
@@ -56,13 +57,15 @@ def describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
-def stderr_tail(stream: Any) -> str:
+def stderr_tail(stream: Any, secrets: tuple[str, ...] = ()) -> str:
+    """The last lines the server wrote to stderr, `secrets` redacted (before the cut, so none
+    survives in part)."""
     if stream is None:
         return ""
     try:
         stream.flush()
         stream.seek(0)
-        lines = stream.read().splitlines()
+        lines = redact(stream.read(), secrets).splitlines()
     except (OSError, ValueError):
         return ""
     return "\n".join(lines[-STDERR_TAIL_LINES:])
@@ -112,8 +115,10 @@ async def list_all_tools(session: ClientSession) -> list[DiscoveredTool]:
             return tools
 
 
-def call_result(result: Any) -> ToolResult:
-    """A CallToolResult as a ToolResult: `is_error` is a failure with the server's message."""
+def call_result(result: Any, secrets: tuple[str, ...] = ()) -> ToolResult:
+    """A CallToolResult as a ToolResult: `is_error` is a failure with the server's message.
+    The server's own secrets are redacted from it: a tool that prints its environment must not
+    hand them to the model, the run's events or the page."""
     texts, other = [], []
     for block in result.content or []:
         if getattr(block, "type", None) == "text":
@@ -125,6 +130,7 @@ def call_result(result: Any) -> ToolResult:
         content["structured"] = result.structured_content
     if other:
         content["other_content"] = other
+    content = redact_all(content, secrets)
     if result.is_error:
         return ToolResult(ok=False, content=content, error=content["text"] or "the tool failed")
     return ToolResult(ok=True, content=content)
@@ -160,7 +166,9 @@ class ServerConnection:
                 connected = await self.attempt(errlog)
                 if self.closing:
                     break
-                await self.pool.broken(self, self.last_error, stderr_tail(errlog))
+                await self.pool.broken(
+                    self, self.last_error, stderr_tail(errlog, self.config.secrets)
+                )
             self.attempted.set()
             if connected:
                 backoff = self.pool.reconnect_delay
@@ -185,7 +193,7 @@ class ServerConnection:
         except asyncio.CancelledError:
             raise
         except BaseException as exc:  # anyio raises groups; every failure means reconnect
-            self.last_error = self.call_failure or describe(exc)
+            self.last_error = self.call_failure or self.hide(describe(exc))
         else:
             self.last_error = self.call_failure or "the server closed the connection"
         finally:
@@ -226,15 +234,22 @@ class ServerConnection:
             raise ToolError(f"{qualified} timed out after {timeout:g} s") from None
         except MCPError as exc:
             if exc.error.code != CONNECTION_CLOSED:
-                raise ToolError(f"{qualified}: {exc.error.message}") from None
+                raise ToolError(f"{qualified}: {self.hide(exc.error.message)}") from None
             self.call_failure = f"the server closed the connection during a call to {tool}"
             self.wake.set()
             raise ToolError(f"{qualified}: {self.call_failure}") from None
         except Exception as exc:
-            self.call_failure = f"the server failed during a call to {tool}: {describe(exc)}"
+            self.call_failure = (
+                f"the server failed during a call to {tool}: {self.hide(describe(exc))}"
+            )
             self.wake.set()
             raise ToolError(f"{qualified}: {self.call_failure}") from None
-        return call_result(result)
+        return call_result(result, self.config.secrets)
+
+    def hide(self, text: str) -> str:
+        """`text` from or about the server with the values substituted into its configuration
+        redacted: what the server says may quote its own environment."""
+        return redact(text, self.config.secrets)
 
     async def close(self) -> None:
         self.closing = True
@@ -440,8 +455,9 @@ def check_servers(server_ids: list[int]) -> list[tuple[str, str, str]]:
                 async with open_session(config, errlog) as session:
                     tools = await list_all_tools(session)
             except Exception as exc:
-                error = describe(exc)
-                await asyncio.to_thread(store.record_broken, server.pk, error, stderr_tail(errlog))
+                error = redact(describe(exc), config.secrets)
+                tail = stderr_tail(errlog, config.secrets)
+                await asyncio.to_thread(store.record_broken, server.pk, error, tail)
                 return server.name, "broken", error
         await asyncio.to_thread(store.record_active, server.pk, config, tools)
         return server.name, "active", ""

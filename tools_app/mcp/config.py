@@ -29,6 +29,7 @@ from tools_app.models import (
     args_problem,
     is_http_url,
     mapping_problems,
+    url_problem,
 )
 
 DEFAULT_APPROVAL_LEVEL = MCPServer._meta.get_field("default_approval_level").default
@@ -181,6 +182,8 @@ def _entry(name: str, entry: Any, errors: list[str], warnings: list[str]) -> dic
         result["url"] = entry.get("url", "")
         if not isinstance(result["url"], str) or not is_http_url(result["url"]):
             error("url", "needs an http:// or https:// URL")
+        elif problem := url_problem(result["url"]):
+            error("url", problem)
         result["headers"] = entry.get("headers", {})
         for key, problem in mapping_problems(result["headers"], kind="headers"):
             error("headers", problem, *([key] if key else []))

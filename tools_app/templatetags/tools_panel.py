@@ -14,7 +14,8 @@ def panel_context() -> dict:
     }
 
 
-@register.inclusion_tag("tools/partials/servers_panel.html")
-def servers_panel() -> dict:
-    """The header's MCP server dropdown: each server's status, and why a broken one is broken."""
-    return panel_context()
+@register.inclusion_tag("tools/partials/servers_panel.html", takes_context=True)
+def servers_panel(context: template.Context) -> dict:
+    """The header's MCP server dropdown: each server's status, and for staff why a broken one is
+    broken (a server's error and stderr may quote its configuration)."""
+    return {**panel_context(), "user": context.get("user")}

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.addresses import DISGUISED_PRIVATE_HOSTS, PLAIN_PRIVATE_HOSTS
 from tools_app.builtin import HttpGetTool
 from tools_app.registry import ToolContext, ToolRegistry, ToolResult
 
@@ -264,6 +265,15 @@ def test_it_refuses_loopback_and_private_addresses(site, url):
     port = site.rsplit(":", 1)[1]
 
     result = fetch(url.format(port=port), allow_private=False)
+
+    assert not result.ok
+    assert result.error.startswith("Refusing to fetch")
+    assert "only public internet addresses are allowed" in result.error
+
+
+@pytest.mark.parametrize("host", DISGUISED_PRIVATE_HOSTS + PLAIN_PRIVATE_HOSTS)
+def test_it_refuses_private_addresses_spelt_as_ipv6(host):
+    result = fetch(f"http://{host}/latest/meta-data/", allow_private=False)
 
     assert not result.ok
     assert result.error.startswith("Refusing to fetch")

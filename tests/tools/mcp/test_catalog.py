@@ -26,8 +26,8 @@ def server():
     return server
 
 
-def test_the_api_lists_mcp_tools_with_their_servers_status(client, owner, api_key_for, server):
-    tools = client.get("/api/v1/tools", HTTP_AUTHORIZATION=api_key_for(owner).decode()).json()[
+def test_the_api_lists_mcp_tools_with_their_servers_status(client, staff, api_key_for, server):
+    tools = client.get("/api/v1/tools", HTTP_AUTHORIZATION=api_key_for(staff).decode()).json()[
         "tools"
     ]
     echo = next(t for t in tools if t["name"] == "remote.echo")
@@ -38,6 +38,16 @@ def test_the_api_lists_mcp_tools_with_their_servers_status(client, owner, api_ke
     }
     assert echo["source"] == "mcp" and echo["approval_level"] == "moderate"
     assert any(t["name"] == "read_file" and t["server"] is None for t in tools)
+
+
+def test_a_user_who_is_not_staff_sees_that_a_server_is_down_not_its_error(
+    client, owner, api_key_for, server
+):
+    tools = client.get("/api/v1/tools", HTTP_AUTHORIZATION=api_key_for(owner).decode()).json()[
+        "tools"
+    ]
+    echo = next(t for t in tools if t["name"] == "remote.echo")
+    assert echo["server"] == {"name": "remote", "status": "broken", "last_error": ""}
 
 
 def test_tools_staff_disabled_are_neither_listed_nor_offered(client, owner, api_key_for, server):
