@@ -5,6 +5,7 @@ from typing import Any
 
 from django import forms
 
+from agents_app.core.inputs import STORED_INT_MAX
 from agents_app.models import Decision, Remember, TimeoutStrategy
 
 
@@ -22,10 +23,11 @@ class TaskForm(forms.Form):
         required=False,
         widget=forms.Textarea(attrs={"rows": 4, "placeholder": '{"repository": "…"}'}),
     )
-    max_tokens = forms.IntegerField(required=False, min_value=1)
-    max_tool_calls = forms.IntegerField(required=False, min_value=1)
+    # Bounded by their columns (PositiveIntegerField), so PostgreSQL never sees a bigger one.
+    max_tokens = forms.IntegerField(required=False, min_value=1, max_value=STORED_INT_MAX)
+    max_tool_calls = forms.IntegerField(required=False, min_value=1, max_value=STORED_INT_MAX)
     approve_plan = forms.BooleanField(required=False, label="Show me the plan first")
-    approval_timeout = forms.IntegerField(required=False, min_value=1)
+    approval_timeout = forms.IntegerField(required=False, min_value=1, max_value=STORED_INT_MAX)
     approval_on_timeout = forms.ChoiceField(
         required=False,
         choices=[("", "the site's default"), *TimeoutStrategy.choices],
