@@ -5,10 +5,12 @@ same things with the same 400 instead of one of them raising deep in the driver.
   `integer` (SQLite would take up to 2^63 - 1 and PostgreSQL then fails on the same value).
 - An integer that is only compared (an id, a seq, a page's offset) must fit `bigint`: SQLite's
   driver raises OverflowError beyond it.
+- JSON numbers must be finite (Python's json reads NaN and Infinity; no database takes them).
 - Text must encode as UTF-8 (JSON's "\\ud800" decodes to a lone surrogate that does not) and
   must not hold NUL, which PostgreSQL refuses in text and in jsonb.
 """
 
+import math
 from typing import Any
 
 # A PositiveIntegerField's column (PostgreSQL `integer`).
@@ -36,12 +38,15 @@ def json_problem(value: Any, path: str = "") -> tuple[str, str] | None:
     if isinstance(value, str):
         problem = text_problem(value)
         return (path, problem) if problem else None
+    if isinstance(value, float) and not math.isfinite(value):
+        # NaN and Infinity are not JSON: jsonb and SQLite's JSON_VALID refuse them.
+        return (path, "must be a finite number (NaN and Infinity are not JSON)")
     if isinstance(value, dict):
         for key, item in value.items():
             key_path = f"{path}.{key}" if path else str(key)
             if isinstance(key, str) and (problem := text_problem(key)):
-                # The key itself cannot be shown; its parent names where it is.
-                return (path or "(key)", f"a key {problem}")
+                # The key itself cannot be shown; its parent ("" at the top) says where it is.
+                return (path, f"has a key that {problem}")
             found = json_problem(item, key_path)
             if found:
                 return found

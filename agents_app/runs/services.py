@@ -50,7 +50,7 @@ def _validate_task(text: str, context: Any) -> None:
         path, problem = found
         raise DomainError(
             ErrorCode.VALIDATION_ERROR,
-            f"The context {problem} (at {path})",
+            f"The context cannot be stored: {f'{path} ' if path else ''}{problem}",
             {"field": "context", "path": path},
         )
     size = len(json.dumps(context, ensure_ascii=False).encode())

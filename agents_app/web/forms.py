@@ -5,7 +5,7 @@ from typing import Any
 
 from django import forms
 
-from agents_app.core.inputs import STORED_INT_MAX
+from agents_app.core.inputs import STORED_INT_MAX, json_problem
 from agents_app.models import Decision, Remember, TimeoutStrategy
 
 
@@ -64,4 +64,11 @@ class DecisionForm(forms.Form):
             data["arguments"] = json.loads(data.get("arguments") or "")
         except ValueError as exc:
             self.add_error("arguments", f"The arguments are not valid JSON: {exc}")
+            return data
+        if found := json_problem(data["arguments"]):
+            path, problem = found
+            self.add_error(
+                "arguments",
+                f"The arguments cannot be stored: {f'{path} ' if path else ''}{problem}",
+            )
         return data

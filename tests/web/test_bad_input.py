@@ -4,7 +4,7 @@ driver: budgets fit their columns, ids in a bulk approval fit bigint."""
 import pytest
 
 from agents_app.models import Approval, ApprovalStatus, Task
-from tests.support.approvals import pending
+from tests.support.approvals import decide_url, pending
 
 
 @pytest.mark.parametrize("field", ["max_tokens", "max_tool_calls", "approval_timeout"])
@@ -29,4 +29,32 @@ def test_a_bulk_approval_of_an_impossible_id_approves_nothing(owner, owner_sessi
 
     assert response.status_code == 302
     # Not dropped and so widened to every pending call of the tool: it matches none.
+    assert Approval.objects.get(pk=waiting.pk).status == ApprovalStatus.PENDING
+
+
+@pytest.mark.parametrize(
+    "context", ['{"notes": "a\\u0000b"}', '{"a\\u0000": 1}', '{"x": NaN}', '{"x": [Infinity]}']
+)
+def test_a_context_no_database_can_store_is_refused_on_the_form(
+    owner_session, llm_configured, context
+):
+    response = owner_session.post("/tasks/new/", {"task": "Write a haiku", "context": context})
+
+    html = response.content.decode()
+    assert response.status_code == 400
+    assert "The context cannot be stored" in html
+    assert ">\nWrite a haiku</textarea>" in html
+    assert not Task.objects.exists()
+
+
+@pytest.mark.parametrize("arguments", ['{"to": "ann", "text": "a\\u0000"}', '{"to": NaN}'])
+def test_modified_arguments_no_database_can_store_are_refused(owner, owner_session, arguments):
+    waiting = pending(owner, tool="send")
+
+    response = owner_session.post(
+        decide_url(waiting), {"decision": "modify", "arguments": arguments}
+    )
+
+    assert response.status_code == 400
+    assert "The arguments cannot be stored" in response.content.decode()
     assert Approval.objects.get(pk=waiting.pk).status == ApprovalStatus.PENDING

@@ -69,9 +69,10 @@ def test_list_tools_refuse_a_huge_page_or_id(owner_mcp, tool, arguments, field):
     [
         ('{"task": "Sum\\u0000marise"}', "task"),
         ('{"task": "Go", "context": {"notes": "a\\u0000b"}}', "context"),
+        ('{"task": "Go", "context": {"x": NaN}}', "context"),
     ],
 )
-def test_submit_task_refuses_nul_which_postgresql_cannot_store(web, owner_key, arguments, field):
+def test_submit_task_refuses_what_no_database_can_store(web, owner_key, arguments, field):
     answer = raw_call(web, owner_key, "submit_task", arguments)
 
     assert answer["result"]["isError"] is True
