@@ -11,6 +11,16 @@ from django.http import HttpRequest
 from ninja import Field, Query, Router, Schema, Status
 
 from agents_app.api.pagination import page_of
+from agents_app.api.schemas import (
+    Flag,
+    Id,
+    JsonObject,
+    NonBlankText,
+    Page,
+    PageSize,
+    Text,
+    errors,
+)
 from agents_app.approvals import decisions, rules, selectors
 from agents_app.approvals.policy import YOLO_PERMISSION, yolo_active
 from agents_app.approvals.presenters import approval_payload
@@ -26,6 +36,8 @@ from agents_app.models import (
 router = Router(tags=["approvals"])
 
 BULK_MAX = 1000
+# ApprovalRule.tool's column.
+TOOL_MAX = 200
 
 
 class ApprovalLinks(Schema):
@@ -71,15 +83,15 @@ class ApprovalPage(Schema):
 
 class ApprovalQuery(Schema):
     status: ApprovalStatus | None = None
-    run_id: int | None = None
-    tool: str | None = None
-    page: int = Field(default=1, ge=1)
-    page_size: int = Field(default=20, ge=1, le=100)
+    run_id: Id | None = None
+    tool: Text | None = None
+    page: Page = 1
+    page_size: PageSize = 20
 
 
 class DecisionIn(Schema):
     decision: Decision
-    arguments: dict[str, Any] | None = Field(
+    arguments: JsonObject | None = Field(
         default=None, description="modify only: the arguments to run instead; they must fit."
     )
     remember: Remember = Field(
@@ -90,12 +102,12 @@ class DecisionIn(Schema):
 
 class BulkIn(Schema):
     decision: Decision = Field(description="approve, skip, deny or cancel.")
-    tool: str | None = Field(
+    tool: NonBlankText | None = Field(
         default=None,
-        min_length=1,
+        max_length=TOOL_MAX,
         description=f"Your pending approvals of this tool, the oldest {BULK_MAX} of them.",
     )
-    ids: list[int] | None = Field(default=None, max_length=BULK_MAX)
+    ids: list[Id] | None = Field(default=None, max_length=BULK_MAX)
 
 
 class Refused(Schema):
@@ -110,8 +122,8 @@ class BulkOut(Schema):
 
 
 class RuleIn(Schema):
-    tool: str
-    arguments: dict[str, Any] | None = Field(
+    tool: NonBlankText = Field(max_length=TOOL_MAX)
+    arguments: JsonObject | None = Field(
         default=None, description="null: every call of the tool; an object: this exact call."
     )
 
@@ -131,7 +143,7 @@ class RuleList(Schema):
 
 
 class PreferencesIn(Schema):
-    yolo: bool = Field(description="Run every tool call without asking.")
+    yolo: Flag = Field(description="Run every tool call without asking.")
 
 
 class PreferencesOut(Schema):
@@ -173,7 +185,11 @@ def get_approval(request: HttpRequest, approval_id: int):
     return approval_payload(selectors.approval_get(user=request.user, approval_id=approval_id))
 
 
-@router.post("/approvals/{int:approval_id}", response=ApprovalOut, summary="Decide an approval")
+@router.post(
+    "/approvals/{int:approval_id}",
+    response={200: ApprovalOut, **errors(409)},
+    summary="Decide an approval",
+)
 def decide_approval(request: HttpRequest, approval_id: int, payload: DecisionIn):
     """approve | modify (with `arguments` that fit the tool's schema) | skip (the step) |
     deny (the call; the model goes on without it) | cancel (the run). The first decision
@@ -253,7 +269,11 @@ def get_preferences(request: HttpRequest):
     return preferences_out(request.user)
 
 
-@router.put("/preferences", response=PreferencesOut, summary="Turn YOLO mode on or off")
+@router.put(
+    "/preferences",
+    response={200: PreferencesOut, **errors(403)},
+    summary="Turn YOLO mode on or off",
+)
 def set_preferences(request: HttpRequest, payload: PreferencesIn):
     """Turning YOLO mode on needs the permission staff grant: 403 FORBIDDEN without it."""
     rules.yolo_set(user=request.user, on=payload.yolo, interface=AuditInterface.API)

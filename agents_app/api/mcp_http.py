@@ -85,9 +85,47 @@ async def mcp_app(scope: dict, receive: Any, send: Any) -> None:
             )
             await response(scope, receive, send)
             return
+        body = await read_body(scope, receive, settings.DATA_UPLOAD_MAX_MEMORY_SIZE)
+        if body is None:
+            # The SDK's own limit answers this in plain text; clients read the envelope.
+            response = envelope_response(
+                ErrorCode.PAYLOAD_TOO_LARGE,
+                f"The request body is larger than {settings.DATA_UPLOAD_MAX_MEMORY_SIZE} bytes",
+                {"max_bytes": settings.DATA_UPLOAD_MAX_MEMORY_SIZE},
+            )
+            await response(scope, receive, send)
+            return
         manager = session_manager()
         async with manager.run():
-            await manager.handle_request({**scope, SCOPE_USER: user}, receive, send)
+            await manager.handle_request({**scope, SCOPE_USER: user}, replay(body, receive), send)
+
+
+async def read_body(scope: dict, receive: Any, limit: int) -> bytes | None:
+    """The whole request body, or None once it is over `limit` bytes (declared or sent)."""
+    headers = dict(scope.get("headers") or [])
+    declared = headers.get(b"content-length", b"")
+    if declared.isdigit() and int(declared) > limit:
+        return None
+    body = bytearray()
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            return bytes(body)  # the client went away; the SDK sees an empty request
+        body.extend(message.get("body", b""))
+        if len(body) > limit:
+            return None
+        if not message.get("more_body", False):
+            return bytes(body)
+
+
+def replay(body: bytes, receive: Any) -> Callable:
+    """A `receive` that hands over the body already read, then the client's next messages."""
+    pending = [{"type": "http.request", "body": body, "more_body": False}]
+
+    async def receive_again() -> dict:
+        return pending.pop() if pending else await receive()
+
+    return receive_again
 
 
 def relative_path(scope: dict) -> str:

@@ -13,7 +13,18 @@ from pydantic import BaseModel, ConfigDict, Field
 from agents_app.api.approvals import ApprovalOut
 from agents_app.api.mcp_server import caller, in_django, tool
 from agents_app.api.pagination import page_of
-from agents_app.api.schemas import RunDetail, RunLinks, RunSummary
+from agents_app.api.schemas import (
+    Count,
+    Id,
+    JsonObject,
+    NonBlankText,
+    Page,
+    PageSize,
+    RunDetail,
+    RunLinks,
+    RunSummary,
+    Text,
+)
 from agents_app.approvals import decisions
 from agents_app.approvals import selectors as approval_selectors
 from agents_app.approvals.presenters import approval_payload
@@ -82,20 +93,18 @@ class AgentToolList(BaseModel):
 READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 
 
-RunId = Annotated[int, Field(description="The run's id (run_id from submit_task or list_runs).")]
+RunId = Annotated[Id, Field(description="The run's id (run_id from submit_task or list_runs).")]
 
 
 @tool(annotations=ToolAnnotations(destructive_hint=False, open_world_hint=True))
 async def submit_task(
     ctx: Context,
-    task: Annotated[str, Field(description="What the agent should do.")],
+    task: Annotated[NonBlankText, Field(description="What the agent should do.")],
     context: Annotated[
-        dict[str, Any] | None, Field(description="Any JSON object the agent may use, < 1 MB.")
+        JsonObject | None, Field(description="Any JSON object the agent may use, < 1 MB.")
     ] = None,
-    max_tokens: Annotated[
-        int | None, Field(ge=1, description="LLM token budget of the run.")
-    ] = None,
-    max_tool_calls: Annotated[int | None, Field(ge=1, description="Tool call budget.")] = None,
+    max_tokens: Annotated[Count | None, Field(description="LLM token budget of the run.")] = None,
+    max_tool_calls: Annotated[Count | None, Field(description="Tool call budget.")] = None,
 ) -> SubmittedRun:
     """Queue a task for an agent. Returns the new run's id, status (queued) and links;
     follow it with get_run."""
@@ -137,8 +146,8 @@ async def get_run(ctx: Context, run_id: RunId) -> RunWithResult:
 async def list_runs(
     ctx: Context,
     status: Annotated[RunStatus | None, Field(description="Only runs with this status.")] = None,
-    page: Annotated[int, Field(ge=1, description="1-based page number.")] = 1,
-    page_size: Annotated[int, Field(ge=1, le=100, description="Runs per page.")] = 20,
+    page: Page = 1,
+    page_size: Annotated[PageSize, Field(description="Runs per page.")] = 20,
 ) -> RunList:
     """Your runs, newest first, optionally only those with one status."""
 
@@ -182,9 +191,9 @@ async def list_approvals(
     status: Annotated[
         ApprovalStatus | None, Field(description="Only approvals with this status; null: all.")
     ] = ApprovalStatus.PENDING,
-    run_id: Annotated[int | None, Field(description="Only this run's approvals.")] = None,
-    page: Annotated[int, Field(ge=1, description="1-based page number.")] = 1,
-    page_size: Annotated[int, Field(ge=1, le=100, description="Approvals per page.")] = 20,
+    run_id: Annotated[Id | None, Field(description="Only this run's approvals.")] = None,
+    page: Page = 1,
+    page_size: Annotated[PageSize, Field(description="Approvals per page.")] = 20,
 ) -> ApprovalList:
     """The tool calls (and plans) of your runs that wait for your decision, newest first:
     each with its tool, arguments, risk, level and the step's reasoning. Decide one with
@@ -204,7 +213,7 @@ async def list_approvals(
 @tool(annotations=ToolAnnotations(destructive_hint=True, idempotent_hint=False))
 async def decide_approval(
     ctx: Context,
-    approval_id: Annotated[int, Field(description="The approval's id, from list_approvals.")],
+    approval_id: Annotated[Id, Field(description="The approval's id, from list_approvals.")],
     decision: Annotated[
         Decision,
         Field(
@@ -213,7 +222,7 @@ async def decide_approval(
         ),
     ],
     arguments: Annotated[
-        dict[str, Any] | None,
+        JsonObject | None,
         Field(description="modify only: the arguments to run instead; they must fit the tool."),
     ] = None,
     remember: Annotated[
@@ -241,8 +250,8 @@ async def decide_approval(
 @tool(annotations=READ_ONLY)
 async def list_tools(
     ctx: Context,
-    capability: Annotated[str | None, Field(description="e.g. FILE_READ")] = None,
-    domain: Annotated[str | None, Field(description="e.g. file_operations")] = None,
+    capability: Annotated[Text | None, Field(description="e.g. FILE_READ")] = None,
+    domain: Annotated[Text | None, Field(description="e.g. file_operations")] = None,
 ) -> AgentToolList:
     """The tools AgentDesk's agents can use (not this server's own tools): builtin and from
     MCP servers, with their input schemas; optionally only those with a capability or in a

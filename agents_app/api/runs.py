@@ -17,8 +17,10 @@ from agents_app.api.schemas import (
     RunPage,
     RunSummary,
     TaskIn,
+    errors,
 )
 from agents_app.core.errors import ERROR_STATUS, ErrorCode
+from agents_app.core.inputs import QUERY_INT_MAX
 from agents_app.models import TERMINAL_STATUSES, AuditInterface, Run, RunStatus
 from agents_app.runs import presenters, selectors, services
 from agents_app.runs.presenters import plan_out, run_links, run_summary
@@ -30,7 +32,15 @@ router = Router(tags=["runs"])
 WAIT_POLL_SECONDS = 0.2
 
 
-@router.post("/agent/task", response={200: dict, 202: Accepted}, summary="Submit a task")
+# With `wait`, a run that failed answers its own error's status (finished_response).
+RUN_ERROR_STATUSES = sorted({*ERROR_STATUS.values(), 409})
+
+
+@router.post(
+    "/agent/task",
+    response={200: dict, 202: Accepted, **errors(*RUN_ERROR_STATUSES)},
+    summary="Submit a task",
+)
 def submit_task(request: HttpRequest, payload: TaskIn):
     """Queue a task for an agent. 202 with the run's links, or with `wait` 200 and the
     AgentResult once the run finishes (202 if it is still running when the wait ends, or at
@@ -105,7 +115,7 @@ def get_run(request: HttpRequest, run_id: int):
 def run_events(
     request: HttpRequest,
     run_id: int,
-    after: int = Query(0, ge=0),
+    after: int = Query(0, ge=0, le=QUERY_INT_MAX),
     limit: int = Query(500, ge=1, le=1000),
 ):
     """JSON pages of the log; with `Accept: text/event-stream`, server-sent events instead:
@@ -127,7 +137,9 @@ def run_events(
 
 
 @router.post(
-    "/runs/{int:run_id}/restart", response={201: RunSummary}, summary="Restart a finished run"
+    "/runs/{int:run_id}/restart",
+    response={201: RunSummary, **errors(409, 503)},
+    summary="Restart a finished run",
 )
 def restart_run(request: HttpRequest, run_id: int):
     """A new attempt of the run's task (201). 409 while the run is still going."""
@@ -136,7 +148,9 @@ def restart_run(request: HttpRequest, run_id: int):
     return Status(201, run_summary(new_run))
 
 
-@router.post("/runs/{int:run_id}/cancel", response=RunSummary, summary="Cancel a run")
+@router.post(
+    "/runs/{int:run_id}/cancel", response={200: RunSummary, **errors(409)}, summary="Cancel a run"
+)
 def cancel_run(request: HttpRequest, run_id: int):
     """Stops the run at its next checkpoint: no new LLM or tool call starts. 409 if finished."""
     run = selectors.run_get(user=request.user, run_id=run_id)

@@ -1,31 +1,102 @@
 """The REST API's request and response schemas (django-ninja), which also document it in
-OpenAPI. The MCP server reuses them for its structured output."""
+OpenAPI. The MCP server reuses them for its structured output.
+
+Inputs use the constrained types below, so every integer has a bound a column can hold, every
+text is storable on SQLite and PostgreSQL alike (`agents_app.core.inputs`), and booleans and
+body integers are strict (`{"yolo": 0}` is no boolean). A value outside them is a 400
+VALIDATION_ERROR naming the field, the same from REST and MCP."""
 
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any, Literal
 
 from ninja import Field, Schema
+from pydantic import AfterValidator, StrictBool, StrictInt
 
+from agents_app.core.errors import ErrorCode
+from agents_app.core.inputs import (
+    PAGE_MAX,
+    QUERY_INT_MAX,
+    STORED_INT_MAX,
+    json_problem,
+    text_problem,
+)
 from agents_app.models import RunStatus, TimeoutStrategy
 from agents_app.runs.services import APPROVAL_TIMEOUT_MAX
 
 
-class TaskIn(Schema):
-    task: str = Field(description="What the agent should do.")
-    context: dict[str, Any] | None = Field(default=None, description="Any JSON object, < 1 MB.")
-    wait: bool = Field(default=False, description="Answer with the AgentResult once finished.")
-    wait_timeout: float | None = Field(
-        default=None, gt=0, description="Seconds to wait (capped by API_MAX_WAIT)."
+def _storable_text(value: str) -> str:
+    problem = text_problem(value)
+    if problem:
+        raise ValueError(problem)
+    return value
+
+
+def _storable_json(value: Any) -> Any:
+    found = json_problem(value)
+    if found:
+        path, problem = found
+        raise ValueError(f"{path}: {problem}" if path else problem)
+    return value
+
+
+# Text that SQLite and PostgreSQL both store: valid UTF-8, no NUL.
+Text = Annotated[str, AfterValidator(_storable_text)]
+# Text that must say something: `""` and blanks are refused by the schema as by the services.
+NonBlankText = Annotated[str, Field(min_length=1, pattern=r"\S"), AfterValidator(_storable_text)]
+# A JSON object whose keys and strings are all storable.
+JsonObject = Annotated[dict[str, Any], AfterValidator(_storable_json)]
+# A count stored in a PositiveIntegerField (a budget, seconds): JSON integers only.
+Count = Annotated[StrictInt, Field(ge=1, le=STORED_INT_MAX)]
+# An id in a body or a query (BigAutoField).
+Id = Annotated[int, Field(ge=1, le=QUERY_INT_MAX)]
+Page = Annotated[int, Field(ge=1, le=PAGE_MAX, description="1-based page number.")]
+PageSize = Annotated[int, Field(ge=1, le=100, description="Items per page.")]
+Flag = StrictBool
+
+
+class ErrorDetail(Schema):
+    code: ErrorCode
+    message: str
+    http_status: int
+    details: dict[str, Any]
+    trace_id: str
+    timestamp: datetime
+
+
+class ErrorEnvelope(Schema):
+    """Seed 000's error envelope: every 4xx and 5xx of the API."""
+
+    success: Literal[False]
+    error: ErrorDetail
+    result: dict[str, Any] | None = Field(
+        default=None, description="A waited-for run that failed: its AgentResult."
     )
-    max_tokens: int | None = Field(default=None, ge=1, description="LLM token budget of the run.")
-    max_tool_calls: int | None = Field(default=None, ge=1, description="Tool call budget.")
-    approve_plan: bool = Field(
+
+
+def errors(*statuses: int) -> dict[int, type[ErrorEnvelope]]:
+    """Error answers an operation gives beyond the ones every operation documents (see
+    `agents_app.api.site`), for a route's `response=`."""
+    return dict.fromkeys(statuses, ErrorEnvelope)
+
+
+class TaskIn(Schema):
+    task: NonBlankText = Field(description="What the agent should do.")
+    context: JsonObject | None = Field(default=None, description="Any JSON object, < 1 MB.")
+    wait: Flag = Field(default=False, description="Answer with the AgentResult once finished.")
+    wait_timeout: float | None = Field(
+        default=None,
+        gt=0,
+        le=STORED_INT_MAX,
+        allow_inf_nan=False,
+        description="Seconds to wait (capped by API_MAX_WAIT).",
+    )
+    max_tokens: Count | None = Field(default=None, description="LLM token budget of the run.")
+    max_tool_calls: Count | None = Field(default=None, description="Tool call budget.")
+    approve_plan: Flag = Field(
         default=False, description="Wait for a person to approve the plan before any step runs."
     )
-    approval_timeout: int | None = Field(
+    approval_timeout: Annotated[StrictInt, Field(ge=1, le=APPROVAL_TIMEOUT_MAX)] | None = Field(
         default=None,
-        ge=1,
-        le=APPROVAL_TIMEOUT_MAX,
         description="Seconds an approval waits for a person; null: APPROVAL_TIMEOUT.",
     )
     approval_on_timeout: TimeoutStrategy | None = Field(
@@ -138,5 +209,5 @@ class RunListQuery(Schema):
         default=None,
         description="Only runs in this status; `waiting_approval`: parked on a person's decision.",
     )
-    page: int = Field(default=1, ge=1)
-    page_size: int = Field(default=20, ge=1, le=100)
+    page: Page = 1
+    page_size: PageSize = 20

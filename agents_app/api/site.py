@@ -9,14 +9,17 @@ from typing import Any
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseNotAllowed
+from django.views.decorators.csrf import csrf_exempt
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
+from ninja.openapi.schema import OpenAPISchema
 from ninja.parser import Parser
 
 from agents_app.api.approvals import router as approvals_router
 from agents_app.api.auth import ApiKeyAuth, SessionAuth
 from agents_app.api.errors import error_response
 from agents_app.api.runs import router as agents_router
+from agents_app.api.schemas import ErrorEnvelope
 from agents_app.api.webhooks import router as webhooks_router
 from agents_app.core.errors import DomainError, ErrorCode
 from tools_app.api import router as tools_router
@@ -24,10 +27,15 @@ from tools_app.api import router as tools_router
 logger = logging.getLogger(__name__)
 
 
+def _refuse_constant(name: str) -> Any:
+    # Python's json reads NaN and Infinity, which are not JSON: PostgreSQL's jsonb refuses them.
+    raise ValueError(f"{name} is not a JSON value")
+
+
 class JsonParser(Parser):
     def parse_body(self, request: HttpRequest) -> Any:
         try:
-            return json.loads(request.body or b"{}")
+            return json.loads(request.body or b"{}", parse_constant=_refuse_constant)
         except ValueError as exc:
             raise DomainError(
                 ErrorCode.VALIDATION_ERROR,
@@ -61,12 +69,47 @@ def answer_in_envelope(view: Callable[..., HttpResponse]) -> Callable[..., HttpR
     return wrapper
 
 
+ENVELOPE_REF = {"$ref": "#/components/schemas/ErrorEnvelope"}
+
+
 class AgentDeskAPI(NinjaAPI):
     def _get_urls(self) -> list:
         patterns = super()._get_urls()
         for pattern in patterns:
             pattern.callback = answer_in_envelope(pattern.callback)
         return patterns
+
+    def get_openapi_schema(self, **kwargs: Any) -> OpenAPISchema:
+        """Every operation documents the errors any operation of its shape can answer, in the
+        envelope: 400 with parameters or a body (VALIDATION_ERROR), 401 behind auth, 404 with
+        a path parameter, 413 with a body. A route adds its own (`schemas.errors(409)`)."""
+        schema = super().get_openapi_schema(**kwargs)
+        # Routes that declare an error already put ErrorEnvelope there; this is for the rest.
+        envelope = ErrorEnvelope.model_json_schema(ref_template="#/components/schemas/{model}")
+        components = schema.setdefault("components", {}).setdefault("schemas", {})
+        for name, definition in {**envelope.pop("$defs", {}), "ErrorEnvelope": envelope}.items():
+            components.setdefault(name, definition)
+        for path, operations in schema["paths"].items():
+            for operation in operations.values():
+                statuses = set()
+                if operation.get("parameters") or "requestBody" in operation:
+                    statuses.add(400)
+                if operation.get("security"):
+                    statuses.add(401)
+                if "{" in path:
+                    statuses.add(404)
+                if "requestBody" in operation:
+                    statuses.add(413)
+                responses = operation.setdefault("responses", {})
+                for status in sorted(statuses):
+                    responses.setdefault(
+                        status,
+                        {
+                            "description": "An error, in the envelope",
+                            "content": {"application/json": {"schema": ENVELOPE_REF}},
+                        },
+                    )
+        return schema
 
 
 api = AgentDeskAPI(
@@ -157,6 +200,9 @@ def on_unexpected(request: HttpRequest, exc: Exception) -> HttpResponse:
     return response
 
 
+@csrf_exempt
 def api_not_found(request: HttpRequest, rest: str = "") -> HttpResponse:
-    """Unknown paths under /api/ answer with the envelope too, not an HTML page."""
+    """Unknown paths under /api/ answer with the envelope too, not an HTML page, for every
+    method: nothing is done here, so there is nothing for CSRF to protect (without the
+    exemption POST, PUT and DELETE got Django's HTML 403 CSRF page)."""
     return error_response(request, ErrorCode.NOT_FOUND, f"No API endpoint at {request.path}")

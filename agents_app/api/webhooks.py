@@ -6,6 +6,7 @@ from typing import Any
 from django.http import HttpRequest
 from ninja import Field, Query, Router, Schema, Status
 
+from agents_app.api.schemas import NonBlankText, Page, PageSize
 from agents_app.models import AuditInterface, WebhookEvent
 from agents_app.webhooks import selectors, services
 
@@ -13,9 +14,14 @@ router = Router(tags=["webhooks"])
 
 
 class WebhookIn(Schema):
-    url: str = Field(description="http or https URL that receives the POSTs.")
-    events: list[str] = Field(
+    url: NonBlankText = Field(
+        max_length=2000,
+        json_schema_extra={"format": "uri"},
+        description="http or https URL that receives the POSTs.",
+    )
+    events: list[WebhookEvent] = Field(
         default_factory=lambda: list(WebhookEvent.values),
+        min_length=1,
         description='Event types to send; all ("run.finished", "approval.required") if omitted.',
     )
 
@@ -58,8 +64,8 @@ class DeliveryPage(Schema):
 
 
 class DeliveryQuery(Schema):
-    page: int = Field(default=1, ge=1)
-    page_size: int = Field(default=20, ge=1, le=100)
+    page: Page = 1
+    page_size: PageSize = 20
 
 
 @router.get("/webhooks", response=WebhookList, summary="List your webhooks")

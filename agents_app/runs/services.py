@@ -16,6 +16,7 @@ from agents_app.core.audit import (
 )
 from agents_app.core.errors import DomainError, ErrorCode
 from agents_app.core.events import EventType
+from agents_app.core.inputs import STORED_INT_MAX, json_problem, text_problem
 from agents_app.models import (
     Run,
     RunStatus,
@@ -27,12 +28,14 @@ from agents_app.runs.lifecycle import finish, run_enqueue
 from agents_app.runs.writer import locked_run
 
 # Task.approval_timeout is a PositiveIntegerField: the column's range.
-APPROVAL_TIMEOUT_MAX = 2_147_483_647
+APPROVAL_TIMEOUT_MAX = STORED_INT_MAX
 
 
 def _validate_task(text: str, context: Any) -> None:
     if not isinstance(text, str) or not text.strip():
         raise DomainError(ErrorCode.VALIDATION_ERROR, "The task text is empty", {"field": "task"})
+    if problem := text_problem(text):
+        raise DomainError(ErrorCode.VALIDATION_ERROR, f"The task text {problem}", {"field": "task"})
     if len(text) > settings.TASK_MAX_CHARS:
         raise DomainError(
             ErrorCode.VALIDATION_ERROR,
@@ -43,6 +46,13 @@ def _validate_task(text: str, context: Any) -> None:
         raise DomainError(
             ErrorCode.VALIDATION_ERROR, "The context must be a JSON object", {"field": "context"}
         )
+    if found := json_problem(context):
+        path, problem = found
+        raise DomainError(
+            ErrorCode.VALIDATION_ERROR,
+            f"The context cannot be stored: {f'{path} ' if path else ''}{problem}",
+            {"field": "context", "path": path},
+        )
     size = len(json.dumps(context, ensure_ascii=False).encode())
     if size > settings.CONTEXT_MAX_BYTES:
         raise DomainError(
@@ -50,6 +60,21 @@ def _validate_task(text: str, context: Any) -> None:
             f"The context is {size} bytes; at most {settings.CONTEXT_MAX_BYTES} are allowed",
             {"field": "context", "size": size, "max_size": settings.CONTEXT_MAX_BYTES},
         )
+
+
+def _validate_budgets(**budgets: Any) -> None:
+    # Task's budget columns are PositiveIntegerFields: PostgreSQL refuses more than 2^31 - 1.
+    for field, value in budgets.items():
+        if value is not None and (
+            isinstance(value, bool)
+            or not isinstance(value, int)
+            or not 1 <= value <= STORED_INT_MAX
+        ):
+            raise DomainError(
+                ErrorCode.VALIDATION_ERROR,
+                f"{field} is a whole number from 1 to {STORED_INT_MAX}, or null",
+                {"field": field},
+            )
 
 
 def _validate_approval_options(timeout: Any, on_timeout: Any) -> None:
@@ -96,6 +121,7 @@ def task_submit(
     Raises DomainError VALIDATION_ERROR for bad input, LLM_NOT_CONFIGURED without an LLM."""
     context = {} if context is None else context
     _validate_task(text, context)
+    _validate_budgets(max_tokens=max_tokens, max_tool_calls=max_tool_calls)
     _validate_approval_options(approval_timeout, approval_on_timeout)
     refuse_while_halted()
     missing = llm_missing_settings()

@@ -14,6 +14,7 @@ from django.views.decorators.http import require_GET, require_POST
 from agents_app.approvals import decisions, rules, selectors
 from agents_app.approvals.policy import YOLO_PERMISSION
 from agents_app.core.errors import DomainError, ErrorCode
+from agents_app.core.inputs import QUERY_INT_MAX
 from agents_app.models import (
     Approval,
     ApprovalKind,
@@ -124,9 +125,12 @@ def approvals_bulk(request: HtmxHttpRequest) -> HttpResponse:
     pending = selectors.approvals_for(request.user).filter(
         status=ApprovalStatus.PENDING, kind=ApprovalKind.TOOL_CALL, tool=tool
     )
-    listed = [int(i) for i in request.POST.getlist("approval") if i.isdigit()]
+    listed = request.POST.getlist("approval")
     if listed:
-        pending = pending.filter(pk__in=listed)
+        # An id no approval can have (not ASCII digits, beyond bigint) matches none; dropping
+        # it silently would widen the bulk decision to every pending call of the tool.
+        ids = [int(i) for i in listed if i.isascii() and i.isdigit() and int(i) <= QUERY_INT_MAX]
+        pending = pending.filter(pk__in=ids)
     ids = list(pending.order_by("created_at").values_list("pk", flat=True))
     if not tool or not ids:
         messages.info(request, f"No call of {tool or 'that tool'} is waiting for you.")

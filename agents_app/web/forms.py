@@ -5,6 +5,7 @@ from typing import Any
 
 from django import forms
 
+from agents_app.core.inputs import STORED_INT_MAX, json_problem
 from agents_app.models import Decision, Remember, TimeoutStrategy
 
 
@@ -22,10 +23,11 @@ class TaskForm(forms.Form):
         required=False,
         widget=forms.Textarea(attrs={"rows": 4, "placeholder": '{"repository": "…"}'}),
     )
-    max_tokens = forms.IntegerField(required=False, min_value=1)
-    max_tool_calls = forms.IntegerField(required=False, min_value=1)
+    # Bounded by their columns (PositiveIntegerField), so PostgreSQL never sees a bigger one.
+    max_tokens = forms.IntegerField(required=False, min_value=1, max_value=STORED_INT_MAX)
+    max_tool_calls = forms.IntegerField(required=False, min_value=1, max_value=STORED_INT_MAX)
     approve_plan = forms.BooleanField(required=False, label="Show me the plan first")
-    approval_timeout = forms.IntegerField(required=False, min_value=1)
+    approval_timeout = forms.IntegerField(required=False, min_value=1, max_value=STORED_INT_MAX)
     approval_on_timeout = forms.ChoiceField(
         required=False,
         choices=[("", "the site's default"), *TimeoutStrategy.choices],
@@ -62,4 +64,11 @@ class DecisionForm(forms.Form):
             data["arguments"] = json.loads(data.get("arguments") or "")
         except ValueError as exc:
             self.add_error("arguments", f"The arguments are not valid JSON: {exc}")
+            return data
+        if found := json_problem(data["arguments"]):
+            path, problem = found
+            self.add_error(
+                "arguments",
+                f"The arguments cannot be stored: {f'{path} ' if path else ''}{problem}",
+            )
         return data

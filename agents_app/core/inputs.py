@@ -1,0 +1,58 @@
+"""What any input must be before it reaches a query, so that SQLite and PostgreSQL refuse the
+same things with the same 400 instead of one of them raising deep in the driver.
+
+- An integer that is stored must fit its column: PositiveIntegerField is PostgreSQL's
+  `integer` (SQLite would take up to 2^63 - 1 and PostgreSQL then fails on the same value).
+- An integer that is only compared (an id, a seq, a page's offset) must fit `bigint`: SQLite's
+  driver raises OverflowError beyond it.
+- JSON numbers must be finite (Python's json reads NaN and Infinity; no database takes them).
+- Text must encode as UTF-8 (JSON's "\\ud800" decodes to a lone surrogate that does not) and
+  must not hold NUL, which PostgreSQL refuses in text and in jsonb.
+"""
+
+import math
+from typing import Any
+
+# A PositiveIntegerField's column (PostgreSQL `integer`).
+STORED_INT_MAX = 2_147_483_647
+# An id, a seq, anything a query compares (`bigint`; BigAutoField ids).
+QUERY_INT_MAX = 9_223_372_036_854_775_807
+# Pages of a list: 100 per page at most, so an offset stays far inside `bigint`.
+PAGE_MAX = 1_000_000
+
+
+def text_problem(value: str) -> str | None:
+    """Why `value` cannot be stored as text, or None when it can."""
+    if "\x00" in value:
+        return "must not contain NUL (\\u0000) characters"
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return "must be valid UTF-8 (it holds a lone surrogate such as \\ud800)"
+    return None
+
+
+def json_problem(value: Any, path: str = "") -> tuple[str, str] | None:
+    """The first (path, reason) in a JSON value whose keys or strings cannot be stored, or
+    None. `path` is dotted ("context.notes.0"), as the error envelope names fields."""
+    if isinstance(value, str):
+        problem = text_problem(value)
+        return (path, problem) if problem else None
+    if isinstance(value, float) and not math.isfinite(value):
+        # NaN and Infinity are not JSON: jsonb and SQLite's JSON_VALID refuse them.
+        return (path, "must be a finite number (NaN and Infinity are not JSON)")
+    if isinstance(value, dict):
+        for key, item in value.items():
+            key_path = f"{path}.{key}" if path else str(key)
+            if isinstance(key, str) and (problem := text_problem(key)):
+                # The key itself cannot be shown; its parent ("" at the top) says where it is.
+                return (path, f"has a key that {problem}")
+            found = json_problem(item, key_path)
+            if found:
+                return found
+    elif isinstance(value, list | tuple):
+        for index, item in enumerate(value):
+            found = json_problem(item, f"{path}.{index}" if path else str(index))
+            if found:
+                return found
+    return None
