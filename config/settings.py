@@ -155,7 +155,22 @@ CHANNEL_LAYERS = {
     "default": {
         "BACKEND": "channels_redis.core.RedisChannelLayer",
         "CONFIG": {
-            "hosts": [REDIS_URL or "redis://127.0.0.1:6379/0"],
+            "hosts": [
+                {
+                    "address": REDIS_URL or "redis://127.0.0.1:6379/0",
+                    # A consumer waits for its next message in a blocking pop of up to 5 s
+                    # (channels_redis). redis-py 8 gives up on any read after 5 s by default,
+                    # so an idle socket's pop often lost the race: the consumer died of
+                    # redis.exceptions.TimeoutError and its WebSocket closed with 1011. A longer
+                    # read timeout kept a cancelled receive (a closing consumer, daphne
+                    # stopping) going for up to that long. So none: the server answers every
+                    # pop within 5 s, TCP keepalive notices a dead server, and a pooled
+                    # connection idle for a while is pinged before it is used again.
+                    "socket_timeout": None,
+                    "socket_keepalive": True,
+                    "health_check_interval": 30,
+                }
+            ],
             # Deployments (or test sessions) sharing one Redis keep their groups apart.
             "prefix": env_str("CHANNEL_PREFIX", "agentdesk"),
         },
