@@ -255,6 +255,9 @@ MCP_STARTUP_WAIT = env_float("MCP_STARTUP_WAIT", 15.0, minimum=0.0)
 TASK_MAX_CHARS = env_int("TASK_MAX_CHARS", 20_000, minimum=1)
 CONTEXT_MAX_BYTES = env_int("CONTEXT_MAX_BYTES", 1_000_000, minimum=1)
 API_MAX_WAIT = env_float("API_MAX_WAIT", 120.0, minimum=0.0)
+# Seconds between the keepalive comments of an idle server-sent event stream: proxies and
+# clients that drop a silent connection keep it, and a stream whose run ended unseen ends.
+SSE_KEEPALIVE_SECONDS = env_float("SSE_KEEPALIVE_SECONDS", 15.0, minimum=0.1)
 
 # --- Webhooks -------------------------------------------------------------------------
 # Seconds one delivery attempt may take (connect and answer).
