@@ -213,7 +213,22 @@ CHANNEL_LAYERS = {
     "default": {
         "BACKEND": "channels_redis.core.RedisChannelLayer",
         "CONFIG": {
-            "hosts": [REDIS_URL or "redis://127.0.0.1:6379/0"],
+            "hosts": [
+                {
+                    "address": REDIS_URL or "redis://127.0.0.1:6379/0",
+                    # A consumer waits for its next message in a blocking pop of up to 5 s
+                    # (channels_redis). redis-py 8 gives up on any read after 5 s by default,
+                    # so an idle socket's pop often lost the race: the consumer died of
+                    # redis.exceptions.TimeoutError and its WebSocket closed with 1011. A longer
+                    # read timeout kept a cancelled receive (a closing consumer, daphne
+                    # stopping) going for up to that long. So none: the server answers every
+                    # pop within 5 s, TCP keepalive notices a dead server, and a pooled
+                    # connection idle for a while is pinged before it is used again.
+                    "socket_timeout": None,
+                    "socket_keepalive": True,
+                    "health_check_interval": 30,
+                }
+            ],
             # Deployments (or test sessions) sharing one Redis keep their groups apart.
             "prefix": env_str("CHANNEL_PREFIX", "agentdesk"),
         },
@@ -298,6 +313,9 @@ MCP_STARTUP_WAIT = env_float("MCP_STARTUP_WAIT", 15.0, minimum=0.0)
 TASK_MAX_CHARS = env_int("TASK_MAX_CHARS", 20_000, minimum=1)
 CONTEXT_MAX_BYTES = env_int("CONTEXT_MAX_BYTES", 1_000_000, minimum=1)
 API_MAX_WAIT = env_float("API_MAX_WAIT", 120.0, minimum=0.0)
+# Seconds between the keepalive comments of an idle server-sent event stream: proxies and
+# clients that drop a silent connection keep it, and a stream whose run ended unseen ends.
+SSE_KEEPALIVE_SECONDS = env_float("SSE_KEEPALIVE_SECONDS", 15.0, minimum=0.1)
 
 # --- Webhooks -------------------------------------------------------------------------
 # Seconds one delivery attempt may take (connect and answer).

@@ -1,4 +1,5 @@
 import pytest
+from channels.layers import DEFAULT_CHANNEL_LAYER, channel_layers
 
 from agents_app.models import ApiKey
 from tests.support.llm_server import ScriptedLLMServer
@@ -36,6 +37,18 @@ def plain_static_storage(settings):
         **settings.STORAGES,
         "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
     }
+
+
+@pytest.fixture(autouse=True)
+def fresh_channel_layer():
+    """Each test gets a channel layer of its own. The layer keeps state bound to the event loop
+    of whoever receives (its receive lock and buffers, a pool per loop), and every in-process
+    async test runs on a new loop: a receive cancelled as one test's socket closed must not
+    leave the next test a lock bound to a loop that is gone. A layer's pools close with their
+    loop (channels_redis wraps loop.close)."""
+    channel_layers.backends.pop(DEFAULT_CHANNEL_LAYER, None)
+    yield
+    channel_layers.backends.pop(DEFAULT_CHANNEL_LAYER, None)
 
 
 @pytest.fixture(autouse=True)

@@ -33,11 +33,11 @@ class RunConsumer(AsyncWebsocketConsumer, ABC):
     async def connect(self) -> None:
         user = self.scope.get("user")
         if user is None or not user.is_authenticated:
-            await self.close(code=UNAUTHORIZED)
+            await self.refuse(UNAUTHORIZED)
             return
         self.run = await owned_run(user, self.scope["url_route"]["kwargs"]["run_id"])
         if self.run is None:  # another user's run looks exactly like a missing one
-            await self.close(code=FORBIDDEN)
+            await self.refuse(FORBIDDEN)
             return
         query = parse_qs(self.scope.get("query_string", b"").decode())
         self.feed = RunFeed(self.run.pk, parse_after(query.get("after", ["0"])[0]))
@@ -49,6 +49,11 @@ class RunConsumer(AsyncWebsocketConsumer, ABC):
     async def disconnect(self, code: int) -> None:
         if self.run is not None:
             await self.channel_layer.group_discard(run_group(self.run.pk), self.channel_name)
+
+    async def refuse(self, code: int) -> None:
+        """Closing before accepting refuses the handshake (HTTP 403 whatever the code): the
+        pages' script only needs to know it is refused."""
+        await self.close(code=code)
 
     async def run_event(self, message: dict[str, Any]) -> None:
         await self.deliver(await self.feed.live(message))
@@ -92,6 +97,12 @@ def api_message(event: dict[str, Any]) -> dict[str, Any]:
 
 class RunApiConsumer(RunConsumer):
     """For mobile clients: JSON messages, authenticated with an API key."""
+
+    async def refuse(self, code: int) -> None:
+        # Accepted first, so the close code reaches the client: 4401 (get a key) and 4403
+        # (not your run) call for different things, and a refused handshake says neither.
+        await self.accept()
+        await self.close(code=code)
 
     async def deliver(self, events: list[dict[str, Any]]) -> None:
         for event in events:

@@ -8,7 +8,13 @@ from channels.testing import WebsocketCommunicator
 from agents_app.approvals.decisions import approval_decide
 from config.asgi import application
 from tests.support.approvals import parked
-from tests.support.sockets import api_socket, nothing_more, receive_json, session_headers
+from tests.support.sockets import (
+    api_socket,
+    nothing_more,
+    receive_json,
+    refusal,
+    session_headers,
+)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -60,12 +66,11 @@ def test_an_outsider_cannot_open_the_runs_sockets(owner, outsider, parked_run, a
     outsider_session = session_headers(outsider)
 
     async def scenario():
-        api = api_socket(run.pk, outsider_key)
-        api_result = await api.connect()
+        api_code = await refusal(api_socket(run.pk, outsider_key))
         page = WebsocketCommunicator(application, f"/ws/runs/{run.pk}/", headers=outsider_session)
         page_result = await page.connect()
-        return api_result, page_result
+        return api_code, page_result
 
-    (api_connected, api_code), (page_connected, _) = async_to_sync(scenario)()
-    assert (api_connected, api_code) == (False, 4403)
+    api_code, (page_connected, _) = async_to_sync(scenario)()
+    assert api_code == 4403
     assert page_connected is False

@@ -12,6 +12,7 @@ from tests.support.sockets import (
     nothing_more,
     receive_events,
     receive_json,
+    refusal,
 )
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -104,26 +105,24 @@ def test_a_missed_publish_is_filled_from_the_table(owner, api_key_for):
     assert [m["type"] for m in seen][1:] == ["unpublished", "unpublished", "after-the-gap"]
 
 
-def test_another_users_run_is_refused(owner, outsider, api_key_for):
+def test_another_users_run_is_accepted_then_closed_with_4403(owner, outsider, api_key_for):
     run = make_run(owner)
     outsider_key = api_key_for(outsider)
 
     async def scenario():
-        socket = api_socket(run.pk, outsider_key)
-        return await socket.connect()
+        return await refusal(api_socket(run.pk, outsider_key))
 
-    connected, code = async_to_sync(scenario)()
-    assert (connected, code) == (False, 4403)
+    assert async_to_sync(scenario)() == 4403
 
 
-def test_a_missing_or_bad_key_is_refused(owner):
+def test_a_missing_or_bad_key_is_accepted_then_closed_with_4401(owner):
     run = make_run(owner)
 
     async def scenario(auth):
-        return await api_socket(run.pk, auth).connect()
+        return await refusal(api_socket(run.pk, auth))
 
-    assert async_to_sync(scenario)(None) == (False, 4401)
-    assert async_to_sync(scenario)(b"Bearer adk_nope") == (False, 4401)
+    assert async_to_sync(scenario)(None) == 4401
+    assert async_to_sync(scenario)(b"Bearer adk_nope") == 4401
 
 
 def test_it_answers_a_ping_and_explains_anything_else(owner, api_key_for):

@@ -3,9 +3,11 @@
 import asyncio
 
 import pytest
-from asgiref.sync import async_to_sync
+from asgiref.sync import async_to_sync, sync_to_async
 from django.test import AsyncClient
 
+from agents_app.core.events import EventType
+from agents_app.models import Run, RunEvent, RunStatus
 from tests.support.runs import make_run
 from tests.support.sockets import add_events, add_events_async
 
@@ -106,3 +108,42 @@ def test_another_users_stream_is_404(owner, outsider, api_key_for):
 
     response = async_to_sync(scenario)()
     assert response.status_code == 404 and response.json()["error"]["code"] == "NOT_FOUND"
+
+
+def test_an_idle_stream_sends_keepalives_and_ends_when_its_run_ends_unannounced(
+    owner, api_key_for, settings
+):
+    settings.SSE_KEEPALIVE_SECONDS = 0.2
+    run = make_run(owner)
+    owner_key = api_key_for(owner)
+
+    @sync_to_async
+    def end_without_publishing():
+        """The run ends, its result committed, but the publish is lost (best effort)."""
+        seq = Run.objects.get(pk=run.pk).event_seq + 1
+        RunEvent.objects.create(run_id=run.pk, seq=seq, type=EventType.RESULT)
+        Run.objects.filter(pk=run.pk).update(event_seq=seq, status=RunStatus.CANCELLED)
+
+    async def scenario():
+        response = await AsyncClient().get(
+            f"/api/v1/runs/{run.pk}/events",
+            headers={"Accept": "text/event-stream", "Authorization": owner_key.decode()},
+        )
+        chunks = []
+
+        async def consume():
+            async for chunk in response.streaming_content:
+                chunks.append(chunk.decode() if isinstance(chunk, bytes) else chunk)
+                if chunk_count(chunks, ": keepalive") == 2:
+                    await end_without_publishing()
+
+        await asyncio.wait_for(consume(), 10)  # the stream ends by itself
+        return "".join(chunks)
+
+    stream = async_to_sync(scenario)()
+    assert stream.count(": keepalive\n\n") == 2
+    assert [e["event"] for e in parse(stream)] == ["run_queued", "result"]
+
+
+def chunk_count(chunks: list[str], text: str) -> int:
+    return sum(text in chunk for chunk in chunks)

@@ -42,6 +42,16 @@ async def nothing_more(socket: WebsocketCommunicator, wait: float = 0.3) -> bool
 add_events_async = sync_to_async(add_events)
 
 
+async def refusal(socket: WebsocketCommunicator) -> int:
+    """The close code of a socket the server accepts and then closes at once (as the API
+    socket refuses a client, so that the code reaches it: a refused handshake carries none)."""
+    connected, _ = await socket.connect()
+    assert connected, "the handshake was refused: the client sees HTTP 403, not a close code"
+    message = await socket.receive_output(timeout=5)
+    assert message["type"] == "websocket.close", message
+    return message["code"]
+
+
 def session_headers(user, origin=ORIGIN):
     """A page socket's headers: the session cookie of `user` logged in, and an Origin."""
     client = logged_in(user)
