@@ -290,6 +290,10 @@ APPROVAL_TIMEOUT_STRATEGY = env_choice(
 # Every worker decides overdue approvals this often (seconds; 0: only when a worker starts), a
 # safety net under each approval's own timer message, which a broker can lose or hold late.
 APPROVAL_SWEEP_INTERVAL = env_float("APPROVAL_SWEEP_INTERVAL", 60.0, minimum=0.0)
+# Every worker queues again, this often (seconds; 0: never), the runs whose worker stopped
+# renewing its lease (died, froze): otherwise their message returns only after
+# CELERY_VISIBILITY_TIMEOUT, or when a worker starts.
+LEASE_SWEEP_INTERVAL = env_float("LEASE_SWEEP_INTERVAL", 15.0, minimum=0.0)
 
 # --- Builtin tools --------------------------------------------------------------
 HTTP_TOOL_MAX_BYTES = env_int("HTTP_TOOL_MAX_BYTES", 1_000_000, minimum=1)

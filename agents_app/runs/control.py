@@ -75,3 +75,29 @@ def runs_recover() -> list[int]:
     for run_id in orphans:
         run_enqueue(run_id=run_id)
     return orphans
+
+
+def leases_expired_requeue() -> list[int]:
+    """Queue again, once each, the active runs whose worker stopped renewing its lease (it died,
+    or froze). Their message is held unacknowledged by that worker until Redis's visibility
+    timeout; without this a live worker would take such a run over only when it starts.
+
+    The expired lease is cleared in the same conditional UPDATE that picks the run, so many
+    workers sweeping at once queue it once, and a frozen worker that wakes up finds its lease
+    gone (its renewals fail, its writes are fenced off). Returns the ids queued."""
+    now = timezone.now()
+    expired = (
+        Run.objects.filter(status__in=ACTIVE_STATUSES, lease_expires_at__lte=now)
+        .exclude(lease_owner="")
+        .values_list("pk", "lease_owner")
+    )
+    queued = []
+    for run_id, owner in list(expired):
+        with transaction.atomic():  # the message goes out once the lease is cleared
+            cleared = Run.objects.filter(
+                pk=run_id, lease_owner=owner, lease_expires_at__lte=now
+            ).update(lease_owner="", lease_expires_at=None)
+            if cleared:
+                run_enqueue(run_id=run_id)
+                queued.append(run_id)
+    return queued

@@ -1,10 +1,12 @@
-"""What every Celery worker does besides running tasks: a timer that decides overdue approvals.
+"""What every Celery worker does besides running tasks: timers in its main process that decide
+overdue approvals and take over runs whose worker died.
 
 Each approval with a timeout sends itself a countdown message (`tasks.expire_approval`). A
 broker can lose that message, and with Redis a worker that dies holding it returns it only after
-the visibility timeout. So every worker also sweeps on a timer in its main process; deciding is
-idempotent under the run's lock, so many workers sweeping is harmless (one decides, the others
-find it decided).
+the visibility timeout. The same holds for the message of a run whose worker died mid-run. So
+every worker also sweeps on timers; both sweeps are idempotent (an approval is decided under
+the run's lock, an expired lease is cleared by one conditional UPDATE), so many workers
+sweeping is harmless.
 """
 
 import logging
@@ -13,6 +15,7 @@ from celery import bootsteps
 from django.conf import settings
 
 from agents_app.approvals.decisions import approvals_expire_due
+from agents_app.runs.control import leases_expired_requeue
 
 logger = logging.getLogger(__name__)
 
@@ -27,19 +30,34 @@ def sweep_approvals() -> None:
         logger.info("decided %d overdue approval(s): %s", len(expired), expired)
 
 
-class ApprovalSweep(bootsteps.StartStopStep):
+def sweep_leases() -> None:
+    try:
+        queued = leases_expired_requeue()
+    except Exception:  # as above
+        logger.exception("the lease sweep failed")
+        return
+    if queued:
+        logger.warning(
+            "queued %d run(s) again whose worker stopped renewing: %s", len(queued), queued
+        )
+
+
+class Sweeps(bootsteps.StartStopStep):
     requires = {"celery.worker.components:Timer"}
 
     def __init__(self, worker, **kwargs):
         super().__init__(worker, **kwargs)
-        self.timer_ref = None
+        self.timers = []
 
     def start(self, worker) -> None:
-        interval = settings.APPROVAL_SWEEP_INTERVAL
-        if interval > 0:
-            self.timer_ref = worker.timer.call_repeatedly(interval, sweep_approvals, priority=10)
+        for interval, sweep in [
+            (settings.APPROVAL_SWEEP_INTERVAL, sweep_approvals),
+            (settings.LEASE_SWEEP_INTERVAL, sweep_leases),
+        ]:
+            if interval > 0:
+                self.timers.append(worker.timer.call_repeatedly(interval, sweep, priority=10))
 
     def stop(self, worker) -> None:
-        if self.timer_ref is not None:
-            self.timer_ref.cancel()
-            self.timer_ref = None
+        for timer in self.timers:
+            timer.cancel()
+        self.timers = []

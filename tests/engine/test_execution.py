@@ -386,3 +386,30 @@ def test_recovery_queues_only_active_runs_that_no_worker_holds(owner, monkeypatc
     Run.objects.filter(pk=paused.pk).update(status="paused")
     # The queued messages go to this session's own Redis queue, which no worker consumes here.
     assert sorted(runs_recover()) == sorted([orphan.pk, expired.pk])
+
+
+def test_the_lease_sweep_queues_each_expired_lease_once_and_leaves_the_rest(owner):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from agents_app.runs.control import leases_expired_requeue
+
+    waiting, held, expired, done = (make_run(owner) for _ in range(4))
+    soon, past = timezone.now() + timedelta(seconds=30), timezone.now() - timedelta(seconds=1)
+    Run.objects.filter(pk=held.pk).update(status="running", lease_owner="w", lease_expires_at=soon)
+    Run.objects.filter(pk=expired.pk).update(
+        status="running", lease_owner="dead", lease_expires_at=past
+    )
+    Run.objects.filter(pk=done.pk).update(
+        status="succeeded", lease_owner="x", lease_expires_at=past
+    )
+    # A queued run without a lease still has its message: it is not queued again. (The
+    # messages go to this session's own Redis queue, which no worker consumes here.)
+    assert leases_expired_requeue() == [expired.pk]
+    assert leases_expired_requeue() == []  # the second sweep (another worker) finds none
+    expired.refresh_from_db()
+    # The frozen owner's renewals and fenced writes now fail: its lease is gone.
+    assert (expired.lease_owner, expired.lease_expires_at) == ("", None)
+    held.refresh_from_db()
+    assert held.lease_owner == "w"

@@ -36,6 +36,9 @@ def worker_environment(**overrides: str) -> dict[str, str]:
             # and a second delivery arriving just after the run parked holds the parked run's
             # lease for a moment. Tests of a takeover give the worker that takes over 4 s.
             "CELERY_VISIBILITY_TIMEOUT": "60",
+            # A takeover is what a test is about, not a timer's side effect: tests of the lease
+            # sweep turn it on.
+            "LEASE_SWEEP_INTERVAL": "0",
             "CELERY_RESTORE_INTERVAL": "1",
             "LLM_RETRY_BASE_DELAY": "0.05",
             "DEBUG": "true",

@@ -243,3 +243,36 @@ def test_a_run_whose_message_was_lost_is_picked_up_when_a_worker_starts(llm, sta
     run = wait_for_run(run.pk, timeout=60)
     assert run.status == "succeeded" and run.final_response == "recovered"
     assert "queued 1 run(s) that no worker held" in worker.log()
+
+
+def test_a_worker_already_running_takes_over_the_run_of_a_worker_killed_mid_run(
+    llm, start_worker, owner
+):
+    llm.script(
+        [
+            {"match": "AGENTDESK:PLAN", "replies": [plan_reply(step("think"))]},
+            {
+                "match": "AGENTDESK:STEP 0",
+                # The first attempt hangs until its worker is killed; the taken-over one answers.
+                "replies": [{"delay": 60, "content": "too late"}, {"content": "thought"}],
+            },
+            {"match": "AGENTDESK:VERIFY", "replies": [verdict(True, "taken over")]},
+        ]
+    )
+    # A long lease, so the second worker is surely up (and its start's recovery done) while
+    # the first still holds the run: only the second's sweep can then take it over. The
+    # killed worker's message comes back only after the visibility timeout, an hour here.
+    first = start_worker("first", RUN_LEASE_SECONDS="20", CELERY_VISIBILITY_TIMEOUT="3600")
+    run = make_run(owner)
+    execute_run.delay(run.pk)
+    wait_for(lambda: asked(llm, "AGENTDESK:STEP 0"), message="step 0's request")
+    second = start_worker("second", LEASE_SWEEP_INTERVAL="1", CELERY_VISIBILITY_TIMEOUT="3600")
+    holder = Run.objects.get(pk=run.pk)
+    assert holder.lease_owner and "queued 1 run(s)" not in second.log()
+    first.kill()
+
+    run = wait_for_run(run.pk, timeout=90)
+    assert run.status == "succeeded" and run.final_response == "taken over"
+    assert f"queued 1 run(s) again whose worker stopped renewing: [{run.pk}]" in second.log()
+    step0 = Step.objects.get(run=run, index=0)
+    assert (step0.status, step0.retry_count) == ("completed", 1)
