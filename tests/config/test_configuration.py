@@ -8,6 +8,8 @@ READERS = re.compile(r'env_(?:str|bool|int|float)\(\s*"([A-Z_]+)"')
 SOURCES = [
     "config/settings.py",
     "config/launcher.py",
+    "config/embedded.py",
+    "config/local_model.py",
     "agents_app/management/commands/ensure_admin.py",
 ]
 

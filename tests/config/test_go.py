@@ -20,7 +20,8 @@ from django.contrib.auth import authenticate, get_user_model
 from django.core.management import call_command
 
 from config.env import BASE_DIR, embedded_redis_url_file
-from config.launcher import RESTART_FIRST_DELAY, RESTART_RESET_AFTER, Backoff
+from config.supervision import RESTART_FIRST_DELAY, RESTART_RESET_AFTER, Backoff
+from tests.support.local_model import smollm2_path
 from tests.support.processes import free_port
 from tests.support.script import asked, plan_reply, step, verdict
 from tests.support.waiting import wait_for
@@ -201,11 +202,13 @@ def _run_status(port: str, key: str, run_id: int) -> str:
 def go_with_llm(llm_server, go_env: dict[str, str]) -> dict[str, str]:
     """`go`'s environment with the scripted LLM and a lease of a few seconds, a little longer
     than a new worker takes to start: a dead worker's run is then taken over when its lease
-    expires, not by the new worker's startup (nor, an hour later, by Redis)."""
+    expires, not by the new worker's startup (nor, an hour later, by Redis). Its LOCAL_MODEL
+    names no file: the explicit LLM_BASE_URL wins, so `go` neither checks nor starts it."""
     llm_server.reset()
     go_env.update(
         LLM_BASE_URL=llm_server.base_url,
         LLM_MODEL="scripted",
+        LOCAL_MODEL="no/such/model.gguf",
         RUN_LEASE_SECONDS="8",
         LLM_RETRY_BASE_DELAY="0.05",
     )
@@ -230,11 +233,8 @@ def test_a_killed_worker_is_replaced_and_its_run_in_flight_completes(
     )
     go = start_go()
     go.wait_for_output("AgentDesk is running at", START_TIMEOUT)
-    port = go_with_llm["PORT"]
-    key = subprocess.run(
-        [sys.executable, "manage.py", "create_api_key", "admin"],
-        cwd=BASE_DIR, env=go_with_llm, capture_output=True, text=True, check=True, timeout=60,
-    ).stdout.strip()  # fmt: skip
+    assert "go: LLM_BASE_URL is set, so the local model " in go.output
+    port, key = go_with_llm["PORT"], _api_key(go_with_llm)
     run_id = _api(port, key, "POST", "/api/v1/agent/task", {"task": "Say hello"})["run_id"]
     wait_for(lambda: asked(llm_server, "AGENTDESK:STEP 0"), 60, message="the step's request")
     worker = _child(go, "celery")
@@ -246,7 +246,7 @@ def test_a_killed_worker_is_replaced_and_its_run_in_flight_completes(
     assert _child(go, "celery") != worker
     wait_for(
         lambda: _run_status(port, key, run_id) in ("succeeded", "failed"),
-        90,
+        60,
         0.5,
         f"run {run_id} to finish; `go` said:\n{go.output[-3000:]}",
     )
@@ -295,6 +295,73 @@ def test_an_embedded_valkey_that_dies_is_started_again_on_its_address(
     wait_for(lambda: _celery_ping(go_env).returncode == 0, 60, 0.5, "the worker to answer")
     assert go.process.poll() is None
     assert "runs_recover` failed" not in go.output
+
+
+def _api_key(env: dict[str, str]) -> str:
+    return subprocess.run(
+        [sys.executable, "manage.py", "create_api_key", "admin"],
+        cwd=BASE_DIR, env=env, capture_output=True, text=True, check=True, timeout=60,
+    ).stdout.strip()  # fmt: skip
+
+
+@pytest.mark.integration
+@embedded_pass_only
+def test_with_local_model_it_serves_the_gguf_and_a_task_gets_answers_from_it(
+    start_go, go_env: dict[str, str]
+) -> None:
+    model_port = free_port()
+    go_env.update(
+        LOCAL_MODEL=str(smollm2_path()),
+        LOCAL_MODEL_PORT=str(model_port),
+        # A small context bounds what a 135M model that rambles can generate: its plan, after
+        # the planning prompt's ~760 tokens, is cut off within about 10 s.
+        LOCAL_MODEL_CONTEXT="1536",
+        LOCAL_MODEL_THREADS="1",  # see tests/support/local_model.py
+        LLM_BASE_URL="",  # nothing configured: the web side and the worker find it by themselves
+        LLM_MODEL="",
+        RUN_MAX_TOKENS="1",  # the first answer ends the run: the test needs only that one
+    )
+    go = start_go()
+    go.wait_for_output("AgentDesk is running at", START_TIMEOUT)
+    model = smollm2_path().stem
+    assert f"go: local model {model} at http://127.0.0.1:{model_port}/v1" in go.output
+    assert "local model: serving" in go.output  # its lines stand out
+    port, key = go_env["PORT"], _api_key(go_env)
+
+    run_id = _api(port, key, "POST", "/api/v1/agent/task", {"task": "Say hello"})["run_id"]
+
+    wait_for(
+        lambda: _run_status(port, key, run_id) in ("succeeded", "failed"),
+        60,
+        0.5,
+        f"run {run_id} to finish; `go` said:\n{go.output[-3000:]}",
+    )
+    run = _api(port, key, "GET", f"/api/v1/runs/{run_id}")
+    assert run["prompt_tokens"] > 0 and run["completion_tokens"] > 0, run
+    events = _api(port, key, "GET", f"/api/v1/runs/{run_id}/events")["events"]
+    assert [e["payload"]["model"] for e in events if e["type"] == "llm_usage"][:1] == [model]
+
+    # It stops with the rest, after the worker.
+    children = go.descendants()
+    go.process.send_signal(signal.SIGTERM)
+    assert go.process.wait(timeout=STOP_TIMEOUT) == 0, go.output
+    assert [pid for pid, started in children if _is_running(pid, started)] == []
+    assert go.output.index("local model: stopped") > go.output.index("worker: Warm shutdown")
+
+
+@embedded_pass_only
+def test_a_missing_local_model_file_stops_go_with_its_path(
+    start_go, go_env: dict[str, str], tmp_path: Path
+) -> None:
+    missing = tmp_path / "models" / "missing.gguf"
+    go_env.update(LOCAL_MODEL=str(missing), LLM_BASE_URL="")
+
+    go = start_go()
+
+    assert go.process.wait(timeout=STOP_TIMEOUT) == 1
+    assert f"go: LOCAL_MODEL names {missing}, which is not a file; stopping" in go.output
+    assert "Traceback" not in go.output
+    assert "embedded Valkey" not in go.output  # refused before anything started
 
 
 def test_restarts_wait_longer_after_each_quick_death_and_start_over_after_a_long_run() -> None:
