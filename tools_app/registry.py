@@ -106,6 +106,58 @@ def check_arguments(tool: str, schema: dict[str, Any], arguments: Any) -> None:
         )
 
 
+# A value that merely contains a description this long is copied text, not a coincidence.
+COPIED_DESCRIPTION_CHARS = 20
+
+
+def _normalised(text: str) -> str:
+    """Case, runs of whitespace and the punctuation around it do not make text new."""
+    return " ".join(text.lower().split()).strip(" .,:;!?'\"`")
+
+
+def _copied_description(value: str, descriptions: list[str]) -> str | None:
+    """The description `value` repeats (equal to it, or containing a long one), if any."""
+    said = _normalised(value)
+    for description in descriptions:
+        wanted = _normalised(description)
+        if wanted and (
+            said == wanted or (len(wanted) >= COPIED_DESCRIPTION_CHARS and wanted in said)
+        ):
+            return description
+    return None
+
+
+def check_not_copied(spec: ToolSpec, arguments: Any) -> None:
+    """Raise DomainError(INVALID_ARGUMENTS) when a string argument repeats its property's
+    description or the tool's: small models copy schema text instead of giving a value."""
+
+    def walk(schema: Any, value: Any, path: list[str]) -> None:
+        if not isinstance(schema, dict):
+            return
+        if isinstance(value, str):
+            own = schema.get("description")
+            copied = _copied_description(
+                value, [d for d in (own, spec.description) if isinstance(d, str)]
+            )
+            if copied is not None:
+                where = "/".join(path) or "the arguments"
+                raise DomainError(
+                    ErrorCode.INVALID_ARGUMENTS,
+                    f"Invalid arguments for tool '{spec.name}': {where} repeats the description "
+                    "instead of giving a real value",
+                    {"tool": spec.name, "errors": [{"path": where, "message": "copied text"}]},
+                )
+        elif isinstance(value, dict):
+            properties = schema.get("properties") or {}
+            for key, item in value.items():
+                walk(properties.get(key), item, [*path, str(key)])
+        elif isinstance(value, list):
+            for position, item in enumerate(value):
+                walk(schema.get("items"), item, [*path, str(position)])
+
+    walk(spec.input_schema, arguments, [])
+
+
 class ToolRegistry:
     """Tools by name, discoverable by capability and by domain (seed 000). Thread-safe."""
 
@@ -145,8 +197,11 @@ class ToolRegistry:
         return [t for t in self.all() if t.spec.domain == domain]
 
     def validate_arguments(self, name: str, arguments: Any) -> None:
-        """Raise DomainError(INVALID_ARGUMENTS) unless `arguments` fits the tool's schema."""
-        check_arguments(name, self.get(name).spec.input_schema, arguments)
+        """Raise DomainError(INVALID_ARGUMENTS) unless `arguments` fits the tool's schema and
+        gives real values, not the schema's own descriptions."""
+        spec = self.get(name).spec
+        check_arguments(name, spec.input_schema, arguments)
+        check_not_copied(spec, arguments)
 
     def call(self, name: str, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
         """Validate and run one call. Tool failures come back as ToolResult(ok=False), never raise;

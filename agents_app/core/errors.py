@@ -23,11 +23,16 @@ class ErrorCode(StrEnum):
     # verification
     VERIFICATION_FAILED = "VERIFICATION_FAILED"
     VERIFICATION_TIMEOUT = "VERIFICATION_TIMEOUT"
+    # the model said done, the evidence says otherwise: a step that needed a tool called none,
+    # or a file the task asked for is not in the workspace
+    EVIDENCE_MISSING = "EVIDENCE_MISSING"
     # network / LLM
     CONNECTION_REFUSED = "CONNECTION_REFUSED"
     REQUEST_TIMEOUT = "REQUEST_TIMEOUT"
     INVALID_RESPONSE = "INVALID_RESPONSE"
     LLM_NOT_CONFIGURED = "LLM_NOT_CONFIGURED"
+    # the model's answer reached its max_tokens twice (LLM_MAX_TOKENS_*)
+    ANSWER_TOO_LONG = "ANSWER_TOO_LONG"
     # resources
     OUT_OF_MEMORY = "OUT_OF_MEMORY"
     RATE_LIMITED = "RATE_LIMITED"
@@ -66,11 +71,13 @@ ERROR_STATUS: dict[ErrorCode, int] = {
     # verification
     ErrorCode.VERIFICATION_FAILED: 500,
     ErrorCode.VERIFICATION_TIMEOUT: 504,
+    ErrorCode.EVIDENCE_MISSING: 422,
     # network / LLM
     ErrorCode.CONNECTION_REFUSED: 503,
     ErrorCode.REQUEST_TIMEOUT: 504,
     ErrorCode.INVALID_RESPONSE: 502,
     ErrorCode.LLM_NOT_CONFIGURED: 503,
+    ErrorCode.ANSWER_TOO_LONG: 502,
     # resources
     ErrorCode.OUT_OF_MEMORY: 500,
     ErrorCode.RATE_LIMITED: 429,

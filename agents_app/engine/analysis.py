@@ -55,6 +55,7 @@ def analyze_task(
     context: dict[str, Any],
     tools: list[ToolSpec],
     timeout: float,
+    max_tokens: int | None = None,
 ) -> TaskAnalysis:
     """Raises DomainError (INVALID_PLAN / PLANNING_TIMEOUT) or LLMError; callers fall back to
     offering every tool."""
@@ -66,5 +67,6 @@ def analyze_task(
         phase="analysis",
         timeout=timeout,
         fail_code=ErrorCode.INVALID_PLAN,
+        max_tokens=max_tokens,
         timeout_code=ErrorCode.PLANNING_TIMEOUT,
     )

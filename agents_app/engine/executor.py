@@ -7,9 +7,15 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from agents_app.core.errors import DomainError, ErrorCode
+from agents_app.engine.calls import ask_model
 from agents_app.engine.hooks import EngineHooks
 from agents_app.engine.llm import LLMError, LLMProvider, LLMRequest, ToolCallRequest, ToolSchema
-from agents_app.engine.prompts import step_messages
+from agents_app.engine.prompts import (
+    cut_off_message,
+    direct_messages,
+    evidence_nudge,
+    step_messages,
+)
 from agents_app.engine.states import StepStatus
 from tools_app.registry import ToolContext, ToolRegistry
 
@@ -27,6 +33,12 @@ class StepInput:
     tool_names: list[str]
     # (index, objective, status, output) of the steps before this one.
     earlier: list[tuple[int, str, str, str]]
+    # A fast-path step (engine/fast.py): the task itself, asked with the short direct prompt.
+    direct: bool = False
+    # The tools it must use before it may end (one successful call of any of them); None: every
+    # tool it names but finish_task, or none for a direct step, which is offered every tool
+    # for any task (its evidence is the run's: the files the task names).
+    must_use: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -86,15 +98,27 @@ def execute_step(
     timeout: float,
     max_rounds: int,
     resume: Resume | None = None,
+    max_tokens: int | None = None,
 ) -> StepOutcome:
-    """Run the step to an outcome. A tool failure or invalid arguments fail the step; an LLM
+    """Run the step to an outcome. A tool failure or invalid arguments fail the step; so does
+    ending (prose or finish_task) without one successful call of the tools it must use, after
+    being told once (EVIDENCE_MISSING; at once after a person denied its call). An LLM
     failure raises LLMError (the run cannot go on without its model); StopRun propagates; a
-    call that needs a person raises AwaitApproval, and `resume` continues from there."""
+    call that needs a person raises AwaitApproval, and `resume` continues from there. An
+    answer cut off at `max_tokens` is asked for again once, then fails ANSWER_TOO_LONG."""
     deadline = time.monotonic() + timeout
     offered = [name for name in step.tool_names if name != FINISH_TOOL]
     if FINISH_TOOL in registry.names():
         offered.append(FINISH_TOOL)
     by_wire = {wire_name(name): name for name in offered}
+    # The tools the step must use: prose, or finish_task alone, is no evidence it did its work.
+    required = [
+        name
+        for name in (
+            step.must_use if step.must_use is not None else (() if step.direct else step.tool_names)
+        )
+        if name != FINISH_TOOL
+    ]
     schemas = [
         ToolSchema(
             name=wire_name(name),
@@ -108,6 +132,11 @@ def execute_step(
         thoughts = list(resume.progress["thoughts"])
         rounds = int(resume.progress["rounds"])
         pending = [ToolCallRequest(**call) for call in resume.progress["calls"]]
+        evidence = dict(resume.progress.get("evidence", {}))
+    elif step.direct:
+        messages = direct_messages(task=task, context=context)
+        thoughts, rounds, pending = [], 0, []
+        evidence = {}
     else:
         messages = step_messages(
             task=task,
@@ -119,6 +148,11 @@ def execute_step(
             earlier=step.earlier,
         )
         thoughts, rounds, pending = [], 0, []
+        evidence = {}
+    cut_offs = 0
+    evidence.setdefault("used", 0)  # successful calls of the step's own tools
+    evidence.setdefault("nudged", False)  # told once to use them
+    evidence.setdefault("denied", False)  # a person refused one of its calls
 
     def done(outcome: StepOutcome) -> StepOutcome:
         return replace(outcome, thinking="\n\n".join(t for t in thoughts if t))
@@ -136,19 +170,45 @@ def execute_step(
             "calls": [asdict(c) for c in pending[position:]],
             "thoughts": thoughts,
             "rounds": rounds,
+            "evidence": evidence,
         }
         raise AwaitApproval(
             ask=ask, handle=handle, tool=name, arguments=call.arguments, progress=progress
         )
 
+    def lacks_evidence() -> bool:
+        return bool(required) and not evidence["used"]
+
+    def nudge_or_fail(said: str) -> StepOutcome | None:
+        """The step would end without one successful call of its tools: tell the model once
+        (None: ask it again); the second time the step fails."""
+        # After a person's denial the model is not pushed to ask for the call again.
+        if evidence["nudged"] or evidence["denied"]:
+            why = "; a person denied its call" if evidence["denied"] else ""
+            return StepOutcome(
+                status=StepStatus.FAILED,
+                error_code=ErrorCode.EVIDENCE_MISSING,
+                error=(
+                    f"the step had to use one of its tools ({', '.join(required)}) "
+                    f"and made no successful call{why}"
+                ),
+            )
+        evidence["nudged"] = True
+        if said:
+            messages.append({"role": "assistant", "content": said})
+        messages.append(evidence_nudge(required))
+        return None
+
     def make_calls(decided: Resume | None) -> StepOutcome | None:
         """The model's pending calls in order; an outcome ends the step, None goes on."""
+        finished_early = False
         for position, call in enumerate(pending):
             name = by_wire.get(call.name, call.name)
             arguments = call.arguments
             if decided is not None and position == 0:
                 handle = decided.handle
                 if decided.decision == "deny":
+                    evidence["denied"] = True
                     refusal = {"error": "A person denied this call.", "note": decided.note}
                     messages.append(
                         {"role": "tool", "tool_call_id": call.id, "content": json.dumps(refusal)}
@@ -188,23 +248,37 @@ def execute_step(
                 )
             hooks.after_tool_call(handle, result=result)
             if result.finish:
-                answer = (
-                    result.content.get("result", "") if isinstance(result.content, dict) else ""
-                )
-                return StepOutcome(
-                    status=StepStatus.COMPLETED, output=str(answer), finished_task=True
-                )
+                content = result.content if isinstance(result.content, dict) else {}
+                answer = str(content.get("result", ""))
+                if content.get("success") is False:
+                    # The model says it could not do the task: that is no success to verify.
+                    return StepOutcome(
+                        status=StepStatus.FAILED,
+                        error_code=ErrorCode.VERIFICATION_FAILED,
+                        error=f"finish_task reported that the task was not accomplished: {answer}",
+                    )
+                if lacks_evidence():
+                    refusal = {"error": "Not finished: this step has not used its tools yet."}
+                    messages.append(
+                        {"role": "tool", "tool_call_id": call.id, "content": json.dumps(refusal)}
+                    )
+                    finished_early = True
+                    continue
+                return StepOutcome(status=StepStatus.COMPLETED, output=answer, finished_task=True)
+            evidence["used"] += 1
             content = json.dumps(result.content, ensure_ascii=False, default=str)
             if len(content) > TOOL_RESULT_CHARS:
                 content = content[:TOOL_RESULT_CHARS] + " …[truncated]"
             messages.append({"role": "tool", "tool_call_id": call.id, "content": content})
+        if finished_early and lacks_evidence():
+            return nudge_or_fail("")
         return None
 
     decided = resume
     while True:
         if pending:
             outcome = make_calls(decided)
-            decided = None
+            decided, pending = None, []
             if outcome is not None:
                 return done(outcome)
             if time.monotonic() >= deadline:
@@ -225,22 +299,43 @@ def execute_step(
             messages=messages,
             tools=schemas,
             timeout=remaining,
+            max_tokens=max_tokens,
+            tool_required=lacks_evidence(),
+            interrupt=hooks.poll,
             on_token=lambda text: hooks.on_token(text, phase="execution", step_index=step.index),
             on_reasoning=lambda text: hooks.on_token(
                 text, phase="execution", step_index=step.index, reasoning=True
             ),
         )
         try:
-            response = provider.complete(request)
+            response = ask_model(provider, hooks, request)
         except LLMError as exc:
             if exc.code == ErrorCode.REQUEST_TIMEOUT and time.monotonic() >= deadline - 0.05:
                 return done(timed_out())
             raise
         rounds += 1
-        hooks.on_llm_usage(response.usage, response.model)
         thoughts.append(response.reasoning.strip())
+        if response.cut_off:
+            cut_offs += 1
+            if cut_offs > 1:
+                return done(
+                    StepOutcome(
+                        status=StepStatus.FAILED,
+                        error_code=ErrorCode.ANSWER_TOO_LONG,
+                        error=f"the model's answer was cut off at its {max_tokens}-token "
+                        "limit twice",
+                    )
+                )
+            messages.append(cut_off_message(max_tokens))
+            continue
         if not response.tool_calls:
-            return done(StepOutcome(status=StepStatus.COMPLETED, output=response.content.strip()))
+            said = response.content.strip()
+            if not lacks_evidence():
+                return done(StepOutcome(status=StepStatus.COMPLETED, output=said))
+            refused = nudge_or_fail(said)
+            if refused is not None:
+                return done(refused)
+            continue
         messages.append(
             {
                 "role": "assistant",

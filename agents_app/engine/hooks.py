@@ -23,6 +23,10 @@ class EngineHooks(Protocol):
     def checkpoint(self) -> None:
         """Raise StopRun if the run must not make another LLM or tool call."""
 
+    def poll(self) -> None:
+        """Like checkpoint, while the model streams: called at every chunk, so it looks at the
+        outside world only now and then (a cancel is seen within a fraction of a second)."""
+
     def on_llm_usage(self, usage: Usage, model: str) -> None:
         """Record an LLM call's tokens; raise DomainError(BUDGET_EXCEEDED) past the budget."""
 

@@ -1,4 +1,5 @@
-"""Tolerant extraction of one JSON object from model text (fences, prose around it)."""
+"""Tolerant extraction of one JSON object from model text (fences, prose around it), and JSON
+schemas stripped of the prose a model could copy."""
 
 import json
 import re
@@ -27,3 +28,23 @@ def extract_json_object(text: str) -> dict[str, Any] | None:
         if isinstance(value, dict):
             return value
     return None
+
+
+_PROSE_KEYS = frozenset({"description", "title", "examples", "example", "$comment"})
+_NAMED = frozenset({"properties", "$defs", "definitions", "patternProperties"})
+
+
+def without_prose(schema: Any) -> Any:
+    """A JSON schema without its descriptions and examples: text a model could copy. Under
+    `properties` and `$defs` the keys are names (an argument may be called "title")."""
+    if isinstance(schema, list):
+        return [without_prose(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    plain: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key in _NAMED and isinstance(value, dict):
+            plain[key] = {name: without_prose(sub) for name, sub in value.items()}
+        elif key not in _PROSE_KEYS:
+            plain[key] = without_prose(value)
+    return plain

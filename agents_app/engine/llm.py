@@ -51,6 +51,13 @@ class LLMRequest:
     on_token: Callable[[str], None] | None = None
     # Called with each piece of streamed reasoning (reasoning_content) as it arrives.
     on_reasoning: Callable[[str], None] | None = None
+    # The most tokens the answer may have; a longer one is cut off (finish_reason "length").
+    max_tokens: int | None = None
+    # The model must call one of `tools` (the first turn of a step that needs a tool).
+    tool_required: bool = False
+    # Called at every streamed chunk; whatever it raises (a cancel) ends the call at once and
+    # passes through unchanged. It should be cheap: it runs many times a second.
+    interrupt: Callable[[], None] | None = None
 
 
 @dataclass
@@ -62,11 +69,21 @@ class LLMResponse:
     model: str = ""
     # The parsed JSON object when response_schema was given (not yet validated by the caller).
     parsed: dict[str, Any] | None = None
+    # Why the model stopped: "stop", "tool_calls", or "length" when max_tokens cut it off.
+    finish_reason: str = ""
+
+    @property
+    def cut_off(self) -> bool:
+        return self.finish_reason == "length"
 
 
 class LLMError(DomainError):
     """An LLM call that failed after the provider's own retries. Codes: LLM_NOT_CONFIGURED,
-    RATE_LIMITED, CONNECTION_REFUSED, REQUEST_TIMEOUT, INVALID_RESPONSE, MAX_RETRIES_EXCEEDED."""
+    RATE_LIMITED, CONNECTION_REFUSED, REQUEST_TIMEOUT, INVALID_RESPONSE, MAX_RETRIES_EXCEEDED.
+    `usage` is what the failed attempts cost (a stream cut off by the deadline still spent its
+    tokens); the engine counts it against the run's budget like any answer's."""
+
+    usage: Usage = Usage()
 
 
 class LLMProvider(Protocol):

@@ -2,8 +2,11 @@
 llama.cpp, Ollama, LM Studio...).
 
 It always streams. When a server answers 400 to a feature it lacks (stream_options, tools,
-response_format), the call is retried without it and the endpoint is remembered, so later calls
-go straight to what works: tools described in the system prompt, JSON asked for in words.
+tool_choice, response_format, max_tokens), the call is retried without it and the endpoint is
+remembered, so later calls go straight to what works: tools described in the system prompt and
+answered through a JSON schema, JSON asked for in words. A server that accepts `tools` but never
+calls one is found out too: from its own capability report (llama.cpp's `/props`) before the
+first call with tools, else from an answer without a tool call where one was required.
 """
 
 import email.utils
@@ -34,7 +37,9 @@ from agents_app.engine.openai_fallbacks import (
     _degrade_guesses,
     _degrade_named,
     _Features,
+    _format_needed,
     _tool_calls_from_text,
+    _tools_answer_schema,
     _tools_instructions,
     _with_system_text,
     _without_tool_roles,
@@ -54,9 +59,13 @@ PLACEHOLDER_API_KEY = "not-needed"
 
 _REJECTED_STATUSES = (400, 422)
 _TRANSIENT_STATUSES = (408,)
+# How long asking a server for its capabilities (GET /props) may take.
+PROBE_TIMEOUT = 3.0
 
 
 _endpoint_features: dict[tuple[str, str], _Features] = {}
+# What each endpoint's capability report said about tools: True, False, or None (no report).
+_probed: dict[tuple[str, str], bool | None] = {}
 _endpoint_lock = threading.Lock()
 
 
@@ -64,6 +73,20 @@ def forget_endpoint_features() -> None:
     """Forget what every endpoint was found to reject (for tests, or after a server upgrade)."""
     with _endpoint_lock:
         _endpoint_features.clear()
+        _probed.clear()
+
+
+class _Meter:
+    """What one `complete` cost over all its attempts, failed and cut-off ones included."""
+
+    def __init__(self) -> None:
+        self.total = Usage()
+
+    def add(self, usage: Usage) -> None:
+        self.total = Usage(
+            self.total.prompt_tokens + usage.prompt_tokens,
+            self.total.completion_tokens + usage.completion_tokens,
+        )
 
 
 class _Transient(Exception):
@@ -72,6 +95,18 @@ class _Transient(Exception):
 
 class _DeadlineReached(Exception):
     pass
+
+
+class _ToolsIgnored(Exception):
+    """A tool call was required and the server answered without one: it ignores `tools`."""
+
+
+class _Interrupted(Exception):
+    """The request's interrupt callback raised `reason`; it leaves complete() unchanged."""
+
+    def __init__(self, reason: BaseException) -> None:
+        super().__init__(repr(reason))
+        self.reason = reason
 
 
 class OpenAICompatibleProvider:
@@ -86,6 +121,7 @@ class OpenAICompatibleProvider:
         request_timeout: float = 120,
         max_retries: int = 5,
         retry_base_delay: float = 1.0,
+        temperature: float | None = None,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         if not base_url.startswith(("http://", "https://")):
@@ -98,6 +134,8 @@ class OpenAICompatibleProvider:
         self.request_timeout = request_timeout
         self.max_retries = max_retries
         self.retry_base_delay = retry_base_delay
+        # None: the server's own default (llama.cpp's is 0.8, much for a small model).
+        self.temperature = temperature
         self._sleep = sleep
         try:
             self._client = openai.OpenAI(
@@ -114,25 +152,35 @@ class OpenAICompatibleProvider:
 
     def complete(self, request: LLMRequest) -> LLMResponse:
         """Return the model's answer. Raises LLMError (RATE_LIMITED, CONNECTION_REFUSED,
-        REQUEST_TIMEOUT, INVALID_RESPONSE, MAX_RETRIES_EXCEEDED) and nothing else."""
+        REQUEST_TIMEOUT, INVALID_RESPONSE, MAX_RETRIES_EXCEEDED), or what `request.interrupt`
+        raised. The answer's usage, and an LLMError's, add up every attempt the call made."""
+        meter = _Meter()
         try:
-            return self._complete(request)
-        except LLMError:
+            response = self._complete(request, meter)
+        except _Interrupted as stop:
+            raise stop.reason from None
+        except LLMError as exc:
+            exc.usage = meter.total
             raise
         except Exception as exc:
             # The SDK or an odd server answer surprised us; callers only know LLMError.
             logger.exception("unexpected failure calling the LLM at %s", self.base_url)
-            raise LLMError(
+            error = LLMError(
                 ErrorCode.INVALID_RESPONSE,
                 f"unexpected failure talking to the LLM server: {exc!r}",
                 self._details(),
-            ) from exc
+            )
+            error.usage = meter.total
+            raise error from exc
+        return replace(response, usage=meter.total)
 
     # --- the retry loop -------------------------------------------------------------------
 
-    def _complete(self, request: LLMRequest) -> LLMResponse:
+    def _complete(self, request: LLMRequest, meter: _Meter) -> LLMResponse:
         deadline = time.monotonic() + request.timeout
         endpoint = (self.base_url, self.model)
+        if request.tools:
+            self._probe(endpoint)
         with _endpoint_lock:
             features = _endpoint_features.get(endpoint, _Features())
         untried: list[_Features] | None = None  # guesses left after a 400 that names nothing
@@ -144,7 +192,7 @@ class OpenAICompatibleProvider:
             retry_after = None
             try:
                 response = self._attempt(
-                    request, features, min(remaining, self.request_timeout), deadline
+                    request, features, min(remaining, self.request_timeout), deadline, meter
                 )
             except openai.APIStatusError as exc:
                 status, message = exc.status_code, _server_message(exc)
@@ -192,6 +240,10 @@ class OpenAICompatibleProvider:
                 failure = f"cannot reach the LLM server at {self.base_url}: {exc.__cause__ or exc}"
             except _Transient as exc:
                 code, limit, failure = ErrorCode.INVALID_RESPONSE, self.max_retries, str(exc)
+            except _ToolsIgnored:
+                logger.info("LLM endpoint %s (%s) ignores tools", *endpoint)
+                features = replace(features, native_tools=False)
+                continue
             else:
                 _remember(endpoint, features, request)
                 return response
@@ -226,35 +278,80 @@ class OpenAICompatibleProvider:
     def _details(self, **extra: Any) -> dict[str, Any]:
         return {"base_url": self.base_url, "model": self.model, **extra}
 
+    def _probe(self, endpoint: tuple[str, str]) -> None:
+        """Once per endpoint: ask the server what its chat template supports (llama.cpp answers
+        GET /props with `chat_template_caps`). A server that says it cannot call tools gets
+        them described in the prompt from the first call on. Anything else: nothing learnt."""
+        with _endpoint_lock:
+            if endpoint in _probed:
+                return
+            _probed[endpoint] = None
+        root = re.sub(r"/v1$", "", self.base_url)
+        try:
+            answer = self._client._client.get(
+                f"{root}/props",
+                timeout=PROBE_TIMEOUT,
+                headers={"Authorization": f"Bearer {self._client.api_key}"},
+            )
+            caps = answer.json().get("chat_template_caps") if answer.status_code == 200 else None
+        except (httpx.HTTPError, ValueError, AttributeError):
+            return
+        if not isinstance(caps, dict):
+            return
+        supported = caps.get("supports_tool_calls", caps.get("supports_tools"))
+        with _endpoint_lock:
+            _probed[endpoint] = supported if isinstance(supported, bool) else None
+        if supported is False:
+            logger.info("LLM endpoint %s (%s) reports it cannot call tools", *endpoint)
+            with _endpoint_lock:
+                known = _endpoint_features.get(endpoint, _Features())
+                _endpoint_features[endpoint] = replace(known, native_tools=False)
+
     # --- one HTTP call --------------------------------------------------------------------
 
     def _attempt(
-        self, request: LLMRequest, features: _Features, timeout: float, deadline: float
+        self,
+        request: LLMRequest,
+        features: _Features,
+        timeout: float,
+        deadline: float,
+        meter: _Meter,
     ) -> LLMResponse:
         arguments = _request_arguments(request, features)
+        if self.temperature is not None:
+            arguments["temperature"] = self.temperature
         tools_in_prompt = bool(request.tools) and not features.native_tools
         # Streaming the JSON of a prompted tool call would show the user noise; the final
         # answer is passed on in one piece once it is known.
         collector = _StreamCollector(
             request.on_token, live=not tools_in_prompt, on_reasoning=request.on_reasoning
         )
-        stream = self._client.chat.completions.create(
-            model=self.model, stream=True, timeout=timeout, **arguments
-        )
-        with stream:
-            try:
-                for chunk in stream:
-                    collector.add(chunk)
-                    if time.monotonic() >= deadline:
-                        raise _DeadlineReached
-            except (openai.APITimeoutError, _DeadlineReached):
-                raise
-            except openai.APIConnectionError as exc:
-                raise _Transient(f"the LLM server cut the answer short: {exc}") from exc
-            except openai.APIError as exc:
-                raise _Transient(f"the LLM server reported an error mid-answer: {exc}") from exc
-            except (ValueError, TypeError, AttributeError, KeyError) as exc:
-                raise _Transient(f"the LLM server sent a garbled stream: {exc}") from exc
+        try:
+            stream = self._client.chat.completions.create(
+                model=self.model, stream=True, timeout=timeout, **arguments
+            )
+            with stream:
+                try:
+                    for chunk in stream:
+                        collector.add(chunk)
+                        if request.interrupt is not None:
+                            try:
+                                request.interrupt()
+                            except BaseException as exc:
+                                raise _Interrupted(exc) from exc
+                        if time.monotonic() >= deadline:
+                            raise _DeadlineReached
+                except (openai.APITimeoutError, _DeadlineReached, _Interrupted):
+                    raise
+                except openai.APIConnectionError as exc:
+                    raise _Transient(f"the LLM server cut the answer short: {exc}") from exc
+                except openai.APIError as exc:
+                    raise _Transient(f"the LLM server reported an error mid-answer: {exc}") from exc
+                except (ValueError, TypeError, AttributeError, KeyError) as exc:
+                    raise _Transient(f"the LLM server sent a garbled stream: {exc}") from exc
+        finally:
+            if collector.started:
+                meter.add(collector.usage or _estimate(arguments, collector.produced_chars()))
 
         content, reasoning = collector.finish()
         tool_calls = collector.tool_calls()
@@ -262,35 +359,35 @@ class OpenAICompatibleProvider:
             raise _Transient(
                 "the LLM answer stream ended before the model finished (cut off, or not a stream)"
             )
+        cut_off = collector.finish_reason == "length"
         if tools_in_prompt:
             content, tool_calls = _tool_calls_from_text(content)
-            if content and not tool_calls:
+            if content and not tool_calls and not cut_off:
                 collector.emit(content)
-        if not content.strip() and not tool_calls:
+        elif request.tools and request.tool_required and not tool_calls and not cut_off:
+            # Where the server reports it can call tools, prose is the model's own choice.
+            with _endpoint_lock:
+                reported = _probed.get((self.base_url, self.model))
+            if reported is not True:
+                raise _ToolsIgnored
+        if not content.strip() and not tool_calls and not cut_off:
             raise _Transient("the model returned an empty answer")
-
-        usage = collector.usage
-        if usage is None:
-            # No usage from the server (stream_options unsupported): estimate ~4 characters a
-            # token so budgets still count something.
-            sent = sum(len(json.dumps(m, default=str)) for m in arguments["messages"])
-            produced = (
-                len(content)
-                + len(reasoning)
-                + sum(len(json.dumps(c.arguments)) for c in tool_calls)
-            )
-            usage = Usage(
-                prompt_tokens=math.ceil(sent / 4), completion_tokens=math.ceil(produced / 4)
-            )
         parsed = extract_json_object(content) if request.response_schema is not None else None
         return LLMResponse(
             content=content,
             tool_calls=tool_calls,
             reasoning=reasoning,
-            usage=usage,
             model=collector.model or self.model,
             parsed=parsed,
+            finish_reason=collector.finish_reason,
         )
+
+
+def _estimate(arguments: dict[str, Any], produced_chars: int) -> Usage:
+    """Usage when the server reports none (no stream_options, or cut off): ~4 characters a
+    token, so budgets still count something."""
+    sent = sum(len(json.dumps(m, default=str)) for m in arguments["messages"])
+    return Usage(prompt_tokens=math.ceil(sent / 4), completion_tokens=math.ceil(produced_chars / 4))
 
 
 # --- what to send ---------------------------------------------------------------------------
@@ -312,20 +409,22 @@ def _request_arguments(request: LLMRequest, features: _Features) -> dict[str, An
             }
             for t in request.tools
         ]
+        if request.tool_required and features.tool_choice:
+            arguments["tool_choice"] = "required"
     elif request.tools:
         messages = _without_tool_roles(messages)
-        instructions.append(_tools_instructions(request.tools))
+        instructions.append(_tools_instructions(request.tools, required=request.tool_required))
+        if request.response_schema is None and features.format_mode != "prompt":
+            # The server's grammar keeps the answer to one of the shapes the prompt names.
+            schema = _tools_answer_schema(request.tools, final=not request.tool_required)
+            arguments["response_format"] = _response_format(features, "tool_call", schema)
+    if request.max_tokens is not None:
+        arguments[features.max_tokens_field] = request.max_tokens
     if request.response_schema is not None:
         if features.format_mode == "json_schema":
-            arguments["response_format"] = {
-                "type": "json_schema",
-                "json_schema": {
-                    "name": re.sub(r"[^A-Za-z0-9_-]", "_", request.response_schema_name)[:64]
-                    or "response",
-                    "schema": request.response_schema,
-                    "strict": False,
-                },
-            }
+            arguments["response_format"] = _response_format(
+                features, request.response_schema_name, request.response_schema
+            )
         else:
             instructions.append(
                 "Answer with one JSON object and nothing else (no prose, no code fence), "
@@ -337,6 +436,19 @@ def _request_arguments(request: LLMRequest, features: _Features) -> dict[str, An
         arguments["stream_options"] = {"include_usage": True}
     arguments["messages"] = _with_system_text(messages, "\n\n".join(instructions))
     return arguments
+
+
+def _response_format(features: _Features, name: str, schema: dict[str, Any]) -> dict[str, Any]:
+    if features.format_mode == "json_object":
+        return {"type": "json_object"}
+    return {
+        "type": "json_schema",
+        "json_schema": {
+            "name": re.sub(r"[^A-Za-z0-9_-]", "_", name)[:64] or "response",
+            "schema": schema,
+            "strict": False,
+        },
+    }
 
 
 # --- what came back -------------------------------------------------------------------------
@@ -379,8 +491,12 @@ def _remember(endpoint: tuple[str, str], used: _Features, request: LLMRequest) -
             known,
             stream_options=known.stream_options and used.stream_options,
             native_tools=known.native_tools and (used.native_tools or not request.tools),
+            tool_choice=known.tool_choice and used.tool_choice,
+            max_tokens_field=used.max_tokens_field
+            if request.max_tokens is not None
+            else known.max_tokens_field,
         )
-        if request.response_schema is not None and FORMAT_MODES.index(
+        if _format_needed(request, used) and FORMAT_MODES.index(
             used.format_mode
         ) > FORMAT_MODES.index(known.format_mode):
             updated = replace(updated, format_mode=used.format_mode)

@@ -33,8 +33,11 @@ class _StreamCollector:
         self.usage: Usage | None = None
         self.model = ""
         self.finished = False
+        self.finish_reason = ""
+        self.started = False  # a chunk arrived: the server spent tokens on this call
 
     def add(self, chunk: Any) -> None:
+        self.started = True
         self.model = getattr(chunk, "model", None) or self.model
         usage = getattr(chunk, "usage", None)
         if usage is not None:
@@ -47,6 +50,7 @@ class _StreamCollector:
                 continue
             if choice.finish_reason:
                 self.finished = True
+                self.finish_reason = str(choice.finish_reason)
             delta = choice.delta
             if delta is None:
                 continue
@@ -82,6 +86,14 @@ class _StreamCollector:
                 entry["name"] += function.name
             if function.arguments:
                 entry["arguments"].append(function.arguments)
+
+    def produced_chars(self) -> int:
+        """How much the model wrote so far: content, reasoning and tool call arguments."""
+        return (
+            sum(map(len, self._content))
+            + sum(map(len, self._reasoning))
+            + sum(len(c["name"]) + sum(map(len, c["arguments"])) for c in self._calls)
+        )
 
     def emit(self, text: str) -> None:
         if not text or self._on_token is None:

@@ -3,6 +3,7 @@
 import json
 from typing import Any
 
+from agents_app.engine.evidence import CallRecord
 from tools_app.registry import ToolSpec
 
 CONTEXT_CHARS = 8_000
@@ -34,7 +35,7 @@ def plan_messages(
     system = (
         "AGENTDESK:PLAN\nYou are the planner of an autonomous agent. Break the user's task into "
         f"at most {max_steps} concrete steps, in the order they must run. Each step names the tools "
-        "it may use (only names from the list below; an empty list for pure reasoning) and may "
+        "it must use (only names from the list below; an empty list for pure reasoning) and may "
         "depend on earlier steps by their 0-based index. The last step should call finish_task "
         "with the final answer when that tool is available.\n\nTools:\n"
         + tool_catalog(tools)
@@ -64,7 +65,7 @@ def step_messages(
     )
     system = (
         f"AGENTDESK:STEP {index}\nYou are executing step {index} of {total} of a plan for the task "
-        "below. Use the offered tools as needed, then answer with a short plain-text summary of "
+        "below. Do the step's work with the offered tools, then answer with a short plain-text summary of "
         "what this step produced; that text is the step's output. Files live in the run's "
         "workspace; use paths relative to it. If this step completes the whole task, call "
         f"finish_task with the final answer.\n\nTask: {task}{_context_block(context)}"
@@ -77,13 +78,54 @@ def step_messages(
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
-def verify_messages(
-    *, task: str, context: dict[str, Any], steps: list[tuple[int, str, str, str]], can_replan: bool
-) -> list[dict[str, Any]]:
-    report = "\n".join(
-        f"Step {i} ({status}): {obj}\nOutput: {_clip(out, OUTPUT_CHARS)}"
-        for i, obj, status, out in steps
+def direct_messages(*, task: str, context: dict[str, Any]) -> list[dict[str, Any]]:
+    """The fast path's one step: a few lines, so a small model has little to misread."""
+    system = (
+        "AGENTDESK:DIRECT\nDo the user's task with the tools. File paths are relative to the "
+        "workspace. When done, call finish_task with the final answer."
     )
+    return [
+        {"role": "system", "content": system},
+        {"role": "user", "content": f"Task: {task}{_context_block(context)}"},
+    ]
+
+
+def evidence_nudge(tools: list[str]) -> dict[str, Any]:
+    """Said once to a step that answered without using the tools it must use."""
+    return {
+        "role": "user",
+        "content": f"This step must use one of its tools ({', '.join(tools)}); call one now.",
+    }
+
+
+ARGUMENTS_CHARS = 200
+RESULT_CHARS = 300
+
+
+def _call_line(call: CallRecord) -> str:
+    arguments = _clip(json.dumps(call.arguments, ensure_ascii=False), ARGUMENTS_CHARS)
+    outcome = "ok" if call.ok else "failed"
+    return f"  [#{call.number}] {call.tool} {arguments} → {outcome}: {_clip(call.result, RESULT_CHARS)}"
+
+
+def verify_messages(
+    *,
+    task: str,
+    context: dict[str, Any],
+    steps: list[tuple[int, str, str, str]],
+    can_replan: bool,
+    calls: list[CallRecord] = (),
+) -> list[dict[str, Any]]:
+    """`calls` are the run's tool calls, shown under their steps (an earlier plan's apart)."""
+    lines = []
+    for i, obj, status, out in steps:
+        lines.append(f"Step {i} ({status}): {obj}\nOutput: {_clip(out, OUTPUT_CHARS)}")
+        own = [_call_line(c) for c in calls if c.step_index == i]
+        lines.append("Tool calls:\n" + "\n".join(own) if own else "Tool calls: none")
+    earlier = [_call_line(c) for c in calls if c.step_index is None]
+    if earlier:
+        lines.append("Tool calls of earlier plans:\n" + "\n".join(earlier))
+    report = "\n".join(lines)
     replan = (
         "If it is not complete and a different plan could complete it, set should_replan."
         if can_replan
@@ -91,9 +133,12 @@ def verify_messages(
     )
     system = (
         "AGENTDESK:VERIFY\nYou are the verifier of an autonomous agent. Judge whether the steps "
-        f"below completed the user's task. {replan} When complete, write the final answer for "
-        "the user in `response`.\n\nAnswer with JSON only: "
-        '{"task_complete": bool, "reasoning": str, "should_replan": bool, "response": str}'
+        "below completed the user's task, from their tool calls' results, not from what the "
+        f"steps claim. {replan} When complete, cite in `evidence` the numbers of the successful "
+        "tool calls that show it, and write the final answer for the user in `response`."
+        "\n\nAnswer with JSON only: "
+        '{"task_complete": bool, "reasoning": str, "should_replan": bool, "response": str, '
+        '"evidence": [int]}'
     )
     user = f"Task: {task}{_context_block(context)}\n\nWhat was done:\n{report or '(nothing)'}"
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
@@ -103,4 +148,12 @@ def invalid_output_message(error: str) -> dict[str, Any]:
     return {
         "role": "user",
         "content": f"Your answer was not valid: {error}\nAnswer again with corrected JSON only.",
+    }
+
+
+def cut_off_message(max_tokens: int | None) -> dict[str, Any]:
+    return {
+        "role": "user",
+        "content": f"Your last answer went past the {max_tokens}-token limit and was cut off. "
+        "Answer again, much shorter: brief texts, nothing repeated.",
     }

@@ -7,7 +7,10 @@ class PlannedStep(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     objective: str = Field(min_length=1, description="What this step must achieve.")
-    tool_names: list[str] = Field(default_factory=list, description="Tools the step may use.")
+    tool_names: list[str] = Field(
+        default_factory=list,
+        description="The tools this step must use; empty for pure reasoning.",
+    )
     reasoning: str = Field(default="", description="Why this step is needed.")
     depends_on: list[int] = Field(
         default_factory=list, description="0-based indices of earlier steps this one needs."
@@ -27,3 +30,7 @@ class VerificationOutput(BaseModel):
     reasoning: str = ""
     should_replan: bool = False
     response: str = Field(default="", description="The final answer for the user when complete.")
+    evidence: list[int] = Field(
+        default_factory=list,
+        description="Numbers of the tool calls that show the task is done.",
+    )

@@ -7,15 +7,18 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from agents_app.core.errors import DomainError, ErrorCode
+from agents_app.engine.calls import ask_model
 from agents_app.engine.hooks import EngineHooks
-from agents_app.engine.jsonparse import extract_json_object
+from agents_app.engine.jsonparse import extract_json_object, without_prose
 from agents_app.engine.llm import LLMError, LLMProvider, LLMRequest
-from agents_app.engine.prompts import invalid_output_message
+from agents_app.engine.prompts import cut_off_message, invalid_output_message
 
 Model = TypeVar("Model", bound=BaseModel)
 
 # Seed 000's recovery table: a malformed planning answer is retried once.
 ATTEMPTS = 2
+# How much of an invalid answer is shown back to the model with the error.
+ECHO_CHARS = 2_000
 
 
 def ask_structured(
@@ -29,12 +32,19 @@ def ask_structured(
     fail_code: ErrorCode,
     timeout_code: ErrorCode,
     check: Callable[[Model], None] | None = None,
+    max_tokens: int | None = None,
+    schema: dict[str, Any] | None = None,
 ) -> Model:
-    """Return the model's answer as `model`. Raises DomainError(fail_code) after two invalid
-    answers, DomainError(timeout_code) when `timeout` seconds pass, LLMError for the wire."""
+    """Return the model's answer as `model`. `schema` (default: the model's own; a narrower
+    one built for this call) is what the server is asked to keep to, without its
+    descriptions. Raises DomainError(fail_code) after two invalid answers, ANSWER_TOO_LONG
+    when both were cut off at `max_tokens`, DomainError(timeout_code) when `timeout` seconds
+    pass, LLMError for the wire."""
     deadline = time.monotonic() + timeout
-    messages = list(messages)
-    error = ""
+    first_messages = list(messages)
+    messages = first_messages
+    wanted = without_prose(schema if schema is not None else model.model_json_schema())
+    error, cut_offs = "", 0
     for _ in range(ATTEMPTS):
         hooks.checkpoint()
         remaining = deadline - time.monotonic()
@@ -42,21 +52,28 @@ def ask_structured(
             raise DomainError(timeout_code, f"{phase} took longer than {timeout:g} s")
         request = LLMRequest(
             messages=messages,
-            response_schema=model.model_json_schema(),
+            response_schema=wanted,
             response_schema_name=model.__name__,
             timeout=remaining,
+            max_tokens=max_tokens,
+            interrupt=hooks.poll,
             on_token=lambda text: hooks.on_token(text, phase=phase, step_index=None),
             on_reasoning=lambda text: hooks.on_token(
                 text, phase=phase, step_index=None, reasoning=True
             ),
         )
         try:
-            response = provider.complete(request)
+            response = ask_model(provider, hooks, request)
         except LLMError as exc:
             if exc.code == ErrorCode.REQUEST_TIMEOUT and time.monotonic() >= deadline - 0.05:
                 raise DomainError(timeout_code, f"{phase} took longer than {timeout:g} s") from exc
             raise
-        hooks.on_llm_usage(response.usage, response.model)
+        if response.cut_off:
+            # A runaway answer: ask again from the start, told to be brief; never wait it out.
+            cut_offs += 1
+            error = f"the answer was cut off at the {max_tokens}-token limit"
+            messages = [*first_messages, cut_off_message(max_tokens)]
+            continue
         data = (
             response.parsed
             if response.parsed is not None
@@ -71,10 +88,17 @@ def ask_structured(
             return answer
         except (ValidationError, ValueError) as exc:
             error = str(exc)
-            messages += [
-                {"role": "assistant", "content": response.content or "(empty)"},
+            messages = [
+                *messages,
+                {"role": "assistant", "content": (response.content or "(empty)")[:ECHO_CHARS]},
                 invalid_output_message(error),
             ]
+    if cut_offs == ATTEMPTS:
+        raise DomainError(
+            ErrorCode.ANSWER_TOO_LONG,
+            f"The model's {phase} answer was cut off at its {max_tokens}-token limit twice",
+            {"phase": phase, "max_tokens": max_tokens},
+        )
     raise DomainError(
         fail_code,
         f"The model's {phase} answer was invalid twice",

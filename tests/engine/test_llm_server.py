@@ -75,3 +75,13 @@ def test_the_demo_script_answers_every_phase(server):
 
     for marker in ("AGENTDESK:ANALYZE", "AGENTDESK:PLAN", "AGENTDESK:VERIFY", "AGENTDESK:STEP 1"):
         assert chat(server, f"{marker}\nDo the task").status_code == 200
+
+
+def test_the_demo_script_writes_then_finishes_on_the_fast_path(server):
+    server.script(DEMO_SCRIPT)
+
+    first = chat(server, "AGENTDESK:DIRECT\nWrite the answer").json()["choices"][0]["message"]
+    after = chat(server, 'AGENTDESK:DIRECT\n{"bytes_written": 12}').json()["choices"][0]["message"]
+
+    assert [c["function"]["name"] for c in first["tool_calls"]] == ["write_file"]
+    assert [c["function"]["name"] for c in after["tool_calls"]] == ["finish_task"]

@@ -289,7 +289,14 @@ def test_it_describes_tools_in_the_prompt_when_the_server_rejects_them(server, p
     assert ["tools" in body for body in server.requests] == [True, False, False]
     system = server.requests[-1]["messages"][0]
     assert system["role"] == "system"
-    assert "add: Add two numbers." in system["content"]
+    assert "- add(a, b): Add two numbers." in system["content"]
+    # The server's grammar keeps the answer to a call of `add` or a final answer.
+    schema = server.requests[-1]["response_format"]["json_schema"]["schema"]
+    assert [branch["properties"].get("tool") for branch in schema["anyOf"]] == [
+        {"const": "add"},
+        None,
+    ]
+    assert schema["anyOf"][1]["required"] == ["final"]
 
 
 def test_it_reads_a_final_answer_from_the_tool_fallback(server, provider):

@@ -8,7 +8,9 @@ replies, matching) is the one of tests/support/script.py, which the in-process p
 
 Server options (`script(rules, options={...})`) imitate servers with fewer features:
 reject_json_schema, reject_response_format, reject_tools, reject_stream_options (each a 400
-naming the feature), and vague_errors (the 400 says only "Bad Request").
+naming the feature), vague_errors (the 400 says only "Bad Request"), and props (what GET /props
+answers, as llama.cpp reports its chat template's capabilities there; by default that it can
+call tools, None for no report).
 
 Standalone: `python -m tests.support.llm_server --port 8199 [--script file.json]` serves
 DEMO_SCRIPT (or the file: a list of rules or {"rules": [...], "options": {...}}) until killed.
@@ -35,6 +37,11 @@ _REJECTIONS = {
     "reject_response_format": "response_format is not supported by this server",
     "reject_json_schema": "response_format type 'json_schema' is not supported; use 'json_object'",
 }
+
+
+# What GET /props answers unless the script's options say otherwise (None: 404, no report):
+# a server whose chat template can call tools, as llama.cpp reports it.
+DEFAULT_PROPS = {"chat_template_caps": {"supports_tools": True, "supports_tool_calls": True}}
 
 
 class ScriptedLLMServer:
@@ -143,6 +150,8 @@ class _Handler(BaseHTTPRequestHandler):
         path = self.path.split("?")[0].rstrip("/")
         if path in ("/v1/models", "/models"):
             self._send_json(200, {"object": "list", "data": [_model_entry()]})
+        elif path == "/props" and self.scripted._options.get("props", DEFAULT_PROPS):
+            self._send_json(200, self.scripted._options.get("props", DEFAULT_PROPS))
         elif path == "/_requests":
             self._send_json(200, {"requests": self.scripted.requests})
         else:
@@ -250,7 +259,7 @@ class _Handler(BaseHTTPRequestHandler):
             chunk({"tool_calls": [head]})
             for fragment in _fragments(raw):
                 chunk({"tool_calls": [{"index": index, "function": {"arguments": fragment}}]})
-        chunk({}, "tool_calls" if tool_calls else "stop")
+        chunk({}, reply.get("finish_reason") or ("tool_calls" if tool_calls else "stop"))
         if include_usage:
             send(json.dumps(_chunk(completion_id, [], usage=_usage(reply))))
         send("[DONE]")
@@ -408,6 +417,35 @@ DEMO_SCRIPT: list[dict[str, Any]] = [
                         "response": "Done: the answer is in answer.md.",
                     }
                 )
+            }
+        ],
+    },
+    {
+        # The fast path (AGENT_FAST_PATH_MAX_CHARS): write answer.md, then finish the task.
+        "match": ["AGENTDESK:DIRECT", "bytes_written"],
+        "repeat": True,
+        "replies": [
+            {
+                "tool_calls": [
+                    {"name": "finish_task", "arguments": {"result": "The answer is in answer.md."}}
+                ]
+            }
+        ],
+    },
+    {
+        "match": "AGENTDESK:DIRECT",
+        "repeat": True,
+        "replies": [
+            {
+                "tool_calls": [
+                    {
+                        "name": "write_file",
+                        "arguments": {
+                            "path": "answer.md",
+                            "content": "# Answer\n\nThis file was written by the demo script.\n",
+                        },
+                    }
+                ]
             }
         ],
     },
