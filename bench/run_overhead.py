@@ -54,7 +54,12 @@ def main() -> None:
                 ]
                 return LLMResponse(content="", parsed={"steps": steps}, usage=usage)
             if "AGENTDESK:VERIFY" in system:
-                verdict = {"task_complete": True, "reasoning": "ok", "response": "done"}
+                verdict = {
+                    "task_complete": True,
+                    "reasoning": "ok",
+                    "response": "done",
+                    "evidence": [1],
+                }
                 return LLMResponse(content=json.dumps(verdict), parsed=verdict, usage=usage)
             if request.messages[-1]["role"] == "tool":
                 return LLMResponse(content="step done", usage=usage)

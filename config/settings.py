@@ -16,6 +16,7 @@ from config.env import (
     env_str,
     load_dotenv,
 )
+from config.local_model import default_threads, local_model_url, model_path
 
 load_dotenv(BASE_DIR / ".env")
 
@@ -262,6 +263,30 @@ LLM_MODEL = env_str("LLM_MODEL")
 LLM_REQUEST_TIMEOUT = env_float("LLM_REQUEST_TIMEOUT", 120.0, minimum=0.1)
 LLM_MAX_RETRIES = env_int("LLM_MAX_RETRIES", 5, minimum=0)
 LLM_RETRY_BASE_DELAY = env_float("LLM_RETRY_BASE_DELAY", 1.0, minimum=0.0)
+# The most tokens an answer may have, per phase (max_tokens on every request). An answer cut
+# off at its limit is asked for again once, then fails ANSWER_TOO_LONG.
+LLM_MAX_TOKENS_PLAN = env_int("LLM_MAX_TOKENS_PLAN", 1536, minimum=16)
+LLM_MAX_TOKENS_STEP = env_int("LLM_MAX_TOKENS_STEP", 2048, minimum=16)
+LLM_MAX_TOKENS_VERIFY = env_int("LLM_MAX_TOKENS_VERIFY", 768, minimum=16)
+# Sampling temperature sent with every request; unset: the server's own default.
+LLM_TEMPERATURE = (
+    env_float("LLM_TEMPERATURE", 0.0, minimum=0.0) if env_str("LLM_TEMPERATURE") else None
+)
+
+# --- embedded local model -------------------------------------------------------
+# A GGUF file that `go` serves with llama.cpp on 127.0.0.1:LOCAL_MODEL_PORT (config/local_model.py)
+# and that every process uses as its LLM, unless LLM_BASE_URL names another server.
+LOCAL_MODEL = env_str("LOCAL_MODEL").strip()
+LOCAL_MODEL_CONTEXT = env_int("LOCAL_MODEL_CONTEXT", 4096, minimum=256)
+LOCAL_MODEL_THREADS = env_int("LOCAL_MODEL_THREADS", default_threads(), minimum=1)
+LOCAL_MODEL_PORT = env_int("LOCAL_MODEL_PORT", 8102, minimum=1)
+# The embedded model is a small one on a CPU: unless told otherwise, it samples greedily (it
+# wanders at llama.cpp's default temperature of 0.8) and short tasks take the fast path.
+LOCAL_MODEL_IN_USE = bool(LOCAL_MODEL and not LLM_BASE_URL)
+if LOCAL_MODEL_IN_USE:
+    LLM_BASE_URL = local_model_url(LOCAL_MODEL_PORT)
+    LLM_MODEL = LLM_MODEL or model_path(LOCAL_MODEL).stem
+    LLM_TEMPERATURE = 0.0 if LLM_TEMPERATURE is None else LLM_TEMPERATURE
 
 # --- Agent runs ---------------------------------------------------------------
 AGENT_PLAN_TIMEOUT = env_float("AGENT_PLAN_TIMEOUT", 120.0, minimum=0.1)
@@ -274,6 +299,11 @@ AGENT_MAX_TOOL_ROUNDS = env_int("AGENT_MAX_TOOL_ROUNDS", 8, minimum=1)
 # With at least this many tools, the model first names the capabilities a task needs and the
 # planner sees only matching tools (seed 000's task analysis).
 AGENT_ANALYSIS_MIN_TOOLS = env_int("AGENT_ANALYSIS_MIN_TOOLS", 10, minimum=1)
+# Tasks of at most this many characters run as one step with every tool and a short prompt,
+# without a planner or verifier (0: none; a task's own `fast_path` option wins).
+AGENT_FAST_PATH_MAX_CHARS = env_int(
+    "AGENT_FAST_PATH_MAX_CHARS", 200 if LOCAL_MODEL_IN_USE else 0, minimum=0
+)
 RUN_MAX_TOKENS = env_int("RUN_MAX_TOKENS", 200_000, minimum=1)
 RUN_MAX_TOOL_CALLS = env_int("RUN_MAX_TOOL_CALLS", 100, minimum=1)
 RUN_LEASE_SECONDS = env_float("RUN_LEASE_SECONDS", 30.0, minimum=1.0)

@@ -8,8 +8,9 @@ from tests.support.worker import SharedWorker, Worker, worker_idle
 from tools_app.mcp.client import shutdown_pool
 
 # The shared fixtures, registered once for every test: the personas and their clients
-# (tests/support/personas.py) and the rest (tests/support/fixtures.py).
-pytest_plugins = ["tests.support.personas", "tests.support.fixtures"]
+# (tests/support/personas.py), the real model's server (tests/support/local_model.py) and the
+# rest (tests/support/fixtures.py).
+pytest_plugins = ["tests.support.personas", "tests.support.fixtures", "tests.support.local_model"]
 
 # Fixtures that start processes (daphne, Celery workers) for all the tests of their module or
 # package. Under pytest-xdist those tests form a group that runs in one test process (see
@@ -22,6 +23,10 @@ def pytest_collection_modifyitems(config, items):
     if not getattr(config.option, "loadgroup", False):
         return
     for item in items:
+        if item.get_closest_marker("local_model") or "local_model" in item.fixturenames:
+            # One group for all: one test process loads the model (tests/support/local_model.py).
+            item.add_marker(pytest.mark.xdist_group("local_model"))
+            continue
         for name in PROCESS_FIXTURES:
             if name in item.fixturenames:
                 definition = item._fixtureinfo.name2fixturedefs[name][-1]

@@ -53,8 +53,8 @@ class ReadOnlyAdmin(admin.ModelAdmin):
 
 @admin.register(Task)
 class TaskAdmin(admin.ModelAdmin):
-    list_display = ["id", "owner", "short_text", "created_at"]
-    list_filter = ["created_at"]
+    list_display = ["id", "owner", "short_text", "fast_path", "created_at"]
+    list_filter = ["fast_path", "created_at"]
     search_fields = ["text", "owner__username"]
     raw_id_fields = ["owner"]
 

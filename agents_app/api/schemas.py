@@ -103,6 +103,11 @@ class TaskIn(Schema):
         default=None,
         description="What an expired approval decides; null: APPROVAL_TIMEOUT_STRATEGY.",
     )
+    fast_path: Flag | None = Field(
+        default=None,
+        description="true: run as one step with every tool, without a planner or verifier; "
+        "false: always plan; null: by AGENT_FAST_PATH_MAX_CHARS.",
+    )
 
 
 class RunLinks(Schema):
@@ -117,6 +122,7 @@ class RunSummary(Schema):
     id: int
     task_id: int
     task: str
+    fast_path: bool | None = Field(description="The task's fast_path option.")
     attempt: int
     status: str
     replans: int

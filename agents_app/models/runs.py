@@ -26,6 +26,12 @@ class Task(models.Model):
     approve_plan = models.BooleanField(
         default=False, help_text="Show the plan and wait for a go before any step runs."
     )
+    fast_path = models.BooleanField(
+        null=True,
+        blank=True,
+        help_text="Run as one step without a planner or verifier: yes, no, or empty for "
+        "AGENT_FAST_PATH_MAX_CHARS.",
+    )
     approval_timeout = models.PositiveIntegerField(
         null=True, blank=True, help_text="Seconds an approval waits; overrides APPROVAL_TIMEOUT."
     )

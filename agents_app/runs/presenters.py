@@ -120,6 +120,7 @@ def run_summary(run: Run) -> dict[str, Any]:
     return {
         **{field: getattr(run, field) for field in RUN_FIELDS},
         "task": run.task.text,
+        "fast_path": run.task.fast_path,
         "links": run_links(run),
     }
 

@@ -113,16 +113,25 @@ def task_submit(
     approve_plan: bool = False,
     approval_timeout: int | None = None,
     approval_on_timeout: str | None = None,
+    fast_path: bool | None = None,
 ) -> Run:
     """Create a Task and its first Run and queue it for a worker. Returns the Run. The owner is
     the actor of the audit event: a task is always submitted by the person it belongs to.
     `approve_plan` parks the run on its plan before any step; `approval_timeout` (seconds) and
     `approval_on_timeout` (deny | skip | cancel) override APPROVAL_TIMEOUT and its strategy.
+    `fast_path` True runs the task as one direct step, False always plans, None leaves it to
+    AGENT_FAST_PATH_MAX_CHARS.
     Raises DomainError VALIDATION_ERROR for bad input, LLM_NOT_CONFIGURED without an LLM."""
     context = {} if context is None else context
     _validate_task(text, context)
     _validate_budgets(max_tokens=max_tokens, max_tool_calls=max_tool_calls)
     _validate_approval_options(approval_timeout, approval_on_timeout)
+    if fast_path is not None and not isinstance(fast_path, bool):
+        raise DomainError(
+            ErrorCode.VALIDATION_ERROR,
+            "fast_path must be true, false or null",
+            {"field": "fast_path"},
+        )
     refuse_while_halted()
     missing = llm_missing_settings()
     if missing:
@@ -140,6 +149,7 @@ def task_submit(
         approve_plan=bool(approve_plan),
         approval_timeout=approval_timeout,
         approval_on_timeout=approval_on_timeout or "",
+        fast_path=fast_path,
     )
     run = run_create(task=task)
     audit_record(

@@ -8,6 +8,12 @@ from django import forms
 from agents_app.core.inputs import STORED_INT_MAX, json_problem
 from agents_app.models import Decision, Remember, TimeoutStrategy
 
+FAST_PATH_CHOICES = [
+    ("", "by setting"),
+    ("direct", "direct (one step)"),
+    ("plan", "always plan"),
+]
+
 
 class TaskForm(forms.Form):
     # Not required here: an empty task reaches task_submit, whose VALIDATION_ERROR is the one
@@ -28,6 +34,14 @@ class TaskForm(forms.Form):
     max_tool_calls = forms.IntegerField(required=False, min_value=1, max_value=STORED_INT_MAX)
     approve_plan = forms.BooleanField(required=False, label="Show me the plan first")
     approval_timeout = forms.IntegerField(required=False, min_value=1, max_value=STORED_INT_MAX)
+    # Task.fast_path: None (the site's AGENT_FAST_PATH_MAX_CHARS decides), True, False.
+    fast_path = forms.TypedChoiceField(
+        required=False,
+        choices=FAST_PATH_CHOICES,
+        coerce=lambda value: {"direct": True, "plan": False}[value],
+        empty_value=None,
+        label="Plan first",
+    )
     approval_on_timeout = forms.ChoiceField(
         required=False,
         choices=[("", "the site's default"), *TimeoutStrategy.choices],

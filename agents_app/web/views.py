@@ -69,6 +69,7 @@ def task_new(request: HtmxHttpRequest) -> HttpResponse:
                     approve_plan=form.cleaned_data["approve_plan"],
                     approval_timeout=form.cleaned_data["approval_timeout"],
                     approval_on_timeout=form.cleaned_data["approval_on_timeout"] or None,
+                    fast_path=form.cleaned_data["fast_path"],
                 )
             except DomainError as exc:
                 error, status = exc, exc.http_status

@@ -21,6 +21,13 @@ from agents_app.core.events import EventType
 from agents_app.engine.analysis import analyze_task, select_tools
 from agents_app.engine.decide import Action, ActionKind, RunState, StepState, next_action
 from agents_app.engine.executor import AwaitApproval, Resume, StepInput, execute_step
+from agents_app.engine.fast import (
+    fast_plan,
+    fast_plan_raw,
+    fast_verdict,
+    is_fast_plan,
+    takes_fast_path,
+)
 from agents_app.engine.hooks import StopRun
 from agents_app.engine.llm import LLMProvider
 from agents_app.engine.planner import make_plan
@@ -38,6 +45,7 @@ from agents_app.models import (
 from agents_app.runs.lease import Lease
 from agents_app.runs.lifecycle import finish, skip_step, workspace_for
 from agents_app.runs.writer import LeaseLost, locked_run
+from agents_app.worker.evidence import call_records, evidence_problem
 from agents_app.worker.hooks import DatabaseHooks, ToolCallHandle
 from agents_app.worker.llm import provider_from_settings
 from tools_app.process_registry import get_registry
@@ -162,14 +170,15 @@ class RunExecutor:
                 skip_step(w, rows.steps[index], "a step it depends on did not complete")
 
     def perform_execute(self, action: Action, rows: RunRows) -> None:
-        self.execute(rows.run, rows.steps, rows.steps[action.step_index])
+        direct = is_fast_plan(rows.plan.raw)
+        self.execute(rows.run, rows.steps, rows.steps[action.step_index], direct=direct)
 
     def perform_begin_verify(self, action: Action, rows: RunRows) -> None:
         with self.lock() as w:
             w.transition(RunStatus.VERIFYING)
 
     def perform_verify(self, action: Action, rows: RunRows) -> None:
-        self.verify(rows.run, rows.steps)
+        self.verify(rows.run, rows.steps, fast=is_fast_plan(rows.plan.raw))
 
     # --- the work behind plan, execute and verify -------------------------------------------
 
@@ -186,6 +195,7 @@ class RunExecutor:
                 context=run.task.context,
                 tools=tools,
                 timeout=settings.AGENT_PLAN_TIMEOUT,
+                max_tokens=settings.LLM_MAX_TOKENS_PLAN,
             )
         except DomainError as exc:
             if exc.code == ErrorCode.BUDGET_EXCEEDED:
@@ -205,20 +215,33 @@ class RunExecutor:
 
     def plan(self, run: Run, previous: Plan | None, previous_steps: list[Step]) -> None:
         hooks = DatabaseHooks(run, self.lease)
-        output = make_plan(
-            provider=self.provider,
-            hooks=hooks,
-            task=run.task.text,
-            context=run.task.context,
-            tools=self.offered_tools(run, hooks),
-            max_steps=settings.AGENT_MAX_STEPS,
-            timeout=settings.AGENT_PLAN_TIMEOUT,
-            history=replan_history(run, previous_steps) if previous else "",
+        # The fast path (engine/fast.py) plans without the model, on the first plan only: a
+        # replan after a direct attempt asks the planner, with that attempt as history.
+        fast = previous is None and takes_fast_path(
+            text=run.task.text,
+            option=run.task.fast_path,
+            max_chars=settings.AGENT_FAST_PATH_MAX_CHARS,
         )
+        if fast:
+            tool_names = [t.name for t in configured_specs(self.registry)]
+            output = fast_plan(task=run.task.text, tool_names=tool_names)
+        else:
+            output = make_plan(
+                provider=self.provider,
+                hooks=hooks,
+                task=run.task.text,
+                context=run.task.context,
+                tools=self.offered_tools(run, hooks),
+                max_steps=settings.AGENT_MAX_STEPS,
+                timeout=settings.AGENT_PLAN_TIMEOUT,
+                history=replan_history(run, previous_steps) if previous else "",
+                max_tokens=settings.LLM_MAX_TOKENS_PLAN,
+            )
         with self.lock() as w:
             version = (previous.version if previous else 0) + 1
+            raw = fast_plan_raw(output) if fast else output.model_dump()
             plan = Plan.objects.create(
-                run=w.run, version=version, reason=w.run.replan_reason, raw=output.model_dump()
+                run=w.run, version=version, reason=w.run.replan_reason, raw=raw
             )
             Step.objects.bulk_create(
                 Step(
@@ -233,7 +256,12 @@ class RunExecutor:
                 for index, planned in enumerate(output.steps)
             )
             w.event(
-                EventType.PLAN_CREATED, {"version": version, "steps": output.model_dump()["steps"]}
+                EventType.PLAN_CREATED,
+                {
+                    "version": version,
+                    "steps": raw["steps"],
+                    **({"fast_path": True} if fast else {}),
+                },
             )
             if w.run.task.approve_plan:
                 park_on_plan(w, plan)
@@ -250,7 +278,7 @@ class RunExecutor:
                 },
             )
 
-    def execute(self, run: Run, steps: list[Step], step: Step) -> None:
+    def execute(self, run: Run, steps: list[Step], step: Step, *, direct: bool = False) -> None:
         resume = self.decided(step) if step.progress else None
         with self.lock() as w:
             interrupted = step.status == StepStatus.RUNNING and resume is None
@@ -299,12 +327,14 @@ class RunExecutor:
                     reasoning=step.reasoning,
                     tool_names=list(step.tool_names),
                     earlier=earlier,
+                    direct=direct,
                 ),
                 workspace=workspace,
                 run_id=run.pk,
                 timeout=settings.AGENT_STEP_TIMEOUT,
                 max_rounds=settings.AGENT_MAX_TOOL_ROUNDS,
                 resume=resume,
+                max_tokens=settings.LLM_MAX_TOKENS_STEP,
             )
         except AwaitApproval as wait:
             with self.lock() as w:
@@ -373,20 +403,34 @@ class RunExecutor:
         note = "It timed out waiting for a decision." if approval.expired else ""
         return Resume(step.progress, decision, arguments, handle, note)
 
-    def verify(self, run: Run, steps: list[Step]) -> None:
+    def verify(self, run: Run, steps: list[Step], *, fast: bool = False) -> None:
         can_replan = run.replans < settings.AGENT_MAX_REPLANS
-        verdict = verify(
-            provider=self.provider,
-            hooks=DatabaseHooks(run, self.lease),
-            task=run.task.text,
-            context=run.task.context,
-            steps=[(s.index, s.objective, s.status, s.output or s.error) for s in steps],
-            can_replan=can_replan,
-            timeout=settings.AGENT_VERIFY_TIMEOUT,
-        )
+        # A fast-path plan's verdict is derived from its one step, not asked; it ends at the
+        # same success point, replan or failure below as the verifier's.
+        derived = fast_verdict(steps[0], can_replan=can_replan) if fast else None
+        if derived:
+            verdict = derived.verdict
+        else:
+            verdict = verify(
+                provider=self.provider,
+                hooks=DatabaseHooks(run, self.lease),
+                task=run.task.text,
+                context=run.task.context,
+                steps=[(s.index, s.objective, s.status, s.output or s.error) for s in steps],
+                can_replan=can_replan,
+                timeout=settings.AGENT_VERIFY_TIMEOUT,
+                max_tokens=settings.LLM_MAX_TOKENS_VERIFY,
+                calls=call_records(run, steps),
+            )
         with self.lock() as w:
             w.event(EventType.VERIFICATION, verdict.model_dump())
-            if verdict.task_complete:
+            # The one place a run may succeed: the evidence is checked here, whoever judged.
+            problem = (
+                evidence_problem(run, verifier=verdict.reasoning) if verdict.task_complete else None
+            )
+            if problem is not None:
+                finish(w, RunStatus.FAILED, problem.code, problem.message, problem.details)
+            elif verdict.task_complete:
                 last_output = next((s.output for s in reversed(steps) if s.output), "")
                 w.set(final_response=verdict.response or w.run.final_response or last_output)
                 finish(w, RunStatus.SUCCEEDED)
@@ -400,8 +444,10 @@ class RunExecutor:
                 finish(
                     w,
                     RunStatus.FAILED,
-                    ErrorCode.VERIFICATION_FAILED,
-                    verdict.reasoning or "The verifier judged the task incomplete",
+                    derived.error_code if derived else ErrorCode.VERIFICATION_FAILED,
+                    # The model's words are no error message: they go into the details.
+                    verdict.reasoning if derived else "The verifier judged the task incomplete",
+                    {} if derived else {"verifier": verdict.reasoning},
                 )
 
 

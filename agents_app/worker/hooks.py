@@ -22,6 +22,8 @@ from tools_app.registry import ToolResult, ToolSpec
 
 TOKEN_FLUSH_CHARS = 64
 TOKEN_FLUSH_SECONDS = 0.1
+# While the model streams, the run's row is read at most this often (for a cancel).
+POLL_SECONDS = 0.25
 
 
 @dataclass(frozen=True)
@@ -63,6 +65,7 @@ class DatabaseHooks:
         self._last_flush = time.monotonic()
         self._token_context: dict[str, Any] = {}
         self._let_through_next = ""
+        self._last_poll = time.monotonic()
 
     def checkpoint(self) -> None:
         self.flush_tokens()
@@ -75,6 +78,12 @@ class DatabaseHooks:
         cancel = Run.objects.filter(pk=self.run_id).values_list("cancel_requested", flat=True)
         if cancel.first():
             raise StopRun(ErrorCode.CANCELLED)
+
+    def poll(self) -> None:
+        now = time.monotonic()
+        if now - self._last_poll >= POLL_SECONDS:
+            self._last_poll = now
+            self.checkpoint()
 
     def on_llm_usage(self, usage: Usage, model: str) -> None:
         self.flush_tokens()

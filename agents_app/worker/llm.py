@@ -29,4 +29,5 @@ def provider_from_settings() -> OpenAICompatibleProvider:
         request_timeout=float(getattr(settings, "LLM_REQUEST_TIMEOUT", 120.0)),
         max_retries=int(getattr(settings, "LLM_MAX_RETRIES", 5)),
         retry_base_delay=float(getattr(settings, "LLM_RETRY_BASE_DELAY", 1.0)),
+        temperature=getattr(settings, "LLM_TEMPERATURE", None),
     )

@@ -115,6 +115,10 @@ def test_deny_tells_the_model_and_the_step_goes_on(owner, send, registry):
     assert run.status == "succeeded" and send.calls == []
     last = [r for r in provider.requests if "AGENTDESK:STEP 0" in r.messages[0]["content"]][-1]
     assert "denied" in last.messages[-1]["content"]
+    # Without its call the step is not completed, and the model is not pushed to ask again.
+    step0 = Step.objects.get(run=run, index=0)
+    assert step0.status == "failed" and step0.error.startswith("EVIDENCE_MISSING")
+    assert "a person denied its call" in step0.error
 
 
 def test_a_rule_for_the_tool_lets_the_call_through(owner, send, registry):

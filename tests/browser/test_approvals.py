@@ -52,7 +52,10 @@ def test_a_call_waiting_for_approval_opens_its_dialog_live_and_approve_finishes_
                     {"content": "release-notes.md is saved."},
                 ],
             },
-            {"match": "AGENTDESK:VERIFY", "replies": [verdict(True, "The notes are saved.")]},
+            {
+                "match": "AGENTDESK:VERIFY",
+                "replies": [verdict(True, "The notes are saved.", evidence=[1])],
+            },
         ]
     )
     log_in(page, "owner", PASSWORD)
@@ -118,7 +121,10 @@ def test_a_refused_edit_shows_its_error_inside_the_open_dialog(page, stack, owne
                     {"content": "saved elsewhere"},
                 ],
             },
-            {"match": "AGENTDESK:VERIFY", "replies": [verdict(True, "Saved as notes.md.")]},
+            {
+                "match": "AGENTDESK:VERIFY",
+                "replies": [verdict(True, "Saved as notes.md.", evidence=[1])],
+            },
         ]
     )
     log_in(page, "owner", PASSWORD)

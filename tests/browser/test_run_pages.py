@@ -32,8 +32,13 @@ STREAMED = [
 
 
 def verdict_with(reasoning, response):
-    """A passing verdict whose reasoning the page should show."""
-    content = {"task_complete": True, "reasoning": reasoning, "should_replan": False}
+    """A passing verdict whose reasoning the page should show, citing the run's first call."""
+    content = {
+        "task_complete": True,
+        "reasoning": reasoning,
+        "should_replan": False,
+        "evidence": [1],
+    }
     return {"content": json.dumps({**content, "response": response})}
 
 

@@ -38,7 +38,7 @@ def test_a_run_plans_executes_and_succeeds(owner):
                 "replies": [tool_call("echo", text="hi"), {"content": "said hi"}],
             },
             {"match": "AGENTDESK:STEP 1", "replies": [{"content": "summary"}]},
-            {"match": "AGENTDESK:VERIFY", "replies": [verdict(True, "all good")]},
+            {"match": "AGENTDESK:VERIFY", "replies": [verdict(True, "all good", evidence=[1])]},
         ],
         registry=make_registry(echo, FinishTool()),
     )
@@ -327,8 +327,11 @@ def test_task_analysis_offers_the_planner_only_matching_tools(owner, settings):
                 "replies": [json_reply({"capabilities": ["echo"], "domain": "nowhere"})],
             },
             {"match": "AGENTDESK:PLAN", "replies": [plan_reply(step("say it", ["echo"]))]},
-            {"match": "AGENTDESK:STEP", "replies": [{"content": "said"}]},
-            {"match": "AGENTDESK:VERIFY", "replies": [verdict()]},
+            {
+                "match": "AGENTDESK:STEP",
+                "replies": [tool_call("echo", text="it"), {"content": "said"}],
+            },
+            {"match": "AGENTDESK:VERIFY", "replies": [verdict(evidence=[1])]},
         ],
     )
     plan_prompt = next(r for r in provider.requests if "AGENTDESK:PLAN" in r.messages[0]["content"])
@@ -345,9 +348,12 @@ def test_a_failed_analysis_offers_every_tool(owner, settings):
         owner,
         [
             {"match": "AGENTDESK:ANALYZE", "replies": [llm_error("INVALID_RESPONSE")]},
-            {"match": "AGENTDESK:PLAN", "replies": [plan_reply(step("break it", ["broken"]))]},
-            {"match": "AGENTDESK:STEP", "replies": [{"content": "did not need it"}]},
-            {"match": "AGENTDESK:VERIFY", "replies": [verdict()]},
+            {"match": "AGENTDESK:PLAN", "replies": [plan_reply(step("say it", ["echo"]))]},
+            {
+                "match": "AGENTDESK:STEP",
+                "replies": [tool_call("echo", text="it"), {"content": "said"}],
+            },
+            {"match": "AGENTDESK:VERIFY", "replies": [verdict(evidence=[1])]},
         ],
     )
     plan_prompt = next(r for r in provider.requests if "AGENTDESK:PLAN" in r.messages[0]["content"])

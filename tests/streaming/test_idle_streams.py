@@ -64,7 +64,7 @@ def parked_run(web, llm, start_worker, owner, key: str) -> Run:
                     {"content": "saved"},
                 ],
             },
-            {"match": "AGENTDESK:VERIFY", "replies": [verdict(True, "saved")]},
+            {"match": "AGENTDESK:VERIFY", "replies": [verdict(True, "saved", evidence=[1])]},
         ]
     )
     start_worker()

@@ -34,7 +34,7 @@ SCRIPT = [
         "replies": [tool_call("send", to="ann", text="hi"), {"content": "note sent"}],
     },
     {"match": "AGENTDESK:STEP 1", "replies": [{"content": "wrapped"}]},
-    {"match": "AGENTDESK:VERIFY", "replies": [verdict(True, "done")]},
+    {"match": "AGENTDESK:VERIFY", "replies": [verdict(True, "done", evidence=[1])]},
 ]
 
 
@@ -134,7 +134,11 @@ def asking_script(
         },
         {"match": "AGENTDESK:STEP 0", "replies": [write_call(path, content)], "repeat": True},
         {"match": "AGENTDESK:STEP 1", "replies": [{"content": "summed up"}], "repeat": True},
-        {"match": "AGENTDESK:VERIFY", "replies": [verdict(complete, "all done")], "repeat": True},
+        {
+            "match": "AGENTDESK:VERIFY",
+            "replies": [verdict(complete, "all done", evidence=[1])],
+            "repeat": True,
+        },
     ]
 
 
@@ -147,7 +151,7 @@ def script_a_write(llm, response="notes written"):
                 "match": "AGENTDESK:STEP 0",
                 "replies": [tool_call("write_file", **NOTES), {"content": "the step is over"}],
             },
-            {"match": "AGENTDESK:VERIFY", "replies": [verdict(True, response)]},
+            {"match": "AGENTDESK:VERIFY", "replies": [verdict(True, response, evidence=[1])]},
         ]
     )
 

@@ -29,10 +29,16 @@ PATH_TO = {
 LONG_ARGUMENTS = {"path": "notes/" + "a" * 120 + ".txt", "content": "hello"}
 
 
-def make_run(owner, text="Do the thing", *, max_tokens=None, max_tool_calls=None) -> Run:
+def make_run(
+    owner, text="Do the thing", *, max_tokens=None, max_tool_calls=None, fast_path=None
+) -> Run:
     """A queued run, as task_submit makes it, but not enqueued."""
     task = Task.objects.create(
-        owner=owner, text=text, max_tokens=max_tokens, max_tool_calls=max_tool_calls
+        owner=owner,
+        text=text,
+        max_tokens=max_tokens,
+        max_tool_calls=max_tool_calls,
+        fast_path=fast_path,
     )
     return run_create(task=task)
 

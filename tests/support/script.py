@@ -16,6 +16,7 @@ A reply may hold:
     content: str                 the answer text (a plan or verdict is JSON: plan_reply, verdict)
     tool_calls: [{"name": str, "arguments": dict | raw str, "id": str (optional)}]
     reasoning: str               the model's reasoning, before the content
+    finish_reason: str           why the model stopped ("length": cut off by max_tokens)
     usage: {"prompt_tokens": int, "completion_tokens": int}   default DEFAULT_USAGE
     raise: CODE, message: str    the call fails with LLMError(CODE, message): how the provider
                                  fails in-process (llm_error builds it). The server, which cannot
@@ -105,13 +106,18 @@ def step(objective: str, tools=(), depends_on=()) -> dict[str, Any]:
     return {"objective": objective, "tool_names": list(tools), "depends_on": list(depends_on)}
 
 
-def verdict(complete: bool = True, response: str = "done", replan: bool = False) -> dict[str, Any]:
+def verdict(
+    complete: bool = True, response: str = "done", replan: bool = False, evidence=()
+) -> dict[str, Any]:
+    """A verifier's answer; `evidence` the numbers of the tool calls it cites (1 = the run's
+    first call)."""
     return json_reply(
         {
             "task_complete": complete,
             "reasoning": "scripted",
             "should_replan": replan,
             "response": response,
+            "evidence": list(evidence),
         }
     )
 

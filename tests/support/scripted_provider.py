@@ -37,6 +37,9 @@ class ScriptedProvider:
             usage=Usage(**{**DEFAULT_USAGE, **reply.get("usage", {})}),
             model="scripted",
             parsed=extract_json_object(content) if request.response_schema else None,
+            finish_reason=reply.get(
+                "finish_reason", "tool_calls" if reply.get("tool_calls") else "stop"
+            ),
         )
 
 

@@ -40,7 +40,10 @@ def test_a_task_posted_to_the_api_completes_on_a_worker(llm, shared_worker, owne
                 "match": "AGENTDESK:STEP 0",
                 "replies": [append_line("hello.txt", "hello"), {"content": "wrote hello.txt"}],
             },
-            {"match": "AGENTDESK:VERIFY", "replies": [verdict(True, "hello.txt says hello")]},
+            {
+                "match": "AGENTDESK:VERIFY",
+                "replies": [verdict(True, "hello.txt says hello", evidence=[1])],
+            },
         ]
     )
     run_id = submit(owner_api)
@@ -61,12 +64,25 @@ def test_a_run_replans_when_the_verifier_asks(llm, shared_worker, owner_api):
         [
             {
                 "match": "AGENTDESK:PLAN",
-                "replies": [plan_reply(step("first idea")), plan_reply(step("better idea"))],
+                "replies": [
+                    plan_reply(step("first idea")),
+                    plan_reply(step("better idea", ["write_file"])),
+                ],
             },
-            {"match": "AGENTDESK:STEP 0", "replies": [{"content": "meh"}, {"content": "good"}]},
+            {
+                "match": "AGENTDESK:STEP 0",
+                "replies": [
+                    {"content": "meh"},
+                    append_line("hello.txt", "hello"),
+                    {"content": "good"},
+                ],
+            },
             {
                 "match": "AGENTDESK:VERIFY",
-                "replies": [verdict(False, replan=True), verdict(True, "second plan worked")],
+                "replies": [
+                    verdict(False, replan=True),
+                    verdict(True, "second plan worked", evidence=[1]),
+                ],
             },
         ]
     )
@@ -125,7 +141,10 @@ def test_a_worker_killed_mid_run_resumes_without_repeating_a_completed_step(
                     {"content": "logged b"},
                 ],
             },
-            {"match": "AGENTDESK:VERIFY", "replies": [verdict(True, "a and b logged")]},
+            {
+                "match": "AGENTDESK:VERIFY",
+                "replies": [verdict(True, "a and b logged", evidence=[1, 2])],
+            },
         ]
     )
     first = start_worker("first")
@@ -168,7 +187,9 @@ def test_the_same_run_delivered_to_two_workers_executes_each_step_once(
                 ],
             }
         )
-    rules.append({"match": "AGENTDESK:VERIFY", "replies": [verdict(True, "all logged")]})
+    rules.append(
+        {"match": "AGENTDESK:VERIFY", "replies": [verdict(True, "all logged", evidence=[1, 2, 3])]}
+    )
     llm.script(rules)
     one, two = start_worker("one"), start_worker("two")
     run = make_run(owner)
@@ -201,7 +222,7 @@ def test_a_frozen_worker_loses_its_lease_and_cannot_commit_after_a_takeover(
                     {"content": "logged"},
                 ],
             },
-            {"match": "AGENTDESK:VERIFY", "replies": [verdict(True, "logged once")]},
+            {"match": "AGENTDESK:VERIFY", "replies": [verdict(True, "logged once", evidence=[1])]},
         ]
     )
     frozen = start_worker("frozen")

@@ -85,12 +85,14 @@ def test_a_run_uses_filesystem_and_git_tools_through_the_planner(
             },
             {
                 "match": "AGENTDESK:VERIFY",
-                "replies": [verdict(True, "notes written, git sees them")],
+                "replies": [verdict(True, "notes written, git sees them", evidence=[1, 2])],
             },
         ]
     )
     start_worker()
-    run = make_run(owner, "Write notes.txt in the repo and check git status")
+    # The notes go to the repository, not the run's workspace: the task does not name the file
+    # (a named file must be in the workspace for the run to succeed).
+    run = make_run(owner, "Write the notes file in the repo and check git status")
     execute_run.delay(run.pk)
     run = wait_for_run(run.pk, timeout=120)
 

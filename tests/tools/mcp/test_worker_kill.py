@@ -56,7 +56,10 @@ def test_a_killed_server_breaks_one_call_and_the_same_worker_reconnects(
                 "replies": [{"tool_calls": [echo_call]}, {"content": "echoed"}],
             },
             {"match": ["AGENTDESK:VERIFY", "first"], "replies": [verdict(False)]},
-            {"match": ["AGENTDESK:VERIFY", "second"], "replies": [verdict(True, "echoed")]},
+            {
+                "match": ["AGENTDESK:VERIFY", "second"],
+                "replies": [verdict(True, "echoed", evidence=[1])],
+            },
         ]
     )
     # Slow background reconnects, so the broken state can be seen; a call reconnects at once.

@@ -1,0 +1,48 @@
+"""What a run must show before it may succeed: its tool calls for the verifier, and the files
+its task asked for in its workspace."""
+
+import json
+
+from agents_app.core.errors import DomainError, ErrorCode
+from agents_app.engine.evidence import CallRecord, files_to_write
+from agents_app.models import Run, Step, ToolCall, ToolCallStatus
+from agents_app.runs.lifecycle import workspace_for
+
+
+def call_records(run: Run, steps: list[Step]) -> list[CallRecord]:
+    """The run's tool calls in the order they were made, numbered from 1; those of `steps`
+    carry their step's index, an earlier plan's carry None."""
+    index_of = {step.pk: step.index for step in steps}
+    records = []
+    for number, call in enumerate(ToolCall.objects.filter(run=run).order_by("id"), start=1):
+        ok = call.status == ToolCallStatus.SUCCEEDED
+        if ok:
+            result = json.dumps(call.result, ensure_ascii=False, default=str)
+        else:
+            result = call.error or call.status
+        records.append(
+            CallRecord(
+                number=number,
+                step_index=index_of.get(call.step_id),
+                tool=call.tool,
+                arguments=call.arguments if isinstance(call.arguments, dict) else {},
+                ok=ok,
+                result=result,
+            )
+        )
+    return records
+
+
+def evidence_problem(run: Run, *, verifier: str = "") -> DomainError | None:
+    """Why a run judged complete may not succeed, or None: every file its task asks to write
+    must be in its workspace. `verifier` (the model's reasoning) goes into the details."""
+    workspace = workspace_for(run.pk)
+    missing = [name for name in files_to_write(run.task.text) if not (workspace / name).is_file()]
+    if not missing:
+        return None
+    names = ", ".join(missing)
+    return DomainError(
+        ErrorCode.EVIDENCE_MISSING,
+        f"The task asks for {names}, but the workspace has no such file",
+        {"missing": missing, "verifier": verifier},
+    )
