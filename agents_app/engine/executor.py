@@ -4,10 +4,12 @@ import json
 import re
 import time
 from dataclasses import asdict, dataclass, replace
+from pathlib import Path
 from typing import Any
 
 from agents_app.core.errors import DomainError, ErrorCode
 from agents_app.engine.calls import ask_model
+from agents_app.engine.evidence import echoes_task, files_to_write
 from agents_app.engine.hooks import EngineHooks
 from agents_app.engine.llm import LLMError, LLMProvider, LLMRequest, ToolCallRequest, ToolSchema
 from agents_app.engine.prompts import (
@@ -21,6 +23,15 @@ from tools_app.registry import ToolContext, ToolRegistry
 
 FINISH_TOOL = "finish_task"
 TOOL_RESULT_CHARS = 20_000
+# Said to a direct step whose answer only repeats the task's words.
+ECHOED = "That only repeats the task. Give the result itself."
+# The answer to a call that repeats the one that just succeeded (it is not made again).
+REPEATED_CALL = json.dumps(
+    {
+        "error": "This exact call already succeeded; its result is above. Do not repeat it: "
+        "give your final answer now."
+    }
+)
 _WIRE_UNSAFE = re.compile(r"[^a-zA-Z0-9_-]")
 
 
@@ -99,13 +110,19 @@ def execute_step(
     max_rounds: int,
     resume: Resume | None = None,
     max_tokens: int | None = None,
+    error_retries: int = 0,
 ) -> StepOutcome:
     """Run the step to an outcome. A tool failure or invalid arguments fail the step; so does
     ending (prose or finish_task) without one successful call of the tools it must use, after
     being told once (EVIDENCE_MISSING; at once after a person denied its call). An LLM
     failure raises LLMError (the run cannot go on without its model); StopRun propagates; a
     call that needs a person raises AwaitApproval, and `resume` continues from there. An
-    answer cut off at `max_tokens` is asked for again once, then fails ANSWER_TOO_LONG."""
+    answer cut off at `max_tokens` is asked for again once, then fails ANSWER_TOO_LONG.
+
+    `error_retries` failed or refused calls are shown to the model to correct before one fails
+    the step. A direct step (the fast path: the step is the whole task) also may not end
+    before the files its task asks to write exist, nor with an answer that only repeats the
+    task's words; each is told once, then fails."""
     deadline = time.monotonic() + timeout
     offered = [name for name in step.tool_names if name != FINISH_TOOL]
     if FINISH_TOOL in registry.names():
@@ -153,6 +170,16 @@ def execute_step(
     evidence.setdefault("used", 0)  # successful calls of the step's own tools
     evidence.setdefault("nudged", False)  # told once to use them
     evidence.setdefault("denied", False)  # a person refused one of its calls
+    evidence.setdefault("last", "")  # the last successful call, as name + arguments
+    evidence.setdefault("result", "")  # and its result, as the model saw it
+    evidence.setdefault("repeats", 0)  # times the model asked for that same call again
+    evidence.setdefault("errors", 0)  # failed calls shown to the model to correct
+    evidence.setdefault("echoed", False)  # told its answer only repeats the task
+    # A direct step is the whole task: the files the task asks to write are its to write.
+    owed = files_to_write(task) if step.direct and workspace is not None else []
+
+    def missing_files() -> list[str]:
+        return [name for name in owed if not (Path(workspace) / name).is_file()]
 
     def done(outcome: StepOutcome) -> StepOutcome:
         return replace(outcome, thinking="\n\n".join(t for t in thoughts if t))
@@ -177,26 +204,63 @@ def execute_step(
         )
 
     def lacks_evidence() -> bool:
-        return bool(required) and not evidence["used"]
+        return (bool(required) and not evidence["used"]) or bool(missing_files())
 
     def nudge_or_fail(said: str) -> StepOutcome | None:
         """The step would end without one successful call of its tools: tell the model once
         (None: ask it again); the second time the step fails."""
         # After a person's denial the model is not pushed to ask for the call again.
+        missing = missing_files()
         if evidence["nudged"] or evidence["denied"]:
             why = "; a person denied its call" if evidence["denied"] else ""
-            return StepOutcome(
-                status=StepStatus.FAILED,
-                error_code=ErrorCode.EVIDENCE_MISSING,
-                error=(
+            if missing and not (required and not evidence["used"]):
+                error = f"the task asks for {', '.join(missing)}, which the step did not write"
+            else:
+                error = (
                     f"the step had to use one of its tools ({', '.join(required)}) "
                     f"and made no successful call{why}"
-                ),
+                )
+            return StepOutcome(
+                status=StepStatus.FAILED, error_code=ErrorCode.EVIDENCE_MISSING, error=error
             )
         evidence["nudged"] = True
         if said:
             messages.append({"role": "assistant", "content": said})
-        messages.append(evidence_nudge(required))
+        messages.append(evidence_nudge(required, missing=missing))
+        return None
+
+    def answered(answer: str, *, call_id: str = "") -> StepOutcome | None:
+        """The step's end with `answer` (finish_task's when `call_id`, else prose), or None
+        when a direct step's answer only repeats the task's words: told once and asked again;
+        the second time the step fails."""
+        # Where the task asks for files, they are its result (checked above), not the answer.
+        if not (step.direct and not owed and echoes_task(answer, task)):
+            return StepOutcome(
+                status=StepStatus.COMPLETED, output=answer, finished_task=bool(call_id)
+            )
+        if evidence["echoed"]:
+            return StepOutcome(
+                status=StepStatus.FAILED,
+                error_code=ErrorCode.VERIFICATION_FAILED,
+                error=f"the answer only repeats the task's words: {answer!r}",
+            )
+        evidence["echoed"] = True
+        if call_id:
+            refusal = json.dumps({"error": f"Not finished: {ECHOED}"})
+            messages.append({"role": "tool", "tool_call_id": call_id, "content": refusal})
+        else:
+            messages.append({"role": "assistant", "content": answer})
+            messages.append({"role": "user", "content": ECHOED})
+        return None
+
+    def correct_or_fail(call: ToolCallRequest, code: ErrorCode, error: str) -> StepOutcome | None:
+        """A failed or refused call: shown to the model to correct while `error_retries`
+        last (None), else the step fails with its code."""
+        if evidence["errors"] >= error_retries:
+            return StepOutcome(status=StepStatus.FAILED, error_code=code, error=error)
+        evidence["errors"] += 1
+        report = {"error": error, "note": "Correct the call, or answer if you cannot."}
+        messages.append({"role": "tool", "tool_call_id": call.id, "content": json.dumps(report)})
         return None
 
     def make_calls(decided: Resume | None) -> StepOutcome | None:
@@ -215,9 +279,26 @@ def execute_step(
                     )
                     continue
                 arguments = decided.arguments
-                failure = _refusal(registry, name, replace(call, arguments=arguments), offered)
+                failure = _refusal(
+                    registry, name, replace(call, arguments=arguments), offered, task
+                )
             else:
-                failure = _refusal(registry, name, call, offered)
+                signature = _signature(name, arguments)
+                if signature == evidence["last"]:
+                    # The model asks again for the call that just succeeded instead of
+                    # answering (small models loop so): it is not made again. Told once;
+                    # the second time the step ends with that call's result as its answer.
+                    evidence["repeats"] += 1
+                    if evidence["repeats"] > 1:
+                        return StepOutcome(
+                            status=StepStatus.COMPLETED,
+                            output=f"{name}: {evidence['result']}",
+                        )
+                    messages.append(
+                        {"role": "tool", "tool_call_id": call.id, "content": REPEATED_CALL}
+                    )
+                    continue
+                failure = _refusal(registry, name, call, offered, task)
                 ask = hooks.approval_needed(name, arguments) if failure is None else None
                 handle = hooks.before_tool_call(name, arguments)
                 if ask is not None:
@@ -226,9 +307,10 @@ def execute_step(
                 hooks.after_tool_call(
                     handle, result=None, error_code=failure.code, error=failure.message
                 )
-                return StepOutcome(
-                    status=StepStatus.FAILED, error_code=failure.code, error=failure.message
-                )
+                outcome = correct_or_fail(call, failure.code, failure.message)
+                if outcome is not None:
+                    return outcome
+                continue
             hooks.checkpoint()
             spec = registry.get(name).spec
             tool_timeout = max(0.1, min(spec.timeout, deadline - time.monotonic()))
@@ -241,11 +323,10 @@ def execute_step(
                 hooks.after_tool_call(
                     handle, result=result, error_code=ErrorCode.TOOL_FAILED, error=result.error
                 )
-                return StepOutcome(
-                    status=StepStatus.FAILED,
-                    error_code=ErrorCode.TOOL_FAILED,
-                    error=f"{name}: {result.error}",
-                )
+                outcome = correct_or_fail(call, ErrorCode.TOOL_FAILED, f"{name}: {result.error}")
+                if outcome is not None:
+                    return outcome
+                continue
             hooks.after_tool_call(handle, result=result)
             if result.finish:
                 content = result.content if isinstance(result.content, dict) else {}
@@ -258,17 +339,23 @@ def execute_step(
                         error=f"finish_task reported that the task was not accomplished: {answer}",
                     )
                 if lacks_evidence():
-                    refusal = {"error": "Not finished: this step has not used its tools yet."}
+                    missing = missing_files()
+                    why = f"{', '.join(missing)} not written yet" if missing else "no tool used yet"
+                    refusal = {"error": f"Not finished: {why}."}
                     messages.append(
                         {"role": "tool", "tool_call_id": call.id, "content": json.dumps(refusal)}
                     )
                     finished_early = True
                     continue
-                return StepOutcome(status=StepStatus.COMPLETED, output=answer, finished_task=True)
+                outcome = answered(answer, call_id=call.id)
+                if outcome is not None:
+                    return outcome
+                continue
             evidence["used"] += 1
             content = json.dumps(result.content, ensure_ascii=False, default=str)
             if len(content) > TOOL_RESULT_CHARS:
                 content = content[:TOOL_RESULT_CHARS] + " …[truncated]"
+            evidence["last"], evidence["result"] = _signature(name, arguments), content
             messages.append({"role": "tool", "tool_call_id": call.id, "content": content})
         if finished_early and lacks_evidence():
             return nudge_or_fail("")
@@ -331,7 +418,10 @@ def execute_step(
         if not response.tool_calls:
             said = response.content.strip()
             if not lacks_evidence():
-                return done(StepOutcome(status=StepStatus.COMPLETED, output=said))
+                outcome = answered(said)
+                if outcome is not None:
+                    return done(outcome)
+                continue
             refused = nudge_or_fail(said)
             if refused is not None:
                 return done(refused)
@@ -353,8 +443,12 @@ def execute_step(
         pending = list(response.tool_calls)
 
 
+def _signature(name: str, arguments: dict[str, Any]) -> str:
+    return name + json.dumps(arguments, sort_keys=True, default=str)
+
+
 def _refusal(
-    registry: ToolRegistry, name: str, call: Any, offered: list[str]
+    registry: ToolRegistry, name: str, call: Any, offered: list[str], task: str = ""
 ) -> DomainError | None:
     if name not in offered:
         return DomainError(
@@ -368,4 +462,21 @@ def _refusal(
         registry.validate_arguments(name, call.arguments)
     except DomainError as exc:
         return exc
+    return _names_itself(name, call.arguments, task)
+
+
+def _names_itself(name: str, arguments: dict[str, Any], task: str) -> DomainError | None:
+    """A string argument holding the tool's own name ("write_file.txt" for write_file) that
+    the task does not mention: a small model copied the name instead of giving a value."""
+    own = name.rsplit(".", 1)[-1].lower()
+    if len(own) < 4 or own in task.lower():
+        return None
+    for key, value in arguments.items():
+        if isinstance(value, str) and own in value.lower():
+            return DomainError(
+                ErrorCode.INVALID_ARGUMENTS,
+                f"Invalid arguments for tool '{name}': {key} repeats the tool's name instead "
+                "of giving a real value",
+                {"tool": name, "errors": [{"path": key, "message": "copied the tool's name"}]},
+            )
     return None

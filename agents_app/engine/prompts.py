@@ -90,12 +90,14 @@ def direct_messages(*, task: str, context: dict[str, Any]) -> list[dict[str, Any
     ]
 
 
-def evidence_nudge(tools: list[str]) -> dict[str, Any]:
-    """Said once to a step that answered without using the tools it must use."""
-    return {
-        "role": "user",
-        "content": f"This step must use one of its tools ({', '.join(tools)}); call one now.",
-    }
+def evidence_nudge(tools: list[str], *, missing: list[str] = ()) -> dict[str, Any]:
+    """Said once to a step that answered without using the tools it must use, or without
+    writing the files its task asks for."""
+    if missing:
+        content = f"Not done yet: {', '.join(missing)} does not exist. Write it now."
+    else:
+        content = f"This step must use one of its tools ({', '.join(tools)}); call one now."
+    return {"role": "user", "content": content}
 
 
 ARGUMENTS_CHARS = 200

@@ -335,6 +335,7 @@ class RunExecutor:
                 max_rounds=settings.AGENT_MAX_TOOL_ROUNDS,
                 resume=resume,
                 max_tokens=settings.LLM_MAX_TOKENS_STEP,
+                error_retries=settings.AGENT_TOOL_ERROR_RETRIES,
             )
         except AwaitApproval as wait:
             with self.lock() as w:

@@ -126,7 +126,7 @@ class QuietHooks:
         pass
 
 
-def run_step(replies, **step_fields):
+def run_step(replies, echo=None, **step_fields):
     provider = ScriptedProvider([{"match": "AGENTDESK:STEP", "replies": replies}])
     step = StepInput(
         index=0,
@@ -139,7 +139,7 @@ def run_step(replies, **step_fields):
     )
     outcome = execute_step(
         provider=provider,
-        registry=make_registry(EchoTool(), FinishTool()),
+        registry=make_registry(echo or EchoTool(), FinishTool()),
         hooks=QuietHooks(),
         task="say it",
         context={},
@@ -160,7 +160,134 @@ def test_a_step_naming_a_tool_answers_in_prose_only_after_using_it():
     assert (outcome.status, outcome.output) == ("completed", "said")
 
 
+def test_a_call_repeating_the_one_that_succeeded_is_not_made_again_and_twice_ends_the_step():
+    echo = EchoTool()
+    same = tool_call("echo", text="it")
+    outcome, provider = run_step([same, same, same, {"content": "never asked"}], echo=echo)
+    assert echo.calls == ["it"]
+    assert (outcome.status, outcome.output) == ("completed", 'echo: {"echo": "it"}')
+    told = [m for m in provider.requests[-1].messages if "already succeeded" in str(m)]
+    assert [m["role"] for m in told] == ["tool"]
+    assert len(provider.requests) == 3
+
+
+def test_the_same_call_after_another_one_is_made_again():
+    echo = EchoTool()
+    replies = [
+        tool_call("echo", text="a"),
+        tool_call("echo", text="b"),
+        tool_call("echo", text="a"),
+        {"content": "said"},
+    ]
+    outcome, _ = run_step(replies, echo=echo)
+    assert echo.calls == ["a", "b", "a"]
+    assert (outcome.status, outcome.output) == ("completed", "said")
+
+
 def test_a_step_told_it_must_use_no_tool_may_answer_in_prose():
     outcome, provider = run_step([{"content": "4"}], must_use=())
     assert (outcome.status, outcome.output) == ("completed", "4")
     assert len(provider.requests) == 1
+
+
+def run_direct(replies, task, workspace, error_retries=0):
+    """The fast path's one step, with the builtin file tools in `workspace`."""
+    from tools_app.builtin.control import FinishTaskTool
+    from tools_app.builtin.files import ListFilesTool, WriteFileTool
+
+    provider = ScriptedProvider([{"match": "AGENTDESK:DIRECT", "replies": replies}])
+    registry = make_registry(ListFilesTool(), WriteFileTool(max_bytes=10_000), FinishTaskTool())
+    step = StepInput(
+        index=0,
+        total=1,
+        objective=task,
+        reasoning="",
+        tool_names=["list_files", "write_file", "finish_task"],
+        earlier=[],
+        direct=True,
+    )
+    outcome = execute_step(
+        provider=provider,
+        registry=registry,
+        hooks=QuietHooks(),
+        task=task,
+        context={},
+        step=step,
+        workspace=workspace,
+        run_id=1,
+        timeout=30,
+        max_rounds=6,
+        error_retries=error_retries,
+    )
+    return outcome, provider
+
+
+def test_a_direct_step_may_not_finish_before_the_file_its_task_names_exists(tmp_path):
+    task = "Save the word banana in fruit.txt"
+    finish = tool_call("finish_task", result="banana")
+    outcome, provider = run_direct([finish, finish], task, tmp_path)
+    assert (outcome.status, outcome.error_code) == ("failed", "EVIDENCE_MISSING")
+    assert "fruit.txt" in outcome.error
+    told = provider.requests[-1].messages
+    assert any("fruit.txt not written yet" in str(m.get("content")) for m in told)
+    write = tool_call("write_file", path="fruit.txt", content="banana")
+    outcome, _ = run_direct([finish, write, finish], task, tmp_path / "second")
+    assert (outcome.status, outcome.output) == ("completed", "banana")
+    assert (tmp_path / "second" / "fruit.txt").read_text() == "banana"
+
+
+def test_a_direct_answer_repeating_the_task_is_refused_once_then_fails(tmp_path):
+    task = "What is 2+2? Answer with finish_task."
+    echo = tool_call("finish_task", result="2+2")
+    outcome, provider = run_direct([echo, echo], task, tmp_path)
+    assert (outcome.status, outcome.error_code) == ("failed", "VERIFICATION_FAILED")
+    assert "only repeats the task" in outcome.error
+    outcome, _ = run_direct([echo, tool_call("finish_task", result="4")], task, tmp_path)
+    assert (outcome.status, outcome.output) == ("completed", "4")
+    outcome, _ = run_direct([{"content": "blue"}], "Is the sky blue or red?", tmp_path)
+    assert (outcome.status, outcome.output) == ("completed", "blue")
+
+
+@pytest.mark.parametrize(
+    ("answer", "task", "echoes"),
+    [
+        ("2+2", "What is 2+2?", True),
+        ("the sky", "What colour is the sky?", True),
+        ("4", "What is 2+2?", False),
+        ("blue", "Is the sky blue or red?", False),
+        ("2 + 3", "What is 2+2?", False),
+        ("Good morning, Ada!", "Read greeting.txt", False),
+    ],
+)
+def test_an_answer_echoes_the_task_when_two_or_more_of_its_words_stand_there_in_order(
+    answer, task, echoes
+):
+    from agents_app.engine.evidence import echoes_task
+
+    assert echoes_task(answer, task) is echoes
+
+
+def test_a_failed_call_is_shown_to_the_model_to_correct_while_retries_last(tmp_path):
+    task = "Write hello to hello.txt"
+    wrong = tool_call("list_files", path="nowhere")
+    write = tool_call("write_file", path="hello.txt", content="hello")
+    finish = tool_call("finish_task", result="wrote it")
+    outcome, _ = run_direct([wrong, write, finish], task, tmp_path, error_retries=0)
+    assert (outcome.status, outcome.error_code) == ("failed", "TOOL_FAILED")
+    outcome, provider = run_direct([wrong, write, finish], task, tmp_path, error_retries=1)
+    assert (outcome.status, outcome.output) == ("completed", "wrote it")
+    shown = [m for m in provider.requests[-1].messages if "Correct the call" in str(m)]
+    assert [m["role"] for m in shown] == ["tool"] and "nowhere" in shown[0]["content"]
+    outcome, _ = run_direct([wrong, wrong, finish], task, tmp_path, error_retries=1)
+    assert (outcome.status, outcome.error_code) == ("failed", "TOOL_FAILED")
+
+
+def test_an_argument_holding_the_tools_own_name_is_refused_unless_the_task_names_it(tmp_path):
+    copied = tool_call("write_file", path="write_file.txt", content="42")
+    finish = tool_call("finish_task", result="done")
+    outcome, _ = run_direct([copied, finish], "Write 42 to answer.txt", tmp_path)
+    assert (outcome.status, outcome.error_code) == ("failed", "INVALID_ARGUMENTS")
+    assert "repeats the tool's name" in outcome.error
+    assert not (tmp_path / "write_file.txt").exists()
+    outcome, _ = run_direct([copied, finish], "Write 42 to write_file.txt", tmp_path)
+    assert (outcome.status, outcome.output) == ("completed", "done")
