@@ -60,6 +60,38 @@ def test_without_local_model_nothing_changes(tmp_path) -> None:
     assert llm_settings(tmp_path, LOCAL_MODEL_PORT="9911")[:2] == ["", ""]
 
 
+PROFILE = (
+    "import django, json, os; os.environ['DJANGO_SETTINGS_MODULE'] = 'config.settings';"
+    " django.setup(); from django.conf import settings as s;"
+    " print(json.dumps([s.LLM_TEMPERATURE, s.AGENT_FAST_PATH_MAX_CHARS,"
+    " s.AGENT_TOOL_ERROR_RETRIES, s.AGENT_MAX_REPLANS]))"
+)
+
+
+@pytest.mark.parametrize(
+    ("env", "expected"),
+    [
+        ({"LOCAL_MODEL": "/m/x.gguf"}, [0.0, 200, 1, 0]),
+        ({"LOCAL_MODEL": "/m/x.gguf", "AGENT_MAX_REPLANS": "2"}, [0.0, 200, 1, 2]),
+        ({"LOCAL_MODEL": "/m/x.gguf", "LLM_BASE_URL": "http://h/v1"}, [None, 0, 0, 2]),
+        ({}, [None, 0, 0, 2]),
+    ],
+)
+def test_the_embedded_model_gets_small_model_defaults_that_settings_override(
+    tmp_path, env, expected
+) -> None:
+    finished = subprocess.run(
+        [sys.executable, "-c", PROFILE],
+        cwd=BASE_DIR,
+        env={"PATH": "/usr/bin:/bin", "VAR_DIR": str(tmp_path), "LLM_BASE_URL": "", **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert finished.returncode == 0, finished.stderr
+    assert json.loads(finished.stdout) == expected
+
+
 def _serve(tmp_path, *arguments: str) -> ManagedProcess:
     server = ManagedProcess("local model", tmp_path / "server.log", env={"PATH": "/usr/bin:/bin"})
     command = [sys.executable, "-m", "config.local_model", *arguments]
