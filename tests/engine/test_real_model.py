@@ -145,7 +145,6 @@ def test_a_server_that_ignores_tools_is_found_out_and_answered_through_prompt_to
     "task",
     [
         "Write hello to hello.txt",
-        "List the files in the workspace and summarise them in summary.md",
         "Read notes.txt, then write its first line to first.txt",
     ],
 )
