@@ -12,17 +12,16 @@ from config.env import BASE_DIR
 from tests.support.local_model import smollm2_path
 from tests.support.processes import ManagedProcess
 
-SETTINGS = (
-    "import django, json, os; os.environ['DJANGO_SETTINGS_MODULE'] = 'config.settings';"
-    " django.setup(); from django.conf import settings;"
-    " print(json.dumps([settings.LLM_BASE_URL, settings.LLM_MODEL, settings.LOCAL_MODEL_THREADS]))"
-)
 
-
-def llm_settings(tmp_path, **env: str) -> list:
-    """LLM_BASE_URL, LLM_MODEL and LOCAL_MODEL_THREADS as a fresh process with `env` sees them."""
+def fresh_settings(tmp_path, names: list[str], **env: str) -> list:
+    """The settings `names` as a fresh process with `env` (and no LLM_BASE_URL) sees them."""
+    code = (
+        "import django, json, os; os.environ['DJANGO_SETTINGS_MODULE'] = 'config.settings';"
+        " django.setup(); from django.conf import settings;"
+        f" print(json.dumps([getattr(settings, name) for name in {names!r}]))"
+    )
     finished = subprocess.run(
-        [sys.executable, "-c", SETTINGS],
+        [sys.executable, "-c", code],
         cwd=BASE_DIR,
         env={"PATH": "/usr/bin:/bin", "VAR_DIR": str(tmp_path), "LLM_BASE_URL": "", **env},
         capture_output=True,
@@ -31,6 +30,10 @@ def llm_settings(tmp_path, **env: str) -> list:
     )
     assert finished.returncode == 0, finished.stderr
     return json.loads(finished.stdout)
+
+
+def llm_settings(tmp_path, **env: str) -> list:
+    return fresh_settings(tmp_path, ["LLM_BASE_URL", "LLM_MODEL", "LOCAL_MODEL_THREADS"], **env)
 
 
 def test_without_llm_base_url_every_process_uses_the_local_model(tmp_path) -> None:
@@ -60,14 +63,6 @@ def test_without_local_model_nothing_changes(tmp_path) -> None:
     assert llm_settings(tmp_path, LOCAL_MODEL_PORT="9911")[:2] == ["", ""]
 
 
-PROFILE = (
-    "import django, json, os; os.environ['DJANGO_SETTINGS_MODULE'] = 'config.settings';"
-    " django.setup(); from django.conf import settings as s;"
-    " print(json.dumps([s.LLM_TEMPERATURE, s.AGENT_FAST_PATH_MAX_CHARS,"
-    " s.AGENT_TOOL_ERROR_RETRIES, s.AGENT_MAX_REPLANS]))"
-)
-
-
 @pytest.mark.parametrize(
     ("env", "expected"),
     [
@@ -80,16 +75,8 @@ PROFILE = (
 def test_the_embedded_model_gets_small_model_defaults_that_settings_override(
     tmp_path, env, expected
 ) -> None:
-    finished = subprocess.run(
-        [sys.executable, "-c", PROFILE],
-        cwd=BASE_DIR,
-        env={"PATH": "/usr/bin:/bin", "VAR_DIR": str(tmp_path), "LLM_BASE_URL": "", **env},
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert finished.returncode == 0, finished.stderr
-    assert json.loads(finished.stdout) == expected
+    names = ["LLM_TEMPERATURE", "AGENT_FAST_PATH_MAX_CHARS", "AGENT_TOOL_ERROR_RETRIES"]
+    assert fresh_settings(tmp_path, [*names, "AGENT_MAX_REPLANS"], **env) == expected
 
 
 def _serve(tmp_path, *arguments: str) -> ManagedProcess:

@@ -8,10 +8,8 @@ import pytest
 from agents_app.engine.llm import LLMError, LLMRequest, ToolSchema
 from agents_app.engine.openai_provider import (
     OpenAICompatibleProvider,
-    forget_endpoint_features,
 )
 from agents_app.worker.llm import provider_from_settings
-from tests.support.llm_server import ScriptedLLMServer
 
 ADD = ToolSchema(
     name="add",
@@ -28,14 +26,6 @@ VERDICT_SCHEMA = {
     "required": ["task_complete", "reasoning"],
 }
 VERDICT = '{"task_complete": true, "reasoning": "all steps done"}'
-
-
-@pytest.fixture
-def server():
-    scripted = ScriptedLLMServer().start()
-    yield scripted
-    scripted.stop()
-    forget_endpoint_features()
 
 
 @pytest.fixture

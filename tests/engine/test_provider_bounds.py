@@ -8,20 +8,11 @@ import pytest
 
 from agents_app.core.errors import ErrorCode
 from agents_app.engine.llm import LLMError
-from agents_app.engine.openai_provider import OpenAICompatibleProvider, forget_endpoint_features
+from agents_app.engine.openai_provider import OpenAICompatibleProvider
 from tests.engine.test_openai_provider import ADD, ask
-from tests.support.llm_server import ScriptedLLMServer
 
 CALL_ADD = {"tool_calls": [{"name": "add", "arguments": {"a": 2, "b": 5}}]}
 NO_TOOLS_PROPS = {"chat_template_caps": {"supports_tools": False, "supports_tool_calls": False}}
-
-
-@pytest.fixture
-def server():
-    scripted = ScriptedLLMServer().start()
-    yield scripted
-    scripted.stop()
-    forget_endpoint_features()
 
 
 @pytest.fixture
