@@ -283,6 +283,9 @@ def execute_step(
                     registry, name, replace(call, arguments=arguments), offered, task
                 )
             else:
+                if name in offered and name in registry.names():
+                    arguments = _without_copied_names(registry, name, arguments, task)
+                    call = replace(call, arguments=arguments)
                 signature = _signature(name, arguments)
                 if signature == evidence["last"]:
                     # The model asks again for the call that just succeeded instead of
@@ -465,14 +468,37 @@ def _refusal(
     return _names_itself(name, call.arguments, task)
 
 
+def _copies_name(name: str, value: Any, task: str) -> bool:
+    own = name.rsplit(".", 1)[-1].lower()
+    return (
+        isinstance(value, str)
+        and len(own) >= 4
+        and own in value.lower()
+        and own not in task.lower()
+    )
+
+
+def _without_copied_names(
+    registry: ToolRegistry, name: str, arguments: dict[str, Any], task: str
+) -> dict[str, Any]:
+    """The call's arguments without the optional ones that hold the tool's own name (a small
+    model's list_files {"path": "list_files"}): the tool's default serves better than copied
+    text. A required one stays, for _names_itself to refuse."""
+    if not isinstance(arguments, dict):
+        return arguments
+    required = set(registry.get(name).spec.input_schema.get("required") or ())
+    return {
+        key: value
+        for key, value in arguments.items()
+        if key in required or not _copies_name(name, value, task)
+    }
+
+
 def _names_itself(name: str, arguments: dict[str, Any], task: str) -> DomainError | None:
     """A string argument holding the tool's own name ("write_file.txt" for write_file) that
     the task does not mention: a small model copied the name instead of giving a value."""
-    own = name.rsplit(".", 1)[-1].lower()
-    if len(own) < 4 or own in task.lower():
-        return None
     for key, value in arguments.items():
-        if isinstance(value, str) and own in value.lower():
+        if _copies_name(name, value, task):
             return DomainError(
                 ErrorCode.INVALID_ARGUMENTS,
                 f"Invalid arguments for tool '{name}': {key} repeats the tool's name instead "

@@ -291,3 +291,13 @@ def test_an_argument_holding_the_tools_own_name_is_refused_unless_the_task_names
     assert not (tmp_path / "write_file.txt").exists()
     outcome, _ = run_direct([copied, finish], "Write 42 to write_file.txt", tmp_path)
     assert (outcome.status, outcome.output) == ("completed", "done")
+
+
+def test_an_optional_argument_holding_the_tools_own_name_is_left_out(tmp_path):
+    (tmp_path / "a.txt").write_text("a")
+    listing = tool_call("list_files", path="list_files")
+    finish = tool_call("finish_task", result="a.txt")
+    outcome, provider = run_direct([listing, finish], "List the files", tmp_path)
+    assert (outcome.status, outcome.output) == ("completed", "a.txt")
+    result = next(m for m in provider.requests[-1].messages if m["role"] == "tool")
+    assert "a.txt" in result["content"]
