@@ -15,7 +15,6 @@ from django.db.models import Prefetch
 from agents_app.approvals.selectors import approval_pending_for_run
 from agents_app.core.events import EventType, event_message
 from agents_app.models import (
-    STEP_DONE_STATUSES,
     Approval,
     ApprovalKind,
     Plan,
@@ -135,10 +134,14 @@ class Progress:
 
 
 def progress_of(run: Run, step_statuses: list[str]) -> Progress:
-    """How far the run is, from the statuses of its latest plan's steps in index order."""
+    """How far the run is, from the statuses of its latest plan's steps in index order: the
+    completed steps over the planned ones (a failed, skipped or timed-out step is not
+    progress), and, once the run has ended, what became of each step. A run that succeeded
+    with no step failed is whole, steps skipped after an early finish_task included."""
     total = len(step_statuses)
-    done = sum(1 for status in step_statuses if status in STEP_DONE_STATUSES)
-    if run.status == RunStatus.SUCCEEDED:
+    done = sum(1 for status in step_statuses if status == StepStatus.COMPLETED)
+    unfinished = {StepStatus.FAILED, StepStatus.TIMEOUT}
+    if run.status == RunStatus.SUCCEEDED and not unfinished & set(step_statuses):
         percent = 100
     else:
         percent = round(100 * done / total) if total else 0
@@ -150,16 +153,35 @@ def progress_of(run: Run, step_statuses: list[str]) -> Progress:
     elif run.status == RunStatus.VERIFYING:
         label = "Verifying the result"
     elif run.status == RunStatus.WAITING_APPROVAL:
-        label = f"{done} of {total} steps done · waiting for your approval"
+        label = f"{done} of {total} steps completed · waiting for your approval"
     elif run.status == RunStatus.PAUSED:
-        label = f"{done} of {total} steps done · paused by the kill switch"
+        label = f"{done} of {total} steps completed · paused by the kill switch"
     elif running is not None:
         label = f"Step {running + 1} of {total}"
     elif run.is_terminal:
-        label = f"{done} of {total} steps done · {run.status}" if total else run.status
+        label = " · ".join([*_step_outcomes(step_statuses), str(run.status)])
     else:
-        label = f"{done} of {total} steps done"
+        label = f"{done} of {total} steps completed"
     return Progress(percent=percent, done=done, total=total, label=label)
+
+
+_OUTCOME_WORDS = {
+    StepStatus.COMPLETED: "completed",
+    StepStatus.FAILED: "failed",
+    StepStatus.TIMEOUT: "timed out",
+    StepStatus.SKIPPED: "skipped",
+    StepStatus.PENDING: "not started",
+    StepStatus.RUNNING: "running",
+}
+
+
+def _step_outcomes(step_statuses: list[str]) -> list[str]:
+    """`["1 completed", "1 failed", "1 skipped"]`: how many steps ended each way, in that order."""
+    return [
+        f"{count} {word}"
+        for status, word in _OUTCOME_WORDS.items()
+        if (count := step_statuses.count(status))
+    ]
 
 
 def progress_by_run(runs: list[Run]) -> dict[int, Progress]:
