@@ -2,4 +2,10 @@
 (`runs`), approvals, rules and YOLO grants (`approvals`). Django's autodiscovery imports this
 package; importing both modules registers their ModelAdmins."""
 
+from django.contrib import admin
+
 from agents_app.admin import approvals, runs  # noqa: F401  (registers the ModelAdmins)
+
+admin.site.site_header = "AgentDesk administration"
+admin.site.site_title = "AgentDesk admin"
+admin.site.index_title = "Runs, tools, approvals and keys"

@@ -51,8 +51,16 @@ class ReadOnlyAdmin(admin.ModelAdmin):
         return False
 
 
+class CreatedByRunsAdmin(admin.ModelAdmin):
+    """Rows that only submitting a task creates (its run, plans, steps, calls): staff may look
+    and correct, but an "Add" form would make a row no run stands behind."""
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+
 @admin.register(Task)
-class TaskAdmin(admin.ModelAdmin):
+class TaskAdmin(CreatedByRunsAdmin):
     list_display = ["id", "owner", "short_text", "fast_path", "created_at"]
     list_filter = ["fast_path", "created_at"]
     search_fields = ["text", "owner__username"]
@@ -73,7 +81,7 @@ class StepInline(admin.TabularInline):
 
 
 @admin.register(Run)
-class RunAdmin(admin.ModelAdmin):
+class RunAdmin(CreatedByRunsAdmin):
     list_display = ["id", "owner", "status", "attempt", "replans", "error_code", "created_at"]
     list_filter = ["status", "error_code", "created_at"]
     search_fields = ["task__text", "owner__username"]
@@ -104,20 +112,20 @@ class RunAdmin(admin.ModelAdmin):
 
 
 @admin.register(Plan)
-class PlanAdmin(admin.ModelAdmin):
+class PlanAdmin(CreatedByRunsAdmin):
     list_display = ["id", "run", "version", "created_at"]
     raw_id_fields = ["run"]
 
 
 @admin.register(Step)
-class StepAdmin(admin.ModelAdmin):
+class StepAdmin(CreatedByRunsAdmin):
     list_display = ["id", "run", "index", "status", "retry_count", "started_at", "finished_at"]
     list_filter = ["status"]
     raw_id_fields = ["run", "plan"]
 
 
 @admin.register(ToolCall)
-class ToolCallAdmin(admin.ModelAdmin):
+class ToolCallAdmin(CreatedByRunsAdmin):
     list_display = ["id", "run", "tool", "status", "duration_ms", "created_at"]
     list_filter = ["status", "tool"]
     raw_id_fields = ["run", "step"]
