@@ -70,3 +70,16 @@ def test_a_run_half_done_when_it_failed_shows_half(owner, owner_session):
 
     progress = by_id(owner_session.get(f"/runs/{run.pk}/").content.decode(), "progress")
     assert progress["aria-valuenow"] == "50"
+
+
+def test_token_counts_have_thousands_separators(owner, owner_session):
+    run = make_run(owner, "Write the notes")
+    Run.objects.filter(pk=run.pk).update(
+        prompt_tokens=12_000, completion_tokens=345, max_tokens=200_000
+    )
+
+    page = owner_session.get(f"/runs/{run.pk}/").content.decode()
+    dashboard = owner_session.get("/").content.decode()
+
+    assert "12,345 / 200,000" in page
+    assert '<td class="num">12,345</td>' in dashboard
