@@ -125,6 +125,9 @@ class RunSummary(Schema):
     fast_path: bool | None = Field(description="The task's fast_path option.")
     attempt: int
     status: str
+    cancel_requested: bool = Field(
+        description="A cancel was asked for: a running run ends cancelled at its next checkpoint."
+    )
     replans: int
     created_at: datetime
     started_at: datetime | None

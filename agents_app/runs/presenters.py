@@ -87,6 +87,7 @@ RUN_FIELDS = (
     "task_id",
     "attempt",
     "status",
+    "cancel_requested",
     "replans",
     "created_at",
     "started_at",

@@ -56,7 +56,7 @@ def test_a_running_run_is_asked_to_stop_and_left_to_its_worker(owner, owner_api)
     response = cancel(owner_api, run)
 
     assert response.status_code == 200
-    assert response.json()["status"] == "running"
+    assert (response.json()["status"], response.json()["cancel_requested"]) == ("running", True)
     run.refresh_from_db()
     assert run.status == RunStatus.RUNNING
     assert run.cancel_requested
