@@ -144,7 +144,7 @@ class ApiKeyAdmin(admin.ModelAdmin):
     list_filter = ["revoked"]
     fields = ["user", "name", "prefix", "revoked", "created_at", "last_used_at"]
     readonly_fields = ["prefix", "created_at", "last_used_at"]
-    raw_id_fields = ["user"]
+    autocomplete_fields = ["user"]  # a search by name, not a raw user id
 
     def save_model(self, request, obj, form, change):
         if not change:
