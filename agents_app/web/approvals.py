@@ -186,11 +186,17 @@ def rule_revoke(request: HtmxHttpRequest, rule_id: int) -> HttpResponse:
 def yolo_set(request: HtmxHttpRequest) -> HttpResponse:
     on = request.POST.get("yolo") == "on"
     try:
+        if on and request.POST.get("confirm") != "yes":
+            # Every call of every run would go ahead unasked: not on one stray click.
+            raise DomainError(
+                ErrorCode.VALIDATION_ERROR,
+                "Tick the box to confirm that your runs' tool calls may run without asking.",
+                {"fields": ["confirm"]},
+            )
         rules.yolo_set(user=request.user, on=on, interface=AuditInterface.WEB)
     except DomainError as error:
         return _render_settings(request, error=error, status=error.http_status)
-    if on:
-        messages.warning(request, "YOLO mode is on: tool calls run without asking.")
-    else:
+    if not on:
         messages.success(request, "YOLO mode is off: risky calls ask you again.")
+    # Turned on, the banner on every page says so: no second notice.
     return redirect("settings")

@@ -18,7 +18,7 @@ def test_the_yolo_banner_shows_on_every_page_only_while_it_is_on(owner, staff, o
 
     yolo_grant(user=owner, granted=True, actor=staff, interface="admin")
     client = logged_in(owner)  # a fresh user object: permissions are cached per object
-    client.post("/settings/yolo/", {"yolo": "on"})
+    client.post("/settings/yolo/", {"yolo": "on", "confirm": "yes"})
 
     for path in ("/", "/tasks/new/", "/approvals/", "/settings/"):
         html = client.get(path).content.decode()

@@ -51,7 +51,7 @@ def test_without_the_permission_yolo_mode_cannot_be_turned_on(owner, owner_sessi
     page = owner_session.get("/settings/").content.decode()
     assert "staff must grant you the permission" in page and "yolo-toggle" not in ids(page)
 
-    response = owner_session.post("/settings/yolo/", {"yolo": "on"})
+    response = owner_session.post("/settings/yolo/", {"yolo": "on", "confirm": "yes"})
 
     assert response.status_code == 403
     assert "YOLO mode needs a permission only staff can grant" in response.content.decode()
@@ -63,8 +63,26 @@ def test_with_the_permission_yolo_mode_turns_on_and_off(owner, staff):
     client = logged_in(owner)
     assert "yolo-toggle" in ids(client.get("/settings/").content.decode())
 
-    client.post("/settings/yolo/", {"yolo": "on"})
+    client.post("/settings/yolo/", {"yolo": "on", "confirm": "yes"})
     assert UserPreferences.objects.get(user=owner).yolo
 
     client.post("/settings/yolo/", {"yolo": "off"})
     assert not UserPreferences.objects.get(user=owner).yolo
+
+
+def test_yolo_mode_turns_on_only_when_confirmed_and_then_says_so_once(owner, staff):
+    yolo_grant(user=owner, granted=True, actor=staff, interface="admin")
+    client = logged_in(owner)
+    page = client.get("/settings/").content.decode()
+    assert 'name="confirm" value="yes" id="yolo-confirm" required' in page
+
+    refused = client.post("/settings/yolo/", {"yolo": "on"})
+
+    assert refused.status_code == 400
+    assert "Tick the box to confirm" in refused.content.decode()
+    assert not UserPreferences.objects.filter(user=owner, yolo=True).exists()
+
+    shown = client.post("/settings/yolo/", {"yolo": "on", "confirm": "yes"}, follow=True)
+
+    assert UserPreferences.objects.get(user=owner).yolo
+    assert shown.content.decode().count("YOLO mode is on") == 1
