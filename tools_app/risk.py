@@ -107,3 +107,32 @@ def _leaves(value: Any, key: str = "", depth: int = 0) -> Iterator[tuple[str, An
             yield from _leaves(item, key, depth + 1)
     else:
         yield key, value
+
+
+URL_KEYS = frozenset({"url", "uri", "href", "link", "endpoint"})
+
+
+def least_level(
+    *, approval_level: str, side_effects: str, schema: dict[str, Any]
+) -> tuple[str, tuple[str, ...]]:
+    """The level every call of a tool passes through at least, whatever values it is given,
+    and why that is above its configured `approval_level` (the Tools page; classify_call
+    decides each call). A required argument that is code, or a URL, raises every call."""
+    risk = side_effects if side_effects in RISK_ORDER else SideEffects.EXTERNAL
+    reasons = []
+    if RISK_LEVEL[risk] != ApprovalLevel.AUTO:
+        reasons.append(f"its side effects are {risk}")
+    properties = schema.get("properties") if isinstance(schema, dict) else None
+    required = set(schema.get("required") or ()) if isinstance(schema, dict) else set()
+    for name in sorted(required & set(properties or {})):
+        spec = properties[name] if isinstance(properties[name], dict) else {}
+        raised = None
+        if name.lower() in CODE_KEYS:
+            raised = SideEffects.CODE_EXECUTION, f"every call's '{name}' is code to run"
+        elif name.lower() in URL_KEYS or spec.get("format") in ("uri", "url"):
+            raised = SideEffects.EXTERNAL, f"every call's '{name}' reaches outside the machine"
+        if raised and RISK_ORDER.index(raised[0]) > RISK_ORDER.index(risk):
+            risk = raised[0]
+            reasons.append(raised[1])
+    level = higher(approval_level, RISK_LEVEL[risk], LEVEL_ORDER)
+    return level, tuple(reasons) if level != approval_level else ()
