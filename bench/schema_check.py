@@ -124,9 +124,16 @@ def run_schemathesis(port: int, key: str, report: Path, max_examples: int) -> in
         str(report),
     ]
     # In the scratch directory: schemathesis keeps its example database in ./.schemathesis/.
-    return subprocess.run(
-        command, cwd=report.parent, env={**os.environ, "NO_COLOR": "1"}
-    ).returncode
+    # Its own report goes to a file, shown only on failure: its closing line looks like a test
+    # runner's ("1 warning in 28.86s") and would be read as CI's last word on tests.
+    with open(report.parent / "schemathesis.log", "w") as log:
+        return subprocess.run(
+            command,
+            cwd=report.parent,
+            env={**os.environ, "NO_COLOR": "1"},
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        ).returncode
 
 
 def counts(report: Path) -> tuple[int, int, Counter, Counter]:
@@ -180,6 +187,7 @@ def main() -> int:
     print(f"schema check: server log: {server_errors} 'Internal Server Error' lines")
     failed = status != 0 or sum(failures.values()) or server_errors
     if failed:
+        print((scratch / "schemathesis.log").read_text())
         print(f"schema check: FAILED (schemathesis exit {status}); kept {scratch}")
         return 1
     shutil.rmtree(scratch, ignore_errors=True)
