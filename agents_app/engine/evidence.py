@@ -87,6 +87,16 @@ def files_to_write(task_text: str) -> list[str]:
     return found
 
 
+def files_named(task_text: str) -> list[str]:
+    """Every relative file name `task_text` mentions, in order of mention."""
+    found: list[str] = []
+    for token in _TOKEN.finditer(_URL.sub(" ", task_text)):
+        name = token.group("file")
+        if name and name.lower() not in _NOT_FILES and ".." not in name and name not in found:
+            found.append(name)
+    return found
+
+
 def _written_in(sentence: str) -> list[str]:
     """A write verb governs the files after it until the next verb; among them, those after
     "to"/"as"/"in"… are its targets when there are any, else all but those after "of"/"from"."""

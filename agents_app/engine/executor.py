@@ -9,7 +9,7 @@ from typing import Any
 
 from agents_app.core.errors import DomainError, ErrorCode
 from agents_app.engine.calls import ask_model
-from agents_app.engine.evidence import echoes_task, files_to_write
+from agents_app.engine.evidence import echoes_task, files_named, files_to_write
 from agents_app.engine.hooks import EngineHooks
 from agents_app.engine.llm import LLMError, LLMProvider, LLMRequest, ToolCallRequest, ToolSchema
 from agents_app.engine.prompts import (
@@ -175,6 +175,7 @@ def execute_step(
     evidence.setdefault("repeats", 0)  # times the model asked for that same call again
     evidence.setdefault("errors", 0)  # failed calls shown to the model to correct
     evidence.setdefault("echoed", False)  # told its answer only repeats the task
+    evidence.setdefault("read", [])  # the paths its calls read successfully
     # A direct step is the whole task: the files the task asks to write are its to write.
     owed = files_to_write(task) if step.direct and workspace is not None else []
 
@@ -205,6 +206,29 @@ def execute_step(
 
     def lacks_evidence() -> bool:
         return (bool(required) and not evidence["used"]) or bool(missing_files())
+
+    def tools_for_request() -> list[ToolSchema]:
+        """Every offered tool; but once a direct step that still owes files was refused (it
+        tried to end, or a call failed), only the tools that can write them, their `path`
+        limited to those files, and the tools that read the files the task names (until they
+        are read); once they are written, only finish_task. Told in prose, small models repeat
+        the mistake; a server that constrains answers to the tools' schemas cannot."""
+        missing = missing_files()
+        if not owed or not (evidence["nudged"] or evidence["errors"]):
+            return schemas
+        if not missing:
+            # Written after that: what is left is to say so.
+            return [
+                schema for schema in schemas if schema.name == wire_name(FINISH_TOOL)
+            ] or schemas
+        sources = [
+            name
+            for name in files_named(task)
+            if name not in owed
+            and name not in evidence["read"]
+            and (Path(workspace) / name).is_file()
+        ]
+        return _guided(registry, offered, writes=missing, reads=sources) or schemas
 
     def nudge_or_fail(said: str) -> StepOutcome | None:
         """The step would end without one successful call of its tools: tell the model once
@@ -355,6 +379,8 @@ def execute_step(
                     return outcome
                 continue
             evidence["used"] += 1
+            if "FILE_READ" in registry.get(name).spec.capabilities and "path" in arguments:
+                evidence["read"].append(str(arguments["path"]))
             content = json.dumps(result.content, ensure_ascii=False, default=str)
             if len(content) > TOOL_RESULT_CHARS:
                 content = content[:TOOL_RESULT_CHARS] + " …[truncated]"
@@ -387,7 +413,7 @@ def execute_step(
             return done(timed_out())
         request = LLMRequest(
             messages=messages,
-            tools=schemas,
+            tools=tools_for_request(),
             timeout=remaining,
             max_tokens=max_tokens,
             tool_required=lacks_evidence(),
@@ -444,6 +470,29 @@ def execute_step(
             }
         )
         pending = list(response.tool_calls)
+
+
+def _guided(
+    registry: ToolRegistry, offered: list[str], *, writes: list[str], reads: list[str]
+) -> list[ToolSchema]:
+    """The offered file tools with a `path` argument: those that write a file, `path` one of
+    `writes`, and those that read one (not a directory), `path` one of `reads`."""
+    guided = []
+    for name in offered:
+        spec = registry.get(name).spec
+        properties = spec.input_schema.get("properties", {})
+        if "FILE_WRITE" in spec.capabilities:
+            paths = writes
+        elif "FILE_READ" in spec.capabilities and "FILE_LIST" not in spec.capabilities:
+            paths = reads
+        else:
+            continue
+        if "path" not in properties or not paths:
+            continue
+        path = {**properties["path"], "enum": list(paths)}
+        parameters = {**spec.input_schema, "properties": {**properties, "path": path}}
+        guided.append(ToolSchema(wire_name(name), spec.description, parameters))
+    return guided
 
 
 def _signature(name: str, arguments: dict[str, Any]) -> str:

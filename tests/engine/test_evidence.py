@@ -193,16 +193,21 @@ def test_a_step_told_it_must_use_no_tool_may_answer_in_prose():
 def run_direct(replies, task, workspace, error_retries=0):
     """The fast path's one step, with the builtin file tools in `workspace`."""
     from tools_app.builtin.control import FinishTaskTool
-    from tools_app.builtin.files import ListFilesTool, WriteFileTool
+    from tools_app.builtin.files import ListFilesTool, ReadFileTool, WriteFileTool
 
     provider = ScriptedProvider([{"match": "AGENTDESK:DIRECT", "replies": replies}])
-    registry = make_registry(ListFilesTool(), WriteFileTool(max_bytes=10_000), FinishTaskTool())
+    registry = make_registry(
+        ListFilesTool(),
+        ReadFileTool(max_bytes=10_000),
+        WriteFileTool(max_bytes=10_000),
+        FinishTaskTool(),
+    )
     step = StepInput(
         index=0,
         total=1,
         objective=task,
         reasoning="",
-        tool_names=["list_files", "write_file", "finish_task"],
+        tool_names=["list_files", "read_file", "write_file", "finish_task"],
         earlier=[],
         direct=True,
     )
@@ -230,10 +235,49 @@ def test_a_direct_step_may_not_finish_before_the_file_its_task_names_exists(tmp_
     assert "fruit.txt" in outcome.error
     told = provider.requests[-1].messages
     assert any("fruit.txt not written yet" in str(m.get("content")) for m in told)
+    assert offered(provider.requests[-1]) == {"write_file": ["fruit.txt"]}
     write = tool_call("write_file", path="fruit.txt", content="banana")
     outcome, _ = run_direct([finish, write, finish], task, tmp_path / "second")
     assert (outcome.status, outcome.output) == ("completed", "banana")
     assert (tmp_path / "second" / "fruit.txt").read_text() == "banana"
+
+
+def offered(request) -> dict[str, list | None]:
+    """The tools a request offers, each with the paths it is limited to (None: any)."""
+    return {
+        tool.name: tool.parameters.get("properties", {}).get("path", {}).get("enum")
+        for tool in request.tools
+    }
+
+
+def test_once_refused_a_step_owing_a_file_is_offered_only_the_tools_to_read_and_write_it(
+    tmp_path,
+):
+    (tmp_path / "greeting.txt").write_text("Good morning")
+    task = "Copy greeting.txt to copy.txt"
+    replies = [
+        tool_call("list_files", path="copy.txt"),
+        tool_call("read_file", path="greeting.txt"),
+        tool_call("write_file", path="copy.txt", content="Good morning"),
+        tool_call("finish_task", result="copied"),
+    ]
+    outcome, provider = run_direct(replies, task, tmp_path, error_retries=1)
+    assert (outcome.status, outcome.output) == ("completed", "copied")
+    first, corrected, after_reading, after_writing = provider.requests
+    assert set(offered(first)) == {"list_files", "read_file", "write_file", "finish_task"}
+    assert offered(first)["write_file"] is None
+    assert offered(corrected) == {"read_file": ["greeting.txt"], "write_file": ["copy.txt"]}
+    assert offered(after_reading) == {"write_file": ["copy.txt"]}
+    assert offered(after_writing) == {"finish_task": None}
+
+
+def test_a_step_owing_nothing_or_not_yet_refused_is_offered_every_tool(tmp_path):
+    finish = tool_call("finish_task", result="4")
+    _, provider = run_direct([finish], "What is 2+2?", tmp_path, error_retries=1)
+    wrong = tool_call("list_files", path="nowhere")
+    _, refused = run_direct([wrong, finish], "What is 2+2?", tmp_path, error_retries=1)
+    for request in [*provider.requests, *refused.requests]:
+        assert len(offered(request)) == 4
 
 
 def test_a_direct_answer_repeating_the_task_is_refused_once_then_fails(tmp_path):
