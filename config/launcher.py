@@ -100,11 +100,9 @@ class Launcher:
             os.environ["REDIS_URL"] = self.valkey.start()
         if model:  # loading can take a while: it loads while the migrations run
             self.spawn("local model", LOCAL_MODEL_ARGS, service=True)
-        self.manage("migrate", "--noinput")
-        self.manage("collectstatic", "--noinput")
-        # mcp_config.json (MCP_CONFIG_PATH), when present and changed since its last import.
-        self.manage("mcp_config", "import", "--if-exists", "--if-changed")
-        self.manage("ensure_admin")
+        # migrate, collectstatic, mcp_config.json (MCP_CONFIG_PATH) when present and changed
+        # since its last import, and the first superuser: in one process.
+        self.manage("prepare")
         if model:
             self.wait_until(
                 lambda: local_model_ready(model),
