@@ -106,8 +106,9 @@ def measure(runs: int) -> list[float]:
         run = task_submit(
             owner=owner, interface="api", text=f"Write the answer {number}", fast_path=True
         )
+        finished = Run.objects.filter(pk=run.pk, finished_at__isnull=False)
         wait_for(
-            lambda: Run.objects.filter(pk=run.pk, finished_at__isnull=False).exists(),
+            finished.exists,
             60,
             f"run {run.pk} did not finish",
         )
