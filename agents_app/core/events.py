@@ -32,6 +32,7 @@ class EventType(StrEnum):
     STEP_FAILED = "step_failed"
     STEP_SKIPPED = "step_skipped"
     LLM_USAGE = "llm_usage"
+    LLM_RETRY = "llm_retry"
     # a person in the loop
     APPROVAL_REQUIRED = "approval_required"
     APPROVAL_DECIDED = "approval_decided"

@@ -7,7 +7,7 @@ driver (agents_app.worker.execution) implements them with database writes.
 from typing import Any, Protocol
 
 from agents_app.core.errors import ErrorCode
-from agents_app.engine.llm import Usage
+from agents_app.engine.llm import RetryNotice, Usage
 from tools_app.registry import ToolResult
 
 
@@ -29,6 +29,9 @@ class EngineHooks(Protocol):
 
     def on_llm_usage(self, usage: Usage, model: str) -> None:
         """Record an LLM call's tokens; raise DomainError(BUDGET_EXCEEDED) past the budget."""
+
+    def on_llm_retry(self, notice: RetryNotice) -> None:
+        """A model call failed and will be tried again after `notice.delay` seconds."""
 
     def on_token(
         self, text: str, *, phase: str, step_index: int | None, reasoning: bool = False

@@ -37,6 +37,17 @@ class Usage:
         return self.prompt_tokens + self.completion_tokens
 
 
+@dataclass(frozen=True)
+class RetryNotice:
+    """A failed model call about to be tried again: what failed, and when the next try is."""
+
+    code: str  # the ErrorCode the call fails with if the retries run out
+    reason: str
+    delay: float  # seconds until the next attempt
+    attempt: int  # the number of the next attempt (2 for the first retry)
+    attempts: int  # the most attempts there will be
+
+
 @dataclass
 class LLMRequest:
     messages: list[dict[str, Any]]
@@ -58,6 +69,8 @@ class LLMRequest:
     # Called at every streamed chunk; whatever it raises (a cancel) ends the call at once and
     # passes through unchanged. It should be cheap: it runs many times a second.
     interrupt: Callable[[], None] | None = None
+    # Called before each wait between a failed attempt and the next one.
+    on_retry: Callable[[RetryNotice], None] | None = None
 
 
 @dataclass

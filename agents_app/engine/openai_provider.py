@@ -30,6 +30,7 @@ from agents_app.engine.llm import (
     LLMError,
     LLMRequest,
     LLMResponse,
+    RetryNotice,
     Usage,
 )
 from agents_app.engine.openai_fallbacks import (
@@ -54,6 +55,8 @@ CONNECTION_RETRIES = 3
 TIMEOUT_RETRIES = 1
 MAX_RETRY_AFTER = 60.0
 MAX_BACKOFF = 60.0
+# A wait between attempts looks for a cancel this often.
+WAIT_SLICE = 0.25
 # Local servers ignore the key, but the SDK wants one.
 PLACEHOLDER_API_KEY = "not-needed"
 
@@ -266,7 +269,35 @@ class OpenAICompatibleProvider:
                 )
             logger.info("LLM call failed (%s: %s); retrying in %.2f s", code, failure, delay)
             retries[code] += 1
+            if request.on_retry is not None:
+                # The retries left: this kind's, within the cap on all of them.
+                left = min(
+                    min(limit, self.max_retries) - retries[code], self.max_retries - retries.total()
+                )
+                request.on_retry(
+                    RetryNotice(
+                        code=str(code),
+                        reason=failure,
+                        delay=delay,
+                        attempt=attempts + 1,
+                        attempts=attempts + 1 + left,
+                    )
+                )
+            self._wait(delay, request)
+
+    def _wait(self, delay: float, request: LLMRequest) -> None:
+        """Sleep `delay` seconds between attempts, in slices, so that a cancel
+        (request.interrupt raising) ends the wait at once."""
+        if request.interrupt is None:
             self._sleep(delay)
+            return
+        end = time.monotonic() + delay
+        while (left := end - time.monotonic()) > 0:
+            try:
+                request.interrupt()
+            except Exception as exc:
+                raise _Interrupted(exc) from exc
+            self._sleep(min(left, WAIT_SLICE))
 
     def _timed_out(self, request: LLMRequest) -> LLMError:
         return LLMError(

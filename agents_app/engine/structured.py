@@ -19,6 +19,8 @@ Model = TypeVar("Model", bound=BaseModel)
 ATTEMPTS = 2
 # How much of an invalid answer is shown back to the model with the error.
 ECHO_CHARS = 2_000
+# How much of the reason the run's error message carries (its details keep more).
+SAID_CHARS = 300
 
 
 def ask_structured(
@@ -44,7 +46,7 @@ def ask_structured(
     first_messages = list(messages)
     messages = first_messages
     wanted = without_prose(schema if schema is not None else model.model_json_schema())
-    error, cut_offs = "", 0
+    error, said, cut_offs = "", "", 0
     for _ in range(ATTEMPTS):
         hooks.checkpoint()
         remaining = deadline - time.monotonic()
@@ -88,6 +90,7 @@ def ask_structured(
             return answer
         except (ValidationError, ValueError) as exc:
             error = str(exc)
+            said = _readable(exc) if isinstance(exc, ValidationError) else error
             messages = [
                 *messages,
                 {"role": "assistant", "content": (response.content or "(empty)")[:ECHO_CHARS]},
@@ -101,6 +104,16 @@ def ask_structured(
         )
     raise DomainError(
         fail_code,
-        f"The model's {phase} answer was invalid twice",
+        f"The model's {phase} answer was invalid twice: {said[:SAID_CHARS]}",
         {"validation_error": error[:2000]},
     )
+
+
+def _readable(exc: ValidationError) -> str:
+    """The first few problems as "where: what" ("steps.0.objective: Field required")."""
+    problems = [
+        f"{'.'.join(str(part) for part in e['loc']) or 'answer'}: {e['msg']}"
+        for e in exc.errors()[:3]
+    ]
+    more = len(exc.errors()) - len(problems)
+    return "; ".join(problems) + (f" (and {more} more)" if more > 0 else "")

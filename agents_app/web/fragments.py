@@ -52,6 +52,7 @@ REGIONS_BY_EVENT: dict[EventType, frozenset[str]] = {
     EventType.VERIFICATION: frozenset({"reasoning", "result", "stream_reset"}),
     EventType.PROGRESS_UPDATE: frozenset({"progress"}),
     EventType.LLM_USAGE: frozenset({"meta"}),
+    EventType.LLM_RETRY: frozenset({"status"}),
     EventType.RESULT: frozenset({"status", "controls", "meta", "progress", "result"}),
     EventType.ERROR: frozenset({"result"}),
     EventType.APPROVAL_REQUIRED: frozenset({"approval", "steps", "progress"}),

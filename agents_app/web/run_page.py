@@ -96,6 +96,12 @@ def event_summary(event: dict[str, Any]) -> str:
             f"{p.get('model', 'LLM')}: {p.get('prompt_tokens', 0)} prompt + "
             f"{p.get('completion_tokens', 0)} completion tokens"
         )
+    if kind == EventType.LLM_RETRY:
+        return cut(
+            f"LLM call failed ({p.get('code', '')}: {p.get('reason', '')}); retrying in "
+            f"{p.get('delay', 0):g} s (attempt {p.get('attempt', '?')} of {p.get('attempts', '?')})",
+            200,
+        )
     if kind == EventType.RESULT:
         return f"result: {p.get('status', '?')}"
     if kind == EventType.ERROR:

@@ -14,7 +14,7 @@ from agents_app.core.audit import LLM_CALL, TOOL_CALL, arguments_sha256, audit_r
 from agents_app.core.errors import DomainError, ErrorCode
 from agents_app.core.events import EventType, publish, run_group
 from agents_app.engine.hooks import StopRun
-from agents_app.engine.llm import Usage
+from agents_app.engine.llm import RetryNotice, Usage
 from agents_app.models import AuditInterface, Run, Step, ToolCall, ToolCallStatus
 from agents_app.runs.lease import Lease
 from agents_app.runs.writer import locked_run
@@ -112,6 +112,21 @@ class DatabaseHooks:
                 ErrorCode.BUDGET_EXCEEDED,
                 f"The run used {run.total_tokens} LLM tokens; its budget is {run.max_tokens}",
                 {"budget": "tokens", "used": run.total_tokens, "limit": run.max_tokens},
+            )
+
+    def on_llm_retry(self, notice: RetryNotice) -> None:
+        self.flush_tokens()
+        with locked_run(self.run_id, self.lease.token) as w:
+            w.event(
+                EventType.LLM_RETRY,
+                {
+                    "code": notice.code,
+                    "reason": notice.reason,
+                    "delay": round(notice.delay, 2),
+                    "attempt": notice.attempt,
+                    "attempts": notice.attempts,
+                    "step_index": self.step.index if self.step else None,
+                },
             )
 
     def on_token(

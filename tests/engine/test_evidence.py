@@ -345,3 +345,27 @@ def test_an_optional_argument_holding_the_tools_own_name_is_left_out(tmp_path):
     assert (outcome.status, outcome.output) == ("completed", "a.txt")
     result = next(m for m in provider.requests[-1].messages if m["role"] == "tool")
     assert "a.txt" in result["content"]
+
+
+def test_a_plan_invalid_twice_fails_saying_what_was_wrong_with_it():
+    from agents_app.core.errors import DomainError, ErrorCode
+    from agents_app.engine.schemas import PlanOutput
+    from agents_app.engine.structured import ask_structured
+
+    bad = {"content": '{"steps": [{"tool_names": ["write_file"]}]}'}
+    provider = ScriptedProvider([{"match": "", "replies": [bad, bad]}])
+    with pytest.raises(DomainError) as raised:
+        ask_structured(
+            provider=provider,
+            hooks=QuietHooks(),
+            messages=[{"role": "user", "content": "plan it"}],
+            model=PlanOutput,
+            phase="planning",
+            timeout=30,
+            fail_code=ErrorCode.PLANNING_FAILED,
+            timeout_code=ErrorCode.PLANNING_TIMEOUT,
+        )
+    assert raised.value.message == (
+        "The model's planning answer was invalid twice: steps.0.objective: Field required"
+    )
+    assert "objective" in raised.value.details["validation_error"]

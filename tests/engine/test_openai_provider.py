@@ -389,6 +389,50 @@ def test_it_honours_retry_after_but_caps_it(server, provider, sleeps):
     assert sleeps == [3.0, 60.0]
 
 
+def test_each_retry_is_told_with_its_reason_wait_and_attempt_number(server, provider, sleeps):
+    server.script(
+        [
+            {
+                "match": "",
+                "replies": [
+                    {"status": 429, "error": "slow down"},
+                    {"status": 503},
+                    {"content": "ok"},
+                ],
+            }
+        ]
+    )
+    provider.retry_base_delay = 2
+    told = []
+
+    assert provider.complete(ask(on_retry=told.append)).content == "ok"
+
+    assert [(n.code, n.delay, n.attempt, n.attempts) for n in told] == [
+        ("RATE_LIMITED", 2, 2, 6),
+        ("MAX_RETRIES_EXCEEDED", 4, 3, 6),
+    ]
+    assert "slow down" in told[0].reason and "503" in told[1].reason
+
+
+def test_a_cancel_ends_the_wait_between_retries(server, provider):
+    server.script([{"match": "", "repeat": True, "replies": [{"status": 429, "retry_after": 30}]}])
+    checks = []
+
+    def interrupt():
+        checks.append(time.monotonic())
+        if len(checks) > 2:
+            raise Cancelled
+
+    class Cancelled(Exception):
+        pass
+
+    provider._sleep = time.sleep
+    started = time.monotonic()
+    with pytest.raises(Cancelled):
+        provider.complete(ask(timeout=300, interrupt=interrupt))
+    assert time.monotonic() - started < 5
+
+
 def test_it_gives_up_with_rate_limited_after_five_retries(server, provider, sleeps):
     server.script(
         [{"match": "", "repeat": True, "replies": [{"status": 429, "error": "slow down"}]}]
