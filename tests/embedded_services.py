@@ -21,15 +21,21 @@ import pytest
 
 _server = None
 _workspaces: Path | None = None
+_var_dir: Path | None = None
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_load_initial_conftests(early_config, parser, args):
     global _server, _workspaces
     # Test runs keep their own var/ so a developer's database and workspaces stay untouched.
-    os.environ.setdefault("VAR_DIR", "var/test")
     process = os.environ.get("PYTEST_XDIST_WORKER", "")  # gw0, gw1, ... in a test process
     session = uuid.uuid4().hex[:8]
+    if not process and "VAR_DIR" not in os.environ:
+        # A var/ of this run's own (its test processes nest theirs inside): test runs side by
+        # side, in one checkout, must not share a SQLite database. Removed at the end.
+        global _var_dir
+        _var_dir = Path("var/test") / f"run-{session}"
+        os.environ["VAR_DIR"] = str(_var_dir)
     if process:
         session = f"{process}-{session}"
         # Below the controller's var/: a SQLite test database, the static files daphne serves
@@ -78,3 +84,5 @@ def pytest_unconfigure(config):
         _server.stop()
     if _workspaces is not None:
         shutil.rmtree(_workspaces, ignore_errors=True)
+    if _var_dir is not None:
+        shutil.rmtree(_var_dir, ignore_errors=True)

@@ -3,6 +3,7 @@ one button per tool against approval fatigue), and the settings page (rules, YOL
 
 from itertools import groupby
 from typing import Any
+from urllib.parse import urlsplit
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -45,7 +46,10 @@ def _decision_answer(
     own_run = approval.owner_id == request.user.pk
     if request.htmx:
         html = render_to_string("agents/partials/approval.html", context, request=request)
-        if status == 200 and own_run:
+        # The run's status badge is on its page only: swapped in elsewhere (the approvals
+        # queue), htmx finds no #run-status and reports an error.
+        page = urlsplit(request.htmx.current_url or "").path
+        if status == 200 and own_run and page in ("", run_url(approval.run)):
             run = Run.objects.get(pk=approval.run_id)
             html += render_to_string(
                 "agents/partials/run_status.html", {"run": run, "oob": True}, request=request

@@ -31,6 +31,22 @@ def test_approve_runs_the_call_and_the_card_goes(owner, owner_session, send, reg
     assert run.status == "succeeded" and send.calls == [{"to": "ann", "text": "hi"}]
 
 
+def test_a_decision_from_the_approvals_queue_swaps_in_no_run_status_it_has_no_place_for(
+    owner, owner_session, send, registry
+):
+    _, _, approval = parked(owner, registry)
+    headers = {**HTMX, "HX-Current-URL": "http://testserver/approvals/"}
+
+    response = owner_session.post(decide_url(approval), {"decision": "approve"}, headers=headers)
+
+    assert response.status_code == 200
+    assert "run-status" not in ids(response.content.decode())
+    _, _, second = parked(owner, registry)
+    headers = {**HTMX, "HX-Current-URL": f"http://testserver/runs/{second.run_id}/"}
+    response = owner_session.post(decide_url(second), {"decision": "approve"}, headers=headers)
+    assert by_id(response.content.decode(), "run-status")["data-status"] == "running"
+
+
 def test_without_htmx_a_decision_returns_to_the_run_page(owner, owner_session, registry):
     run, _, approval = parked(owner, registry)
 
