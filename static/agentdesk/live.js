@@ -133,9 +133,27 @@
   // The log follows new events unless the reader scrolled up to look at older ones.
   document.addEventListener("htmx:wsAfterMessage", function () {
     var log = document.getElementById("event-log");
-    if (log && logWasAtBottom) log.scrollTop = log.scrollHeight;
+    if (log && logWasAtBottom) followLog(log);
     logWasAtBottom = false;
   });
+
+  // Scrolled to its end, the log would show its top row cut in half: the box is made shorter
+  // by the part of that row still showing, so it shows whole rows only.
+  function followLog(log) {
+    log.style.maxHeight = "";
+    log.scrollTop = log.scrollHeight;
+    var top = log.getBoundingClientRect().top + log.clientTop;
+    var rows = log.children;
+    for (var i = 0; i < rows.length; i++) {
+      var box = rows[i].getBoundingClientRect();
+      if (box.bottom <= top) continue;
+      if (box.top < top) {
+        log.style.maxHeight = log.offsetHeight - (box.bottom - top) + "px";
+        log.scrollTop = log.scrollHeight;
+      }
+      break;
+    }
+  }
 
   // A run started elsewhere (another tab, a restart) gets a row at the top of the dashboard.
   document.addEventListener("htmx:oobErrorNoTarget", function (event) {

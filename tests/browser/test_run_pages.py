@@ -154,6 +154,20 @@ def test_a_submitted_task_runs_live_on_its_page_without_a_reload(page, stack, ow
     expect(call.locator(".tool-args")).to_have_attribute("title", arguments)
     expect(call.locator(".badge")).to_have_attribute("data-status", "succeeded")
     assert page.evaluate("window.loadedOnce") == "yes"
+    # The log followed the events to its end and shows whole rows: none cut at the top.
+    log = page.evaluate(
+        """() => {
+            const log = document.getElementById("event-log");
+            const top = log.getBoundingClientRect().top + log.clientTop;
+            const rows = Array.from(log.children).map(row => row.getBoundingClientRect());
+            return {
+                overflows: log.scrollHeight > log.clientHeight,
+                atEnd: log.scrollHeight - log.scrollTop - log.clientHeight < 2,
+                cut: rows.filter(row => row.top < top - 0.5 && row.bottom > top + 0.5).length,
+            };
+        }"""
+    )
+    assert log == {"overflows": True, "atEnd": True, "cut": 0}
 
     run = Run.objects.get(pk=run_id_of(page))
     assert run.status == RunStatus.SUCCEEDED and run.owner == owner
