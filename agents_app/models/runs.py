@@ -158,6 +158,7 @@ class Plan(models.Model):
         blank=True, help_text="Why this version was made (empty for the first)."
     )
     raw = models.JSONField(default=dict, help_text="The validated plan as the model returned it.")
+    thinking = models.TextField(blank=True, help_text="The model's reasoning while planning it.")
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:

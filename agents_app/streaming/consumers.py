@@ -13,6 +13,7 @@ from agents_app.core.events import run_group, user_group
 from agents_app.models import Run
 from agents_app.streaming.feeds import RunFeed, parse_after
 from agents_app.web import fragments
+from agents_app.web.live_stream import LiveStream, resets_stream
 from tools_app.mcp.store import MCP_STATUS_GROUP
 
 # Close codes: the 4000 range is the application's; these mirror HTTP.
@@ -71,17 +72,24 @@ class RunConsumer(AsyncWebsocketConsumer, ABC):
 
 
 class RunPageConsumer(RunConsumer):
-    """For the run page: HTML fragments that htmx's ws extension swaps in by id."""
+    """For the run page: HTML fragments that htmx's ws extension swaps in by id. The
+    streaming panel shows a phase's whole text so far, so this socket keeps it (LiveStream)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.live_stream = LiveStream()
 
     async def deliver(self, events: list[dict[str, Any]]) -> None:
         if events:
+            if resets_stream(events):
+                self.live_stream.reset()
             html = await database_sync_to_async(fragments.render_run_events)(
                 run=self.run, events=events
             )
             await self.send(text_data=html)
 
     async def deliver_token(self, message: dict[str, Any]) -> None:
-        await self.send(text_data=fragments.render_run_token(run_id=self.run.pk, message=message))
+        await self.send(text_data=self.live_stream.feed(run_id=self.run.pk, message=message))
 
 
 def api_message(event: dict[str, Any]) -> dict[str, Any]:

@@ -31,6 +31,7 @@ from agents_app.web.run_page import (
     reasoning_of,
     result_context,
 )
+from agents_app.web.stream_view import final_view
 from tools_app.templatetags.tools_panel import panel_context
 
 # Which regions of the run page an event changes. The event log gets every event regardless.
@@ -41,7 +42,7 @@ REGIONS_BY_EVENT: dict[EventType, frozenset[str]] = {
         {"status", "controls", "meta", "progress", "result", "stream_reset", "approval"}
     ),
     EventType.CANCEL_REQUESTED: frozenset({"controls"}),
-    EventType.PLAN_CREATED: frozenset({"plan", "progress", "stream_reset"}),
+    EventType.PLAN_CREATED: frozenset({"plan", "progress", "reasoning", "stream_reset"}),
     EventType.REPLANNED: frozenset({"plan", "progress", "reasoning", "meta"}),
     EventType.STEP_STARTED: frozenset({"steps", "progress", "stream_reset"}),
     EventType.TOOL_CALL: frozenset({"steps", "meta"}),
@@ -156,7 +157,12 @@ def render_run_events(*, run: Run, events: list[dict[str, Any]]) -> str:
             )
         )
     if "stream_reset" in regions:
-        parts.append(render_to_string("agents/partials/stream.html", context))
+        steps = list(current.steps.all()) if current is not None else None
+        parts.append(
+            render_to_string(
+                "agents/partials/stream.html", {**context, "stream": final_view(run, steps)}
+            )
+        )
     parts.append(
         render_to_string("agents/partials/event_log_append.html", {"log": log_entries(events)})
     )

@@ -233,11 +233,15 @@ class Thought:
 
 
 def reasoning_of(plans: list[Plan], verifications: list[RunEvent], run: Run) -> list[Thought]:
-    """What the model thought: each step's thinking (reasoning fields and <think> blocks kept by
-    the engine, plus any block left in the output), the verifier's reasoning, in that order."""
+    """What the model thought, one entry per phase: each plan's planning, each step's thinking
+    (reasoning fields and <think> blocks kept by the engine, plus any block left in the
+    output), the verifier's thinking and reasoning, in that order."""
     thoughts = []
     several = len(plans) > 1
     for plan in plans:
+        if plan.thinking.strip():
+            label = f"Planning v{plan.version}" if several else "Planning"
+            thoughts.append(Thought(label, plan.thinking.strip()))
         for step in plan.steps.all():
             _, in_output = split_think(step.output)
             text = "\n\n".join(t for t in (step.thinking.strip(), in_output) if t)
@@ -245,7 +249,9 @@ def reasoning_of(plans: list[Plan], verifications: list[RunEvent], run: Run) -> 
                 prefix = f"Plan v{plan.version} · " if several else ""
                 thoughts.append(Thought(f"{prefix}Step {step.index + 1}", text))
     for number, event in enumerate(verifications, start=1):
-        text = (event.payload or {}).get("reasoning", "").strip()
+        payload = event.payload or {}
+        parts = (str(payload.get(key) or "").strip() for key in ("thinking", "reasoning"))
+        text = "\n\n".join(part for part in parts if part)
         if text:
             suffix = f" {number}" if len(verifications) > 1 else ""
             thoughts.append(Thought(f"Verification{suffix}", text))

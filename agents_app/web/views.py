@@ -19,6 +19,7 @@ from agents_app.models import AuditInterface, Run
 from agents_app.runs import selectors, services
 from agents_app.web import run_page
 from agents_app.web.forms import TaskForm
+from agents_app.web.stream_view import final_view
 
 RUNS_PER_PAGE = 50
 
@@ -112,6 +113,7 @@ def render_run(
             selectors.runs_for(request.user).filter(task_id=run.task_id).order_by("attempt")
         ),
         task_context=json.dumps(run.task.context, indent=2, ensure_ascii=False),
+        stream=final_view(run, list(run.plan_list[-1].steps.all()) if run.plan_list else []),
         error=error,
         **(approval or {}),
     )

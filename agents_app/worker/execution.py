@@ -241,7 +241,11 @@ class RunExecutor:
             version = (previous.version if previous else 0) + 1
             raw = fast_plan_raw(output) if fast else output.model_dump()
             plan = Plan.objects.create(
-                run=w.run, version=version, reason=w.run.replan_reason, raw=raw
+                run=w.run,
+                version=version,
+                reason=w.run.replan_reason,
+                raw=raw,
+                thinking=hooks.streamed_reasoning("analysis", "planning"),
             )
             Step.objects.bulk_create(
                 Step(
@@ -409,12 +413,13 @@ class RunExecutor:
         # A fast-path plan's verdict is derived from its one step, not asked; it ends at the
         # same success point, replan or failure below as the verifier's.
         derived = fast_verdict(steps[0], can_replan=can_replan) if fast else None
+        hooks = DatabaseHooks(run, self.lease)
         if derived:
             verdict = derived.verdict
         else:
             verdict = verify(
                 provider=self.provider,
-                hooks=DatabaseHooks(run, self.lease),
+                hooks=hooks,
                 task=run.task.text,
                 context=run.task.context,
                 steps=[(s.index, s.objective, s.status, s.output or s.error) for s in steps],
@@ -424,7 +429,11 @@ class RunExecutor:
                 calls=call_records(run, steps),
             )
         with self.lock() as w:
-            w.event(EventType.VERIFICATION, verdict.model_dump())
+            thinking = hooks.streamed_reasoning("verification")
+            w.event(
+                EventType.VERIFICATION,
+                {**verdict.model_dump(), **({"thinking": thinking} if thinking else {})},
+            )
             # The one place a run may succeed: the evidence is checked here, whoever judged.
             problem = (
                 evidence_problem(run, verifier=verdict.reasoning) if verdict.task_complete else None

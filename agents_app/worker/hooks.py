@@ -66,6 +66,9 @@ class DatabaseHooks:
         self._token_context: dict[str, Any] = {}
         self._let_through_next = ""
         self._last_poll = time.monotonic()
+        # phase -> the reasoning streamed in it, kept for the rows (the planner's and the
+        # verifier's answers carry none of it).
+        self._reasoning: dict[str, list[str]] = {}
 
     def checkpoint(self) -> None:
         self.flush_tokens()
@@ -132,6 +135,8 @@ class DatabaseHooks:
     def on_token(
         self, text: str, *, phase: str, step_index: int | None, reasoning: bool = False
     ) -> None:
+        if reasoning:
+            self._reasoning.setdefault(phase, []).append(text)
         context = {"phase": phase, "step_index": step_index, "reasoning": reasoning}
         if context != self._token_context:
             self.flush_tokens()
@@ -143,6 +148,11 @@ class DatabaseHooks:
             or time.monotonic() - self._last_flush >= TOKEN_FLUSH_SECONDS
         ):
             self.flush_tokens()
+
+    def streamed_reasoning(self, *phases: str) -> str:
+        """The reasoning streamed in `phases` so far, one paragraph per phase."""
+        parts = ("".join(self._reasoning.get(phase, [])).strip() for phase in phases)
+        return "\n\n".join(part for part in parts if part)
 
     def flush_tokens(self) -> None:
         """Tokens are not RunEvents: coalesced pieces go to the channel layer only."""
