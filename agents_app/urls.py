@@ -1,7 +1,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from agents_app.web import approvals, views
+from agents_app.web import approvals, files, views
 from tools_app.views import tool_list
 
 urlpatterns = [
@@ -16,6 +16,14 @@ urlpatterns = [
     path("runs/<int:run_id>/", views.run_detail, name="run_detail"),
     path("runs/<int:run_id>/cancel/", views.run_cancel, name="run_cancel"),
     path("runs/<int:run_id>/restart/", views.run_restart, name="run_restart"),
+    path("runs/<int:run_id>/files/", files.run_files_tree, name="run_files_tree"),
+    path("runs/<int:run_id>/files/view/", files.run_file_view, name="run_file_view"),
+    path("runs/<int:run_id>/files/download/", files.run_file_download, name="run_file_download"),
+    path(
+        "runs/<int:run_id>/files/all.zip",
+        files.run_files_download_all,
+        name="run_files_download_all",
+    ),
     path("tools/", tool_list, name="tool_list"),
     path("approvals/", approvals.approval_list, name="approval_list"),
     path("approvals/bulk/", approvals.approvals_bulk, name="approvals_bulk"),

@@ -316,6 +316,12 @@ RUN_MAX_TOKENS = env_int("RUN_MAX_TOKENS", 200_000, minimum=1)
 RUN_MAX_TOOL_CALLS = env_int("RUN_MAX_TOOL_CALLS", 100, minimum=1)
 RUN_LEASE_SECONDS = env_float("RUN_LEASE_SECONDS", 30.0, minimum=1.0)
 WORKSPACE_ROOT = BASE_DIR / env_str("WORKSPACE_ROOT", str(VAR_DIR / "workspaces"))
+# A run's files as its owner sees them (Files panel, /api/v1/runs/{id}/files): the largest
+# download, the most files listed, the largest text preview, the largest "Download all" zip.
+RUN_FILES_MAX_BYTES = env_int("RUN_FILES_MAX_BYTES", 10 * 1024 * 1024, minimum=1)
+RUN_FILES_MAX_ENTRIES = env_int("RUN_FILES_MAX_ENTRIES", 1000, minimum=1)
+RUN_FILES_PREVIEW_BYTES = env_int("RUN_FILES_PREVIEW_BYTES", 256 * 1024, minimum=1)
+RUN_FILES_ZIP_MAX_BYTES = env_int("RUN_FILES_ZIP_MAX_BYTES", 50 * 1024 * 1024, minimum=1)
 
 # --- Approvals ----------------------------------------------------------------------
 # Seconds a pending approval waits before its strategy decides (0: it waits for a person).

@@ -18,6 +18,7 @@ from ninja.parser import Parser
 from agents_app.api.approvals import router as approvals_router
 from agents_app.api.auth import ApiKeyAuth, SessionAuth
 from agents_app.api.errors import error_response
+from agents_app.api.files import router as files_router
 from agents_app.api.runs import router as agents_router
 from agents_app.api.schemas import ErrorEnvelope
 from agents_app.api.webhooks import router as webhooks_router
@@ -121,6 +122,7 @@ api = AgentDeskAPI(
     parser=JsonParser(),
 )
 api.add_router("/v1", agents_router)
+api.add_router("/v1", files_router)
 api.add_router("/v1", tools_router)
 api.add_router("/v1", webhooks_router)
 api.add_router("/v1", approvals_router)

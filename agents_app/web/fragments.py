@@ -19,6 +19,7 @@ from agents_app.models import (
     Run,
     RunEvent,
 )
+from agents_app.web.files import render_files_tree
 from agents_app.web.run_page import (
     approval_context,
     decorate_plans,
@@ -46,7 +47,8 @@ REGIONS_BY_EVENT: dict[EventType, frozenset[str]] = {
     EventType.REPLANNED: frozenset({"plan", "progress", "reasoning", "meta"}),
     EventType.STEP_STARTED: frozenset({"steps", "progress", "stream_reset"}),
     EventType.TOOL_CALL: frozenset({"steps", "meta"}),
-    EventType.TOOL_RESULT: frozenset({"steps"}),
+    # A tool may have written a file: the Files panel's tree is read again.
+    EventType.TOOL_RESULT: frozenset({"steps", "files"}),
     EventType.STEP_COMPLETED: frozenset({"steps", "progress", "reasoning", "stream_reset"}),
     EventType.STEP_FAILED: frozenset({"steps", "progress", "reasoning", "stream_reset"}),
     EventType.STEP_SKIPPED: frozenset({"steps", "progress"}),
@@ -54,7 +56,7 @@ REGIONS_BY_EVENT: dict[EventType, frozenset[str]] = {
     EventType.PROGRESS_UPDATE: frozenset({"progress"}),
     EventType.LLM_USAGE: frozenset({"meta"}),
     EventType.LLM_RETRY: frozenset({"status"}),
-    EventType.RESULT: frozenset({"status", "controls", "meta", "progress", "result"}),
+    EventType.RESULT: frozenset({"status", "controls", "meta", "progress", "result", "files"}),
     EventType.ERROR: frozenset({"result"}),
     EventType.APPROVAL_REQUIRED: frozenset({"approval", "steps", "progress"}),
     EventType.APPROVAL_DECIDED: frozenset({"approval", "steps", "progress"}),
@@ -156,6 +158,8 @@ def render_run_events(*, run: Run, events: list[dict[str, Any]]) -> str:
                 {**context, **approval_context(approval_pending_for_run(run))},
             )
         )
+    if "files" in regions:
+        parts.append(render_files_tree(run=run, oob=True))
     if "stream_reset" in regions:
         steps = list(current.steps.all()) if current is not None else None
         parts.append(

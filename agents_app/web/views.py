@@ -18,6 +18,7 @@ from agents_app.core.errors import DomainError
 from agents_app.models import AuditInterface, Run
 from agents_app.runs import selectors, services
 from agents_app.web import run_page
+from agents_app.web.files import files_context
 from agents_app.web.forms import TaskForm
 from agents_app.web.stream_view import final_view
 
@@ -113,6 +114,7 @@ def render_run(
             selectors.runs_for(request.user).filter(task_id=run.task_id).order_by("attempt")
         ),
         task_context=json.dumps(run.task.context, indent=2, ensure_ascii=False),
+        **files_context(run),
         stream=final_view(run, list(run.plan_list[-1].steps.all()) if run.plan_list else []),
         error=error,
         **(approval or {}),

@@ -1,0 +1,93 @@
+"""REST endpoints for a run's workspace files: the listing and one file's bytes as a download,
+the owner's runs only (`runs.files` confines them to the workspace and bounds their size)."""
+
+import mimetypes
+from datetime import datetime
+from urllib.parse import quote
+
+from django.http import FileResponse, HttpRequest
+from ninja import Field, Router, Schema
+
+from agents_app.api.schemas import errors
+from agents_app.runs import selectors
+from agents_app.runs.files import WorkspaceFile, run_file_open, run_files
+
+router = Router(tags=["files"])
+
+
+class FileOut(Schema):
+    path: str = Field(description="Relative to the run's workspace, '/'-separated.")
+    size: int = Field(description="Bytes.")
+    modified_at: datetime
+    download: str = Field(description="This file's download URL.")
+
+
+class FileList(Schema):
+    success: bool = True
+    run_id: int
+    files: list[FileOut] = Field(description="Regular files, in path order.")
+    count: int
+    total_bytes: int
+    truncated: bool = Field(
+        description="More files than `max_entries` (RUN_FILES_MAX_ENTRIES): the rest are left out."
+    )
+    max_entries: int
+
+
+def download_url(run_id: int, file: WorkspaceFile) -> str:
+    return f"/api/v1/runs/{run_id}/files/{quote(file.path)}"
+
+
+@router.get("/runs/{int:run_id}/files", response=FileList, summary="The run's workspace files")
+def list_files(request: HttpRequest, run_id: int):
+    """Every regular file of the run's workspace with its size and modification time, in path
+    order, at most RUN_FILES_MAX_ENTRIES (`truncated` says more were left out). A run that
+    wrote nothing has none. Symlinks leading out of the workspace are left out."""
+    run = selectors.run_get(user=request.user, run_id=run_id)
+    listing = run_files(run=run)
+    return {
+        "run_id": run.pk,
+        "files": [
+            {
+                "path": f.path,
+                "size": f.size,
+                "modified_at": f.modified_at,
+                "download": download_url(run.pk, f),
+            }
+            for f in listing.files
+        ],
+        "count": len(listing.files),
+        "total_bytes": listing.total_bytes,
+        "truncated": listing.truncated,
+        "max_entries": listing.limit,
+    }
+
+
+BINARY = {"schema": {"type": "string", "format": "binary"}}
+
+
+@router.get(
+    "/runs/{int:run_id}/files/{path:file_path}",
+    response={**errors(413)},
+    summary="Download one of the run's files",
+    openapi_extra={
+        "responses": {
+            200: {
+                "description": "The file's bytes, as an attachment, with a content type "
+                "guessed from its name (application/octet-stream otherwise).",
+                "content": {"application/octet-stream": BINARY, "*/*": BINARY},
+            }
+        }
+    },
+)
+def download_file(request: HttpRequest, run_id: int, file_path: str):
+    """The file at `file_path` (relative to the workspace). 400 for a path that could not be
+    inside the workspace (absolute, `..`); 404 for no such regular file, or one that resolves
+    outside it (a symlink); 413 past RUN_FILES_MAX_BYTES."""
+    run = selectors.run_get(user=request.user, run_id=run_id)
+    file, handle = run_file_open(run=run, path=file_path)
+    content_type, encoding = mimetypes.guess_type(file.name)
+    if encoding or not content_type:  # a .gz is its bytes, not text with an encoding
+        content_type = "application/octet-stream"
+    # An attachment (with nosniff, sent on every response) is never rendered as a page.
+    return FileResponse(handle, as_attachment=True, filename=file.name, content_type=content_type)

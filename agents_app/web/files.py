@@ -1,0 +1,141 @@
+"""The run page's Files panel: the workspace's tree, a text preview of one file, a download per
+file and "Download all" as a zip. Reads go through `runs.files` (confined to the workspace,
+bounded in size) on a run scoped to the signed-in user; another user's run is a 404."""
+
+import mimetypes
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+from typing import Any
+
+from django.contrib.auth.decorators import login_required
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.template.loader import render_to_string
+from django.views.decorators.http import require_GET
+
+from agents_app.core.errors import DomainError, ErrorCode
+from agents_app.models import Run
+from agents_app.runs import selectors
+from agents_app.runs.files import (
+    FileListing,
+    WorkspaceFile,
+    run_file_open,
+    run_file_preview,
+    run_files,
+    run_files_zip,
+)
+
+
+@dataclass(frozen=True)
+class TreeRow:
+    """One line of the tree: a directory heading or a file, indented by `depth`."""
+
+    name: str
+    depth: int
+    file: WorkspaceFile | None = None  # None: a directory
+
+
+def tree_rows(listing: FileListing) -> list[TreeRow]:
+    """The sorted flat listing as the rows of a tree: each directory once, before its files."""
+    rows: list[TreeRow] = []
+    shown: set[PurePosixPath] = set()
+    for file in listing.files:
+        path = PurePosixPath(file.path)
+        for depth, directory in enumerate(reversed(path.parents[:-1])):
+            if directory not in shown:
+                shown.add(directory)
+                rows.append(TreeRow(directory.name, depth))
+        rows.append(TreeRow(path.name, len(path.parts) - 1, file))
+    return rows
+
+
+def files_context(run: Run) -> dict[str, Any]:
+    """What the tree region shows (the run page, its refresh and the sockets' swaps)."""
+    listing = run_files(run=run)
+    return {"run": run, "file_listing": listing, "file_rows": tree_rows(listing)}
+
+
+def render_files_tree(*, run: Run, oob: bool = False) -> str:
+    """The tree region, as the page includes it or, with `oob`, as an out-of-band swap."""
+    return render_to_string("agents/partials/files_tree.html", {**files_context(run), "oob": oob})
+
+
+def _owned_run(request: HttpRequest, run_id: int) -> Run:
+    try:
+        return selectors.run_get(user=request.user, run_id=run_id)
+    except DomainError as error:
+        raise Http404(error.message) from None
+
+
+def _refused(request: HttpRequest, run: Run, error: DomainError, path: str) -> HttpResponse:
+    """A refused path or a file too large, said in the preview region (htmx) or its page."""
+    context = {"run": run, "path": path, "error": error}
+    if getattr(request, "htmx", False):
+        return render(request, "agents/partials/file_preview.html", context, status=200)
+    return render(request, "agents/run_file.html", context, status=error.http_status)
+
+
+@login_required
+@require_GET
+def run_files_tree(request: HttpRequest, run_id: int) -> HttpResponse:
+    """The tree region alone, for htmx to refresh."""
+    run = _owned_run(request, run_id)
+    return HttpResponse(render_files_tree(run=run))
+
+
+@login_required
+@require_GET
+def run_file_view(request: HttpRequest, run_id: int) -> HttpResponse:
+    """The chosen file's preview: the region for htmx, a page of its own otherwise."""
+    run = _owned_run(request, run_id)
+    path = request.GET.get("path", "")
+    try:
+        preview = run_file_preview(run=run, path=path)
+    except DomainError as error:
+        if error.code == ErrorCode.NOT_FOUND and not getattr(request, "htmx", False):
+            raise Http404(error.message) from None
+        return _refused(request, run, error, path)
+    context = {"run": run, "path": path, "preview": preview}
+    if getattr(request, "htmx", False):
+        return render(request, "agents/partials/file_preview.html", context)
+    return render(request, "agents/run_file.html", context)
+
+
+@login_required
+@require_GET
+def run_file_download(request: HttpRequest, run_id: int) -> HttpResponse:
+    run = _owned_run(request, run_id)
+    path = request.GET.get("path", "")
+    try:
+        file, handle = run_file_open(run=run, path=path)
+    except DomainError as error:
+        if error.code == ErrorCode.NOT_FOUND:
+            raise Http404(error.message) from None
+        return render(
+            request,
+            "agents/run_file.html",
+            {"run": run, "path": path, "error": error},
+            status=error.http_status,
+        )
+    content_type, encoding = mimetypes.guess_type(file.name)
+    if encoding or not content_type:
+        content_type = "application/octet-stream"
+    # An attachment (with nosniff) is never rendered as a page of this site.
+    return FileResponse(handle, as_attachment=True, filename=file.name, content_type=content_type)
+
+
+@login_required
+@require_GET
+def run_files_download_all(request: HttpRequest, run_id: int) -> HttpResponse:
+    """Every file of the workspace as run-<id>-files.zip, built in memory up to
+    RUN_FILES_ZIP_MAX_BYTES."""
+    run = _owned_run(request, run_id)
+    try:
+        archive = run_files_zip(run=run)
+    except DomainError as error:
+        return render(
+            request, "agents/run_file.html", {"run": run, "error": error}, status=error.http_status
+        )
+    response = HttpResponse(archive, content_type="application/zip")
+    response["Content-Disposition"] = f'attachment; filename="run-{run.pk}-files.zip"'
+    return response
