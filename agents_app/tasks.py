@@ -7,7 +7,7 @@ their pinned names (`core.dispatch.TaskName`).
 import logging
 
 from celery import shared_task
-from celery.signals import worker_ready
+from celery.signals import worker_process_init, worker_ready
 from django.db import DatabaseError, transaction
 
 from agents_app.approvals.decisions import approval_expire
@@ -15,6 +15,7 @@ from agents_app.core.dispatch import TaskName
 from agents_app.runs.control import runs_recover
 from agents_app.webhooks.services import webhook_deliver
 from agents_app.worker.execution import execute_run as run_execute
+from agents_app.worker.mcp_startup import on_worker_process_init, on_worker_ready
 from agents_app.worker.sweeps import sweep_approvals
 
 logger = logging.getLogger(__name__)
@@ -59,6 +60,11 @@ def expire_approval(self, approval_id: int) -> str:
         # Delivered early (a broker redelivery, a clock skew): wait for the rest.
         raise self.retry(countdown=remaining, max_retries=None)
     return "done"
+
+
+# Every process that executes runs connects to the MCP servers as it starts (worker.mcp_startup).
+worker_process_init.connect(on_worker_process_init)
+worker_ready.connect(on_worker_ready)
 
 
 @worker_ready.connect

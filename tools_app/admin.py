@@ -8,7 +8,7 @@ from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import models, transaction
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.urls import path
@@ -16,13 +16,13 @@ from django.utils import timezone
 from django.utils.html import format_html
 
 from agents_app.core.audit import (
-    MCP_SERVER_CHECK,
     MCP_SERVER_DISABLE,
     MCP_SERVER_ENABLE,
     MCP_SERVER_IMPORT,
     AuditInterface,
     audit_record,
 )
+from tools_app.mcp.checks import servers_check
 from tools_app.mcp.config import (
     ImportResult,
     MCPConfigError,
@@ -38,6 +38,7 @@ logger = logging.getLogger(__name__)
 
 CONFIG_UPLOAD_MAX_BYTES = 1_000_000
 STATUS_COLORS = {
+    ServerStatus.UNCHECKED: "#57606a",  # neutral: nothing is known yet, nothing failed
     ServerStatus.ACTIVE: "#1a7f37",
     ServerStatus.BROKEN: "#cf222e",
     ServerStatus.DISABLED: "#6e7781",
@@ -52,6 +53,12 @@ def config_download(servers) -> HttpResponse:
     )
     response["Content-Disposition"] = 'attachment; filename="mcp_config.json"'
     return response
+
+
+def check_level(outcome) -> int:
+    if outcome.ok:
+        return messages.SUCCESS
+    return messages.WARNING if outcome.status == ServerStatus.DISABLED else messages.ERROR
 
 
 def preformatted(text: str) -> str:
@@ -179,6 +186,11 @@ class MCPServerAdmin(admin.ModelAdmin):
     inlines = [ToolInline]
     actions = ["check_now", "enable", "disable", "export_selected"]
 
+    def get_fieldsets(self, request, obj=None):
+        fieldsets = super().get_fieldsets(request, obj)
+        # A server being added has no health to show: it is checked once it is saved.
+        return fieldsets if obj else [f for f in fieldsets if f[0] != "Health"]
+
     def get_readonly_fields(self, request, obj=None):
         # Renaming would rename every tool agents and plans know as `<server>.<tool>`.
         return [*self.readonly_fields, "name"] if obj else self.readonly_fields
@@ -196,6 +208,11 @@ class MCPServerAdmin(admin.ModelAdmin):
                 self.admin_site.admin_view(self.export_view),
                 name="{}_{}_export".format(*info),
             ),
+            path(
+                "<path:object_id>/check/",
+                self.admin_site.admin_view(self.check_view),
+                name="{}_{}_check".format(*info),
+            ),
             *super().get_urls(),
         ]
 
@@ -205,6 +222,8 @@ class MCPServerAdmin(admin.ModelAdmin):
 
     @admin.display(description="status", ordering="status")
     def status_badge(self, obj: MCPServer) -> str:
+        if obj.pk is None:
+            return ""  # not saved, so never checked: no badge rather than a guess
         return format_html(
             '<span class="mcp-status mcp-status-{}" title="{}" style="color: #fff; '
             'background: {}; border-radius: 4px; padding: 1px 6px">{}</span>',
@@ -226,49 +245,22 @@ class MCPServerAdmin(admin.ModelAdmin):
 
     @admin.action(description="Check now", permissions=["change"])
     def check_now(self, request: HttpRequest, queryset) -> None:
-        try:
-            from tools_app.mcp.client import check_servers
-        except ImportError as exc:
-            if exc.name != "tools_app.mcp.client":
-                raise
-            self.message_user(
-                request,
-                "Checking is not available: this AgentDesk has no MCP connection layer "
-                "(tools_app.mcp.client.check_servers).",
-                messages.ERROR,
-            )
-            return
         ids = list(queryset.values_list("pk", flat=True))
-        # The check writes its results from threads of its own, so the audit rows follow it
-        # in a transaction of their own, with the outcome.
-        try:
-            check_servers(ids)
-        except Exception as exc:  # the page says what went wrong instead of a 500
-            logger.exception("Checking MCP servers %s failed", ids)
-            names = MCPServer.objects.filter(pk__in=ids).values_list("name", flat=True)
-            with transaction.atomic():
-                failure = {"status": "check_failed", "error": str(exc)}
-                audit_servers(request, MCP_SERVER_CHECK, {name: failure for name in names})
-            self.message_user(request, f"Checking failed: {exc}", messages.ERROR)
-            return
-        servers = list(MCPServer.objects.filter(pk__in=ids))
-        with transaction.atomic():
-            outcomes = {
-                s.name: {
-                    "status": s.status,
-                    "error": s.last_error if s.status == ServerStatus.BROKEN else "",
-                }
-                for s in servers
-            }
-            audit_servers(request, MCP_SERVER_CHECK, outcomes)
-        for server in servers:
-            if server.status == ServerStatus.ACTIVE:
-                level, detail = messages.SUCCESS, f"{server.tool_count} tool(s)"
-            elif server.status == ServerStatus.DISABLED:
-                level, detail = messages.WARNING, "disabled, not checked"
-            else:
-                level, detail = messages.ERROR, server.last_error
-            self.message_user(request, f"{server.name}: {server.status} — {detail}", level)
+        for outcome in servers_check(server_ids=ids, actor=request.user):
+            self.message_user(request, f"{outcome.name}: {outcome.summary()}", check_level(outcome))
+
+    def check_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        """The "Check now" button of one server's page: check it, come back with the result."""
+        if request.method != "POST":
+            return HttpResponseNotAllowed(["POST"])
+        server = self.get_object(request, object_id)
+        if server is None:
+            return self._get_obj_does_not_exist_redirect(request, self.opts, object_id)
+        if not self.has_change_permission(request, server):
+            raise PermissionDenied
+        [outcome] = servers_check(server_ids=[server.pk], actor=request.user)
+        self.message_user(request, outcome.summary(), check_level(outcome))
+        return redirect("admin:tools_app_mcpserver_change", server.pk)
 
     @admin.action(description="Enable", permissions=["change"])
     def enable(self, request: HttpRequest, queryset) -> None:
@@ -279,7 +271,7 @@ class MCPServerAdmin(admin.ModelAdmin):
             audit_servers(request, MCP_SERVER_ENABLE, changed)
         notify_pages()
         self.message_user(
-            request, f"Enabled {count} server(s); each shows as broken until it is checked."
+            request, f"Enabled {count} server(s); each is connected at the workers' next poll."
         )
 
     @admin.action(description="Disable", permissions=["change"])

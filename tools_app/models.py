@@ -59,6 +59,8 @@ HTTP_TRANSPORTS = frozenset({Transport.STREAMABLE_HTTP, Transport.SSE})
 
 
 class ServerStatus(models.TextChoices):
+    # Never checked since it was added or enabled: neither up nor down yet, so not "broken".
+    UNCHECKED = "unchecked", "Not checked yet"
     ACTIVE = "active"
     BROKEN = "broken"
     DISABLED = "disabled"
@@ -191,10 +193,11 @@ def substitute(value: str, *, server: str, where: str) -> str:
 
 class MCPServerQuerySet(models.QuerySet):
     def enable(self) -> int:
-        """Enable disabled servers; they are broken until checked. Returns how many changed."""
+        """Enable disabled servers; they are not checked until a worker or staff checks them.
+        Returns how many changed."""
         return self.filter(enabled=False).update(
             enabled=True,
-            status=ServerStatus.BROKEN,
+            status=ServerStatus.UNCHECKED,
             last_error=NOT_CHECKED_SINCE_ENABLED,
             updated_at=timezone.now(),
         )
@@ -246,9 +249,10 @@ class MCPServer(models.Model):
         help_text="For its tools unless a tool overrides it. MCP tools are external code.",
     )
 
-    # Health, written by checks only. A server is broken until its first successful check.
+    # Health, written by checks only. A server is unchecked until its first check, which finds
+    # it active or broken (with the reason in last_error).
     status = models.CharField(
-        max_length=10, choices=ServerStatus.choices, default=ServerStatus.BROKEN, editable=False
+        max_length=10, choices=ServerStatus.choices, default=ServerStatus.UNCHECKED, editable=False
     )
     last_error = models.TextField(blank=True, default=NOT_CHECKED, editable=False)
     stderr_tail = models.TextField("last lines of stderr", blank=True, editable=False)
@@ -278,7 +282,7 @@ class MCPServer(models.Model):
         if not self.enabled:
             self.status = ServerStatus.DISABLED
         elif self.status == ServerStatus.DISABLED:
-            self.status, self.last_error = ServerStatus.BROKEN, NOT_CHECKED_SINCE_ENABLED
+            self.status, self.last_error = ServerStatus.UNCHECKED, NOT_CHECKED_SINCE_ENABLED
         update_fields = kwargs.get("update_fields")
         if update_fields is not None and "enabled" in update_fields:
             kwargs["update_fields"] = {*update_fields, "status", "last_error"}

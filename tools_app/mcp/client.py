@@ -12,6 +12,7 @@ import asyncio
 import atexit
 import contextlib
 import logging
+import os
 import tempfile
 import threading
 import time
@@ -398,14 +399,18 @@ class MCPPool:
 
 
 _pool: MCPPool | None = None
+_pool_pid = 0
 _pool_lock = threading.Lock()
 
 
 def ensure_pool(registry: Any, *, wait: float = 0.0) -> MCPPool:
-    """Start this process's pool once (lazily, after any fork) and return it."""
-    global _pool
+    """Start this process's pool once (after any fork: a pool inherited through one has no
+    thread in this process) and return it. Workers start it as each process starts
+    (`agents_app.worker.mcp_startup`); `wait` waits until every enabled server was tried."""
+    global _pool, _pool_pid
     with _pool_lock:
-        if _pool is None:
+        if _pool is None or _pool_pid != os.getpid():
+            _pool_pid = os.getpid()
             from django.conf import settings
 
             from tools_app.mcp.store import DatabaseStore

@@ -1,6 +1,6 @@
 from django import template
 
-from tools_app.models import MCPServer
+from tools_app.models import MCPServer, ServerStatus
 
 register = template.Library()
 
@@ -9,8 +9,10 @@ def panel_context() -> dict:
     servers = list(MCPServer.objects.order_by("name"))
     return {
         "servers": servers,
-        "active": sum(s.status == "active" for s in servers),
-        "broken": sum(s.status == "broken" for s in servers),
+        "active": sum(s.status == ServerStatus.ACTIVE for s in servers),
+        "broken": sum(s.status == ServerStatus.BROKEN for s in servers),
+        # Never checked yet: neither counted up nor down, and never shown in red.
+        "unchecked": sum(s.status == ServerStatus.UNCHECKED for s in servers),
     }
 
 

@@ -142,7 +142,7 @@ def test_disable_and_enable_actions_change_status(superuser_admin, make_server):
 
     superuser_admin.post(CHANGELIST, {"action": "enable", "_selected_action": [server.pk]})
     server.refresh_from_db()
-    assert (server.enabled, server.status) == (True, ServerStatus.BROKEN)
+    assert (server.enabled, server.status) == (True, ServerStatus.UNCHECKED)
 
 
 def test_check_now_reports_a_real_server_active_and_a_failing_one_broken(
@@ -167,8 +167,8 @@ def test_check_now_reports_a_real_server_active_and_a_failing_one_broken(
     assert bad.status == ServerStatus.BROKEN
     assert "cannot start: no config" in bad.stderr_tail
     shown = messages_of(response)
-    assert "echo: active — 2 tool(s)" in shown
-    assert any(m.startswith("failing: broken — ") for m in shown)
+    assert "echo: Connected: 2 tools" in shown
+    assert any(m.startswith("failing: Broken: ") for m in shown)
 
 
 @pytest.mark.parametrize("path", [CHANGELIST, IMPORT, EXPORT, "/admin/tools_app/tool/"])

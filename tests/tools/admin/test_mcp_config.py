@@ -135,7 +135,7 @@ def test_import_creates_then_updates_by_name(db):
     assert (github.command, github.args, github.env, github.cwd) == ("uvx", ["gh"], {}, "")
     assert (github.enabled, github.status, github.last_error) == (
         True,
-        ServerStatus.BROKEN,
+        ServerStatus.UNCHECKED,
         NOT_CHECKED_SINCE_ENABLED,
     )
     assert MCPServer.objects.count() == 4

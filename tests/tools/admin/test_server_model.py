@@ -133,10 +133,10 @@ def test_a_missing_variable_is_named_in_the_error(db, monkeypatch):
     assert "environment variable NOT_SET_ANYWHERE is not set" in str(caught.value)
 
 
-def test_a_new_server_is_broken_until_checked(make_server):
+def test_a_new_server_is_not_checked_yet_rather_than_broken(make_server):
     server = make_server()
 
-    assert server.status == ServerStatus.BROKEN
+    assert server.status == ServerStatus.UNCHECKED
     assert server.last_error == NOT_CHECKED
     assert server.last_checked_at is None
 
@@ -177,7 +177,10 @@ def test_disabling_and_enabling_keep_the_status_in_step(make_server):
 
     assert MCPServer.objects.filter(pk=server.pk).enable() == 1
     server.refresh_from_db()
-    assert (server.status, server.last_error) == (ServerStatus.BROKEN, NOT_CHECKED_SINCE_ENABLED)
+    assert (server.status, server.last_error) == (
+        ServerStatus.UNCHECKED,
+        NOT_CHECKED_SINCE_ENABLED,
+    )
 
 
 def test_a_check_does_not_touch_updated_at(make_server):

@@ -74,7 +74,7 @@ def test_check_now_stores_and_shows_a_broken_servers_output_with_its_secret_reda
     assert "'LEAKY_TOKEN': '[redacted]'" in server.stderr_tail
     assert TOKEN not in server.stderr_tail
     shown = " ".join(str(m) for m in get_messages(response.wsgi_request))
-    assert "leaky: broken" in shown and TOKEN not in shown
+    assert "leaky: Broken: invalid token [redacted]" in shown and TOKEN not in shown
     page = superuser_admin.get(f"{CHANGELIST}{server.pk}/change/").content.decode()
     assert "fatal: token [redacted] refused" in page and TOKEN not in page
     assert TOKEN not in superuser_admin.get("/").content.decode()
