@@ -98,6 +98,12 @@ class DecisionIn(Schema):
         default=Remember.NOTHING,
         description='approve only: "tool" allows the tool from now on, "call" this exact call.',
     )
+    note: str = Field(
+        default="",
+        max_length=2_000,
+        description="deny of a plan only: what is wrong with it; the planner makes a new plan "
+        "with it.",
+    )
 
 
 class BulkIn(Schema):
@@ -192,14 +198,18 @@ def get_approval(request: HttpRequest, approval_id: int):
 )
 def decide_approval(request: HttpRequest, approval_id: int, payload: DecisionIn):
     """approve | modify (with `arguments` that fit the tool's schema) | skip (the step) |
-    deny (the call; the model goes on without it) | cancel (the run). The first decision
-    wins: a second one is 409 CONFLICT and nothing runs twice."""
+    deny (the call; the model goes on without it) | cancel (the run). A plan is approved,
+    modified (`arguments`: `{"steps": [{"objective", "tool_names", "depends_on"}, …]}`, a new
+    plan version that runs), denied with a `note` (the planner makes a new plan with it) or
+    its run cancelled. The first decision wins: a second one is 409 CONFLICT and nothing runs
+    twice."""
     decided = decisions.approval_decide_as(
         user=request.user,
         approval_id=approval_id,
         decision=payload.decision,
         arguments=payload.arguments,
         remember=payload.remember,
+        note=payload.note,
         interface=AuditInterface.API,
     )
     return approval_payload(decided)

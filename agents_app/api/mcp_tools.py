@@ -229,9 +229,19 @@ async def decide_approval(
         Remember,
         Field(description='approve only: "tool" allows the tool from now on, "call" this call.'),
     ] = Remember.NOTHING,
+    note: Annotated[
+        str,
+        Field(
+            max_length=2_000,
+            description="deny of a plan only: what is wrong with it; the planner makes a new "
+            "plan with it.",
+        ),
+    ] = "",
 ) -> ApprovalOut:
-    """Decide a call that waits for you; the run goes on at once on any worker. The first
-    decision wins: CONFLICT if it was already decided, and nothing runs twice."""
+    """Decide a call (or a plan) that waits for you; the run goes on at once on any worker. A
+    plan is approved, modified (`arguments`: {"steps": [{"objective", "tool_names"}, …]}),
+    denied with a `note` for the planner, or its run cancelled. The first decision wins:
+    CONFLICT if it was already decided, and nothing runs twice."""
 
     def decide(user: Any) -> ApprovalOut:
         decided = decisions.approval_decide_as(
@@ -240,6 +250,7 @@ async def decide_approval(
             decision=decision,
             arguments=arguments,
             remember=remember,
+            note=note,
             interface=AuditInterface.MCP,
         )
         return ApprovalOut.model_validate(approval_payload(decided))

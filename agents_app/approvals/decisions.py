@@ -8,7 +8,9 @@ worker continues it from its rows.
 
 from typing import Any
 
+from django.conf import settings
 from django.utils import timezone
+from pydantic import ValidationError
 
 from agents_app.approvals import selectors
 from agents_app.approvals.presenters import approval_payload
@@ -20,6 +22,7 @@ from agents_app.core.audit import (
 )
 from agents_app.core.errors import DomainError, ErrorCode
 from agents_app.core.events import EventType
+from agents_app.engine.schemas import PlanOutput
 from agents_app.models import (
     DECISION_STATUS,
     Approval,
@@ -27,6 +30,7 @@ from agents_app.models import (
     ApprovalStatus,
     AuditInterface,
     Decision,
+    Plan,
     Remember,
     RunStatus,
     Step,
@@ -37,8 +41,12 @@ from agents_app.models import (
 from agents_app.runs.lifecycle import finish, run_enqueue, skip_step
 from agents_app.runs.writer import locked_run
 from tools_app import registry
+from tools_app.models import Tool
 
-PLAN_DECISIONS = frozenset({Decision.APPROVE, Decision.CANCEL})
+# A plan is approved, edited (modify: its steps), rejected with feedback for the planner (deny:
+# a new plan), or its run cancelled.
+PLAN_DECISIONS = frozenset({Decision.APPROVE, Decision.MODIFY, Decision.DENY, Decision.CANCEL})
+FEEDBACK_MAX_CHARS = 2_000
 EXPIRY_DECISION = {
     TimeoutStrategy.DENY: Decision.DENY,
     TimeoutStrategy.SKIP: Decision.SKIP,
@@ -59,6 +67,54 @@ def check_arguments(approval: Approval, arguments: Any) -> dict[str, Any]:
     return arguments
 
 
+def check_plan(arguments: Any) -> dict[str, Any]:
+    """Edited plan steps ({"steps": [{objective, tool_names, depends_on}, …]}) as the planner's
+    own answer is checked: at least one step, at most AGENT_MAX_STEPS, each with an
+    objective, tools that exist, dependencies on earlier steps only. Raises
+    INVALID_ARGUMENTS."""
+
+    def refuse(message: str, **details: Any) -> DomainError:
+        return DomainError(ErrorCode.INVALID_ARGUMENTS, message, {"field": "arguments", **details})
+
+    if not isinstance(arguments, dict) or not isinstance(arguments.get("steps"), list):
+        raise refuse('An edited plan is a JSON object {"steps": [{"objective": …}, …]}')
+    try:
+        plan = PlanOutput.model_validate({"steps": arguments["steps"]})
+    except ValidationError as exc:
+        problems = [f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()[:3]]
+        raise refuse(f"The edited plan is not valid: {'; '.join(problems)}") from None
+    if len(plan.steps) > settings.AGENT_MAX_STEPS:
+        raise refuse(f"A plan has at most {settings.AGENT_MAX_STEPS} steps")
+    named = {name for step in plan.steps for name in step.tool_names}
+    unknown = sorted(
+        named - set(Tool.objects.filter(name__in=named).values_list("name", flat=True))
+    )
+    if unknown:
+        raise refuse(f"No such tool: {', '.join(unknown)}", unknown=unknown)
+    for index, step in enumerate(plan.steps):
+        if not step.objective.strip():
+            raise refuse(f"Step {index + 1} has no objective")
+        if any(not 0 <= d < index for d in step.depends_on):
+            raise refuse(f"Step {index + 1} may depend on earlier steps only")
+    return plan.model_dump()
+
+
+def _check_feedback(note: Any) -> str:
+    if not isinstance(note, str) or not note.strip():
+        raise DomainError(
+            ErrorCode.VALIDATION_ERROR,
+            "Say what is wrong with the plan: the planner gets your feedback",
+            {"field": "note"},
+        )
+    if len(note) > FEEDBACK_MAX_CHARS:
+        raise DomainError(
+            ErrorCode.VALIDATION_ERROR,
+            f"Feedback has at most {FEEDBACK_MAX_CHARS} characters",
+            {"field": "note", "max_length": FEEDBACK_MAX_CHARS},
+        )
+    return note.strip()
+
+
 def _check_request(approval: Approval, decision: str, remember: str) -> None:
     if decision not in Decision.values:
         raise DomainError(
@@ -69,7 +125,8 @@ def _check_request(approval: Approval, decision: str, remember: str) -> None:
     if approval.kind == ApprovalKind.PLAN and decision not in PLAN_DECISIONS:
         raise DomainError(
             ErrorCode.VALIDATION_ERROR,
-            "A plan is approved or its run cancelled",
+            "A plan is approved, edited (modify), rejected with feedback (deny) or its run "
+            "cancelled",
             {"field": "decision", "allowed": sorted(PLAN_DECISIONS)},
         )
     if remember not in Remember.values:
@@ -95,17 +152,22 @@ def approval_decide(
     arguments: Any = None,
     remember: str = "",
     expired: bool = False,
+    note: Any = "",
 ) -> Approval:
     """Decide a pending approval; returns it decided. Raises DomainError NOT_FOUND,
     VALIDATION_ERROR, INVALID_ARGUMENTS (modify), or CONFLICT when it was already decided.
-    The caller checks `Approval.decidable_by` (actor None is the system: an expired timeout)."""
+    The caller checks `Approval.decidable_by` (actor None is the system: an expired timeout).
+    On a plan, modify takes the edited steps as `arguments` and deny takes the feedback for
+    the planner as `note`."""
     approval = Approval.objects.filter(pk=approval_id).first()
     if approval is None:
         raise DomainError(ErrorCode.NOT_FOUND, f"Approval {approval_id} not found")
     _check_request(approval, decision, remember)
     final = approval.arguments
+    is_plan = approval.kind == ApprovalKind.PLAN
     if decision == Decision.MODIFY:
-        final = check_arguments(approval, arguments)
+        final = check_plan(arguments) if is_plan else check_arguments(approval, arguments)
+    feedback = _check_feedback(note) if is_plan and decision == Decision.DENY else ""
     with locked_run(approval.run_id) as w:
         approval = Approval.objects.select_for_update().get(pk=approval_id)
         if not approval.is_pending:
@@ -123,7 +185,9 @@ def approval_decide(
         approval.decided_at = now
         approval.expired = expired
         approval.remember = remember
-        approval.decision_arguments = final if decision == Decision.MODIFY else None
+        approval.decision_arguments = (
+            final if decision == Decision.MODIFY else {"feedback": feedback} if feedback else None
+        )
         approval.save()
         _apply_to_call(approval, decision, final)
         w.event(EventType.APPROVAL_DECIDED, approval_payload(approval))
@@ -153,6 +217,11 @@ def approval_decide(
                 w, RunStatus.CANCELLED, ErrorCode.CANCELLED, f"Cancelled at an approval by {who}"
             )
             return approval
+        if is_plan and decision == Decision.DENY:
+            _replan_for(w, approval, actor, feedback)
+            return approval
+        if is_plan and decision == Decision.MODIFY:
+            _edited_plan(w, approval, actor, final)
         if decision == Decision.SKIP and approval.step_id is not None:
             step = Step.objects.get(pk=approval.step_id)
             step.progress = None
@@ -161,6 +230,45 @@ def approval_decide(
         w.transition(RunStatus.RUNNING, approval_id=approval.pk, decision=decision)
         run_enqueue(run_id=w.run.pk)
     return approval
+
+
+def _who(actor: Any) -> str:
+    return actor.get_username() if actor else "the system"
+
+
+def _replan_for(w: Any, approval: Approval, actor: Any, feedback: str) -> None:
+    """A rejected plan: the planner makes a new version with the person's feedback (which,
+    the task asking to see its plan, waits for approval again). Not one of the verifier's
+    replans: it does not count against AGENT_MAX_REPLANS."""
+    reason = f"{_who(actor)} rejected plan v{approval.arguments.get('version', '?')}: {feedback}"
+    w.set(replan_reason=reason)
+    w.event(EventType.REPLANNED, {"replans": w.run.replans, "reason": reason, "by": "person"})
+    w.transition(RunStatus.PLANNING, approval_id=approval.pk, decision=Decision.DENY)
+    run_enqueue(run_id=w.run.pk)
+
+
+def _edited_plan(w: Any, approval: Approval, actor: Any, edited: dict[str, Any]) -> None:
+    """An edited plan is a new version, as the person wrote it; its steps run from the first."""
+    latest = Plan.objects.filter(run=w.run).order_by("-version").first()
+    version = (latest.version if latest else 0) + 1
+    reason = f"edited by {_who(actor)} at its approval"
+    plan = Plan.objects.create(run=w.run, version=version, reason=reason, raw=edited)
+    Step.objects.bulk_create(
+        Step(
+            plan=plan,
+            run=w.run,
+            index=index,
+            objective=step["objective"],
+            tool_names=step["tool_names"],
+            reasoning=step["reasoning"],
+            depends_on=step["depends_on"],
+        )
+        for index, step in enumerate(edited["steps"])
+    )
+    w.event(
+        EventType.PLAN_CREATED,
+        {"version": version, "steps": edited["steps"], "edited_by": _who(actor)},
+    )
 
 
 def _apply_to_call(approval: Approval, decision: str, final: dict[str, Any]) -> None:
@@ -193,6 +301,7 @@ def approval_decide_as(
     decision: str,
     arguments: Any = None,
     remember: str = "",
+    note: str = "",
     interface: str,
 ) -> Approval:
     """A person's decision sent through an API (REST, MCP): NOT_FOUND unless the approval is
@@ -209,6 +318,7 @@ def approval_decide_as(
         decision=decision,
         arguments=arguments,
         remember=remember,
+        note=note,
         actor=user,
         interface=interface,
     )

@@ -76,8 +76,9 @@ RUN_TRANSITIONS: dict[str, frozenset[str]] = {
     RunStatus.RUNNING: frozenset({RunStatus.VERIFYING, RunStatus.WAITING_APPROVAL}) | _ENDS,
     RunStatus.VERIFYING: frozenset({RunStatus.SUCCEEDED, RunStatus.PLANNING}) | _ENDS,
     RunStatus.PAUSED: ACTIVE_STATUSES | {RunStatus.FAILED, RunStatus.CANCELLED},
+    # PLANNING: a person rejected the plan, the planner makes a new one with their feedback.
     RunStatus.WAITING_APPROVAL: frozenset(
-        {RunStatus.RUNNING, RunStatus.FAILED, RunStatus.CANCELLED}
+        {RunStatus.RUNNING, RunStatus.PLANNING, RunStatus.FAILED, RunStatus.CANCELLED}
     ),
     RunStatus.SUCCEEDED: frozenset(),
     RunStatus.FAILED: frozenset(),

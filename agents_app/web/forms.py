@@ -65,6 +65,7 @@ class DecisionForm(forms.Form):
     decision = forms.ChoiceField(choices=Decision.choices)
     arguments = forms.CharField(required=False, strip=False)
     remember = forms.ChoiceField(required=False, choices=Remember.choices)
+    note = forms.CharField(required=False)  # a rejected plan's feedback for the planner
 
     def clean(self) -> dict[str, Any]:
         data = super().clean()

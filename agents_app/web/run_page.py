@@ -298,13 +298,16 @@ def approval_context(
     *,
     error: Any = None,
     arguments_text: str | None = None,
+    note_text: str = "",
 ) -> dict[str, Any]:
     """What the approval card and its dialog show (the dialog opens wherever it arrives).
-    `arguments_text` keeps what the person typed when their edit was refused."""
+    `arguments_text` and `note_text` keep what the person typed when their edit or feedback
+    was refused. A plan's edit box holds its steps."""
     if approval is None:
         return {"approval": None, "approval_error": error}
     is_plan = approval.kind == ApprovalKind.PLAN
     steps = approval.arguments.get("steps", []) if is_plan else []
+    editable = {"steps": steps} if is_plan else approval.arguments
     return {
         "approval": approval,
         "approval_is_plan": is_plan,
@@ -313,8 +316,9 @@ def approval_context(
         "approval_arguments_text": (
             arguments_text
             if arguments_text is not None
-            else json.dumps(approval.arguments, indent=2, ensure_ascii=False)
+            else json.dumps(editable, indent=2, ensure_ascii=False)
         ),
+        "approval_note_text": note_text,
         "approval_error": error,
     }
 

@@ -466,7 +466,7 @@ def replan_history(run: Run, steps: list[Step]) -> str:
         f"Step {s.index} ({s.status}): {s.objective}\n  {(s.output or s.error)[:2000]}"
         for s in steps
     ]
-    lines.append(f"Verifier: {run.replan_reason}")
+    lines.append(f"Why a new plan: {run.replan_reason}")
     return "\n".join(lines)
 
 

@@ -106,7 +106,13 @@ def test_a_plan_cannot_be_skipped_and_says_why(superuser_admin, owner):
 
     approval.refresh_from_db()
     assert approval.status == "pending" and decisions_of(approval) == []
-    assert notes == [("error", f"#{approval.pk}: A plan is approved or its run cancelled")]
+    assert notes == [
+        (
+            "error",
+            f"#{approval.pk}: A plan is approved, edited (modify), rejected with feedback "
+            "(deny) or its run cancelled",
+        )
+    ]
 
 
 def test_the_list_shows_filters_searches_and_links_each_run(superuser_admin, owner, outsider):

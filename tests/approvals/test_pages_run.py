@@ -55,7 +55,9 @@ def test_a_manual_call_offers_no_rule_to_remember(owner, owner_session, registry
     assert "it asks every time" in html
 
 
-def test_a_plan_approval_shows_the_steps_and_only_approve_or_cancel(owner, owner_session, registry):
+def test_a_plan_approval_shows_the_steps_and_offers_approve_edit_reject_or_cancel(
+    owner, owner_session, registry
+):
     task = Task.objects.create(owner=owner, text="Do it", approve_plan=True)
     run = run_create(task=task)
     drive(run, ScriptedProvider(SCRIPT), registry)
@@ -64,8 +66,9 @@ def test_a_plan_approval_shows_the_steps_and_only_approve_or_cancel(owner, owner
 
     assert "Approve the plan?" in html
     assert "send the note" in html and "wrap up" in html
-    assert dialog_buttons(html) == ["approve", "cancel"]
-    assert 'name="arguments"' not in html
+    assert dialog_buttons(html) == ["approve", "cancel", "modify", "deny"]
+    assert by_id(html, "approval-arguments")["name"] == "arguments"
+    assert by_id(html, "approval-note")["name"] == "note"
 
 
 def test_a_run_without_a_pending_approval_has_an_empty_card(owner, owner_session, registry):
