@@ -83,6 +83,7 @@ def approval_decide(request: HtmxHttpRequest, approval_id: int) -> HttpResponse:
             interface=AuditInterface.WEB,
             arguments=form.cleaned_data["arguments"],
             remember=form.cleaned_data["remember"],
+            note=form.cleaned_data["note"] if form.cleaned_data["decision"] == "deny" else "",
         )
     except DomainError as error:
         approval.refresh_from_db()
@@ -90,6 +91,7 @@ def approval_decide(request: HtmxHttpRequest, approval_id: int) -> HttpResponse:
             approval if approval.is_pending else None,
             error=error,
             arguments_text=request.POST.get("arguments"),
+            note_text=request.POST.get("note", ""),
         )
         return _decision_answer(request, approval, context, error.http_status)
     return _decision_answer(request, approval, run_page.approval_context(None), 200)
