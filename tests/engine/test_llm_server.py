@@ -77,11 +77,21 @@ def test_the_demo_script_answers_every_phase(server):
         assert chat(server, f"{marker}\nDo the task").status_code == 200
 
 
-def test_the_demo_script_writes_then_finishes_on_the_fast_path(server):
+def test_a_reply_can_be_computed_from_the_request_body(server):
+    server.script([{"match": "", "replies": [lambda body: {"content": body["model"]}]}])
+
+    answer = chat(server, "which model?", model="echoed").json()
+
+    assert answer["choices"][0]["message"]["content"] == "echoed"
+
+
+def test_the_demo_script_answers_a_direct_write_task_by_writing_the_file_it_names(server):
     server.script(DEMO_SCRIPT)
 
-    first = chat(server, "AGENTDESK:DIRECT\nWrite the answer").json()["choices"][0]["message"]
-    after = chat(server, 'AGENTDESK:DIRECT\n{"bytes_written": 12}').json()["choices"][0]["message"]
+    first = chat(server, "AGENTDESK:DIRECT\nTask: Write hi to hi.txt")
+    call = first.json()["choices"][0]["message"]["tool_calls"][0]["function"]
 
-    assert [c["function"]["name"] for c in first["tool_calls"]] == ["write_file"]
-    assert [c["function"]["name"] for c in after["tool_calls"]] == ["finish_task"]
+    assert (call["name"], call["arguments"]) == (
+        "write_file",
+        '{"path": "hi.txt", "content": "hi"}',
+    )

@@ -13,7 +13,8 @@ answers, as llama.cpp reports its chat template's capabilities there; by default
 call tools, None for no report).
 
 Standalone: `python -m tests.support.llm_server --port 8199 [--script file.json]` serves
-DEMO_SCRIPT (or the file: a list of rules or {"rules": [...], "options": {...}}) until killed.
+DEMO_SCRIPT (tests/support/demo_script.py, which answers according to the task) or the file
+(a list of rules or {"rules": [...], "options": {...}}) until killed.
 """
 
 import argparse
@@ -29,6 +30,7 @@ import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from tests.support.demo_script import DEMO_SCRIPT
 from tests.support.script import DEFAULT_USAGE, Script, no_reply_message
 
 _REJECTIONS = {
@@ -189,6 +191,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(400, _error_body(rejection))
             return
         reply = self.scripted._next_reply(body)
+        if callable(reply):
+            reply = reply(body)  # computed from the request (the demo, demo_script.py)
         if reply is None:
             message = no_reply_message(body.get("messages") or [])
             self._send_json(500, _error_body(message, "server_error"))
@@ -363,122 +367,6 @@ def _pieces(text: str, count: int = 4) -> list[str]:
 def _fragments(raw: str, count: int = 3) -> list[str]:
     size = max(1, -(-len(raw) // count))
     return [raw[i : i + size] for i in range(0, len(raw), size)] or [""]
-
-
-# A script for a manual demo run: a one-step plan that writes answer.md, then a pass.
-DEMO_SCRIPT: list[dict[str, Any]] = [
-    {
-        "match": "AGENTDESK:ANALYZE",
-        "repeat": True,
-        "replies": [
-            {
-                "content": json.dumps(
-                    {
-                        "capabilities": ["FILE_WRITE"],
-                        "domain": "file_operations",
-                        "requires_remote": False,
-                        "complexity": "simple",
-                    }
-                )
-            }
-        ],
-    },
-    {
-        "match": "AGENTDESK:PLAN",
-        "repeat": True,
-        "replies": [
-            {
-                "reasoning": "One step is enough: write the answer to a file.",
-                "content": json.dumps(
-                    {
-                        "steps": [
-                            {
-                                "objective": "Write a short answer to answer.md",
-                                "tool_names": ["write_file"],
-                                "reasoning": "The user can open the file afterwards.",
-                                "depends_on": [],
-                            }
-                        ]
-                    }
-                ),
-            }
-        ],
-    },
-    {
-        "match": "AGENTDESK:VERIFY",
-        "repeat": True,
-        "replies": [
-            {
-                "content": json.dumps(
-                    {
-                        "task_complete": True,
-                        "reasoning": "The step wrote answer.md as planned.",
-                        "should_replan": False,
-                        "response": "Done: the answer is in answer.md.",
-                    }
-                )
-            }
-        ],
-    },
-    {
-        # The fast path (AGENT_FAST_PATH_MAX_CHARS): write answer.md, then finish the task.
-        "match": ["AGENTDESK:DIRECT", "bytes_written"],
-        "repeat": True,
-        "replies": [
-            {
-                "tool_calls": [
-                    {"name": "finish_task", "arguments": {"result": "The answer is in answer.md."}}
-                ]
-            }
-        ],
-    },
-    {
-        "match": "AGENTDESK:DIRECT",
-        "repeat": True,
-        "replies": [
-            {
-                "tool_calls": [
-                    {
-                        "name": "write_file",
-                        "arguments": {
-                            "path": "answer.md",
-                            "content": "# Answer\n\nThis file was written by the demo script.\n",
-                        },
-                    }
-                ]
-            }
-        ],
-    },
-    {
-        # After the tool ran its result is in the conversation: summarise.
-        "match": ["AGENTDESK:STEP", "bytes_written"],
-        "repeat": True,
-        "replies": [{"content": "Wrote the answer to answer.md."}],
-    },
-    {
-        "match": ["AGENTDESK:STEP", "answer.md"],
-        "repeat": True,
-        "replies": [
-            {
-                "reasoning": "I will write the file with write_file.",
-                "tool_calls": [
-                    {
-                        "name": "write_file",
-                        "arguments": {
-                            "path": "answer.md",
-                            "content": "# Answer\n\nThis file was written by the demo script.\n",
-                        },
-                    }
-                ],
-            }
-        ],
-    },
-    {
-        "match": "AGENTDESK:STEP",
-        "repeat": True,
-        "replies": [{"content": "Step done."}],
-    },
-]
 
 
 def main(argv: list[str] | None = None) -> None:

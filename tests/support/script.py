@@ -30,8 +30,10 @@ Over HTTP only (the provider refuses them):
     drop: True                   close the connection without answering
     truncate: True               stop the stream after the content, without finish or [DONE]
     garbled: True                send a chunk that is not JSON
-In-process only: a reply may be a callable that takes the LLMRequest and returns a reply, to
-act in the middle of a run (engage the kill switch, ask for a cancel) before answering.
+A reply may be a callable that returns a reply: in-process it takes the LLMRequest, to act in
+the middle of a run (engage the kill switch, ask for a cancel) before answering; in the server
+(scripted in-process, not over `POST /_script`) the request's JSON body, to compute the answer
+from the request (the no-model demo, demo_script.py).
 """
 
 import copy

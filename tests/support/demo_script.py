@@ -1,0 +1,447 @@
+"""The no-model demo: what the scripted LLM server answers when a person points AgentDesk at it
+(`python -m tests.support.llm_server --port 8199`) instead of a model.
+
+Rules of a script match fixed strings, so a fixed script can only do one thing whatever the
+task says. The demo is one rule whose reply is computed from the request (`demo_reply`): it
+reads the phase from the engine's marker (AGENTDESK:ANALYZE, PLAN, STEP n, DIRECT, VERIFY),
+the task from the prompt, and what happened so far from the conversation (tool results, the
+verifier's report, a replan's history). It keeps nothing between requests, so any number of
+runs can use one server side by side.
+
+By keywords in the task (`task_actions`):
+    "fail" / "replan"         the first plan reads a file that is not there; the verifier asks for
+                              a replan; the second plan writes the file, then reads it
+    an http(s) URL / "fetch"  http_get it (a person is asked first), then summarise the answer
+    "list ... files"          list_files
+    "read X", "what does X say", "show X"   read_file X, answer with what it holds
+    "write/save/create X (containing ...)"  write_file X (the files the engine itself finds the
+                              task asking for, engine.evidence.files_to_write)
+    anything else             look at the workspace (list_files), then answer in prose
+"""
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from agents_app.engine.evidence import files_named, files_to_write
+
+FINISH = "finish_task"
+# The file the replan demo's first plan reads before anything wrote it.
+REPLAN_FILE = "draft.md"
+REPLAN_CONTENT = "# Draft\n\nWritten by the second plan, after the first one failed.\n"
+# The prose step planned after a person denied the call the task needs (on the fast path).
+DENIED = "denied"
+DENIED_OBJECTIVE = "Tell the user that a person denied the call the task needs"
+DEFAULT_URL = "https://example.com/"
+DEFAULT_CONTENT = "Written by the AgentDesk demo script.\n"
+DEMO_NOTE = (
+    "This is AgentDesk's demo script, not a model: it can read, write and list files, fetch a "
+    "URL and show a replan (see the README's no-model demo)."
+)
+
+_URL = re.compile(r"\bhttps?://[^\s<>\"'`]+", re.IGNORECASE)
+_REPLAN = re.compile(r"\b(fail|fails|failing|failure|replan|replans|replanning)\b", re.IGNORECASE)
+_FETCH = re.compile(r"\b(fetch|download|get the page)\b", re.IGNORECASE)
+_LIST = re.compile(r"\b(list|show|what)\b[^.?!]*\bfiles\b|\bls\b", re.IGNORECASE)
+_READ = re.compile(
+    r"\b(read|open|show|cat|print|summari[sz]e|what does|what's in|what is in|contents? of)\b",
+    re.IGNORECASE,
+)
+# What a write holds: "... notes.txt containing hello", "with the text: hi", "saying hi".
+_CONTENT_AFTER = re.compile(
+    r"\b(?:containing|that contains|with the (?:text|content|contents|words?)|with content|"
+    r"saying|that says|with)\s*:?\s*(?P<content>.+)$",
+    re.IGNORECASE | re.DOTALL,
+)
+# Where the content ends: "..., then read it", the end of a sentence.
+_CONTENT_END = re.compile(r",?\s+(?:and\s+)?then\b|[.!?](?:\s|$)", re.IGNORECASE)
+# "Write hello to hello.txt": what stands between the verb and "to <file>".
+_CONTENT_BEFORE = re.compile(
+    r"\b(?:write|save|put|store|append)\s+(?P<content>.+?)\s+(?:to|into|in|as)\s+"
+    r"(?:a |the |new |file |called |named )*$",
+    re.IGNORECASE | re.DOTALL,
+)
+_MARKERS = ("AGENTDESK:ANALYZE", "AGENTDESK:PLAN", "AGENTDESK:VERIFY", "AGENTDESK:DIRECT")
+_STEP = re.compile(r"AGENTDESK:STEP (\d+)")
+_TASK_END = (
+    r"\n\nContext \(JSON\):|\n\nA previous plan|\n\nEarlier steps:|\n\nWhat was done:"
+    r"|\nContext keys:"
+)
+_TASK = re.compile(rf"Task: (?P<task>.*?)(?:{_TASK_END}|\Z)", re.DOTALL)
+_CAPABILITIES = {
+    "list_files": "FILE_LIST",
+    "read_file": "FILE_READ",
+    "write_file": "FILE_WRITE",
+    "http_get": "HTTP_GET",
+}
+_DOMAINS = {"http_get": "web"}
+
+
+@dataclass(frozen=True)
+class Action:
+    """One thing the task asks for: a tool and what it acts on ("" for an answer in prose)."""
+
+    tool: str
+    target: str = ""
+    content: str = ""
+
+    @property
+    def objective(self) -> str:
+        # The step's objective; `step_action` reads the action back from it.
+        if self.tool == "list_files":
+            return "List the files in the workspace"
+        if self.tool == "read_file":
+            return f"Read {self.target} and answer with what it says"
+        if self.tool == "http_get":
+            return f"Fetch {self.target} and summarise what it returns"
+        if self.tool == "write_file":
+            return f"Write {self.target}"
+        if self.target == DENIED:
+            return DENIED_OBJECTIVE
+        return "Answer the task in prose from what the earlier step found"
+
+    @property
+    def arguments(self) -> dict[str, Any]:
+        if self.tool == "list_files":
+            return {}
+        if self.tool == "http_get":
+            return {"url": self.target}
+        if self.tool == "write_file":
+            return {"path": self.target, "content": self.content or DEFAULT_CONTENT}
+        return {"path": self.target}
+
+
+# --- what the task asks for ---------------------------------------------------------------------
+
+
+def is_replan_demo(task: str) -> bool:
+    return bool(_REPLAN.search(task))
+
+
+def task_actions(task: str) -> list[Action]:
+    """The actions the task asks for, in the order the task names them. An empty list:
+    nothing the demo recognises (it answers in prose)."""
+    if is_replan_demo(task):
+        return [Action("write_file", REPLAN_FILE, REPLAN_CONTENT), Action("read_file", REPLAN_FILE)]
+    writes = files_to_write(task)
+    found: list[tuple[int, Action]] = []
+    listing = _LIST.search(task)
+    if listing:
+        found.append((listing.start(), Action("list_files")))
+    if _READ.search(task):
+        for name in files_named(task):
+            first, last = task.find(name), task.rfind(name)
+            if name not in writes:
+                found.append((first, Action("read_file", name)))
+            elif last != first and _READ.search(task[first:last]):
+                # "Create a.md containing hi, then read a.md": read what was written.
+                found.append((last, Action("read_file", name)))
+    fetch = _FETCH.search(task)
+    urls = [url.rstrip(".,;:!?)]}") for url in _URL.findall(task)]
+    if not urls and fetch:
+        found.append((fetch.start(), Action("http_get", DEFAULT_URL)))
+    found += [(task.find(url), Action("http_get", url)) for url in dict.fromkeys(urls)]
+    for name in writes:
+        at = task.find(name)
+        # Content from before the file ("write hello to x.txt") only when nothing comes first
+        # whose result is what to write ("read a.txt and save it to b.txt").
+        alone = not any(position < at for position, _ in found)
+        found.append((at, Action("write_file", name, _content_for(task, name, before=alone))))
+    return [action for _, action in sorted(found, key=lambda pair: pair[0])]
+
+
+def _content_for(task: str, name: str, *, before: bool = True) -> str:
+    """What the task says to write into `name`; "" when it does not say (the step then writes
+    what the earlier steps found, or a line of its own)."""
+    at = task.find(name)
+    after = _CONTENT_AFTER.search(task[at + len(name) :]) if at >= 0 else None
+    before = _CONTENT_BEFORE.search(task[:at]) if at >= 0 and before else None
+    found = after or before
+    if found is None:
+        return ""
+    content = _CONTENT_END.split(found.group("content"), maxsplit=1)[0]
+    content = content.strip().rstrip(".").strip()
+    return content[1:-1] if len(content) > 1 and content[0] == content[-1] in "\"'`" else content
+
+
+# --- the request ------------------------------------------------------------------------------
+
+
+def _messages(request: Any) -> list[dict[str, Any]]:
+    """The messages of a request: a chat-completions body (the server) or an LLMRequest (the
+    in-process provider)."""
+    if isinstance(request, dict):
+        return list(request.get("messages") or [])
+    return list(getattr(request, "messages", []) or [])
+
+
+def _text(message: dict[str, Any]) -> str:
+    content = message.get("content")
+    if isinstance(content, list):
+        return "\n".join(p.get("text", "") for p in content if isinstance(p, dict))
+    return content if isinstance(content, str) else ""
+
+
+def _task(messages: list[dict[str, Any]]) -> str:
+    for message in messages[:2]:
+        found = _TASK.search(_text(message))
+        if found:
+            return found.group("task").strip()
+    return ""
+
+
+def _results(messages: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any], Any]]:
+    """The tool calls of this conversation with their results: (tool, arguments, result), the
+    result parsed from JSON when it is JSON."""
+    asked: dict[str, tuple[str, dict[str, Any]]] = {}
+    done = []
+    for message in messages:
+        for call in message.get("tool_calls") or []:
+            function = call.get("function") or {}
+            try:
+                arguments = json.loads(function.get("arguments") or "{}")
+            except ValueError:
+                arguments = {}
+            asked[call.get("id", "")] = (function.get("name", ""), arguments)
+        if message.get("role") == "tool":
+            name, arguments = asked.get(message.get("tool_call_id", ""), ("", {}))
+            content = _text(message)
+            try:
+                result = json.loads(content)
+            except ValueError:
+                result = content
+            done.append((name, arguments, result))
+    return done
+
+
+def demo_reply(request: Any) -> dict[str, Any]:
+    """The demo's answer to one chat-completion request (a reply in the script format)."""
+    messages = _messages(request)
+    head = _text(messages[0]) if messages else ""
+    task = _task(messages)
+    if head.startswith("AGENTDESK:ANALYZE"):
+        return _json(_analysis(task))
+    if head.startswith("AGENTDESK:PLAN"):
+        return _plan(task, messages)
+    if head.startswith("AGENTDESK:VERIFY"):
+        can_replan = "set should_replan" in head
+        return _json(_verdict(task, _text(messages[-1]), can_replan=can_replan))
+    if head.startswith("AGENTDESK:DIRECT"):
+        return _direct(task, messages)
+    if _STEP.match(head):
+        return _step(task, messages)
+    return {"content": DEMO_NOTE}
+
+
+def _json(value: Any) -> dict[str, Any]:
+    return {"content": json.dumps(value)}
+
+
+def _call(action: Action, reasoning: str = "") -> dict[str, Any]:
+    reply: dict[str, Any] = {"tool_calls": [{"name": action.tool, "arguments": action.arguments}]}
+    if reasoning:
+        reply["reasoning"] = reasoning
+    return reply
+
+
+# --- the phases -------------------------------------------------------------------------------
+
+
+def _analysis(task: str) -> dict[str, Any]:
+    tools = [action.tool for action in task_actions(task)] or ["list_files"]
+    return {
+        "capabilities": sorted({_CAPABILITIES[tool] for tool in tools if tool in _CAPABILITIES}),
+        "domain": _DOMAINS.get(tools[0], "file_operations"),
+    }
+
+
+def _plan(task: str, messages: list[dict[str, Any]]) -> dict[str, Any]:
+    prompt = "\n".join(_text(m) for m in messages)
+    offered = set(re.findall(r"^- ([\w.-]+): ", prompt, re.MULTILINE))
+    found = re.search(r"at most (\d+) concrete steps", prompt)
+    max_steps = int(found.group(1)) if found else 10
+    history = "A previous plan did not complete the task" in prompt
+    if is_replan_demo(task) and not history:
+        reasoning = (
+            f"First read {REPLAN_FILE}. (The demo's first plan fails on purpose: nothing has "
+            "written that file yet, so the verifier asks for a replan.)"
+        )
+        steps = [Action("read_file", REPLAN_FILE)]
+    elif history and "person denied" in prompt.lower():
+        reasoning = "A person denied the call the task needs; say so instead of asking again."
+        steps = [Action("", DENIED)]
+    else:
+        steps = [a for a in task_actions(task) if a.tool in offered]
+        if is_replan_demo(task):
+            reasoning = (
+                f"The first plan failed: {REPLAN_FILE} did not exist. Write it, then read it."
+            )
+        elif steps:
+            reasoning = "One step per thing the task asks for: " + ", ".join(a.tool for a in steps)
+        else:
+            reasoning = "Nothing here needs a tool but a look at the workspace; then answer."
+            steps = [Action("list_files"), Action("")] if "list_files" in offered else [Action("")]
+    steps = steps[:max_steps]
+    plan = {
+        "steps": [
+            {
+                "objective": action.objective,
+                "tool_names": [action.tool] if action.tool else [],
+                "reasoning": "",
+                "depends_on": [index - 1] if index else [],
+            }
+            for index, action in enumerate(steps)
+        ]
+    }
+    return {"reasoning": reasoning, "content": json.dumps(plan)}
+
+
+def step_action(objective: str, task: str) -> Action:
+    """The action a step's objective (as `Action.objective` wrote it) asks for."""
+    if objective.startswith(DENIED_OBJECTIVE):
+        return Action("", DENIED)
+    if objective.startswith("List the files"):
+        return Action("list_files")
+    for tool, verb in (("read_file", "Read"), ("http_get", "Fetch"), ("write_file", "Write")):
+        found = re.match(rf"{verb} (\S+)", objective)
+        if found:
+            # The task's own action, with the content it gives (none: what was found).
+            known = [a for a in task_actions(task) if (a.tool, a.target) == (tool, found[1])]
+            return known[0] if known else Action(tool, found[1])
+    return Action("")
+
+
+def _step(task: str, messages: list[dict[str, Any]]) -> dict[str, Any]:
+    request = _text(messages[1]) if len(messages) > 1 else ""
+    objective = request.split("\n", 1)[0].split(": ", 1)[-1]
+    action = step_action(objective, task)
+    results = _results(messages)
+    if results:
+        return {"content": _summary(*results[-1])}
+    if action.target == DENIED:
+        return {"content": "A person denied the call this task needs, so it was not made."}
+    if not action.tool:
+        return {"content": _prose(task, _text(messages[0]))}
+    if action.tool == "write_file" and not action.content:
+        earlier = _earlier_outputs(_text(messages[0]))
+        action = Action("write_file", action.target, _written(earlier[-1]) if earlier else "")
+    return _call(action, f"I will {action.objective[0].lower()}{action.objective[1:]}.")
+
+
+def _direct(task: str, messages: list[dict[str, Any]]) -> dict[str, Any]:
+    """The fast path: every action of the task in turn in the one step, then finish_task."""
+    actions = task_actions(task)
+    if is_replan_demo(task):
+        actions = [Action("read_file", REPLAN_FILE)]  # fails: the planner takes over
+    actions = actions or [Action("list_files")]
+    results = [r for r in _results(messages) if r[0] != FINISH]
+    if len(results) < len(actions):
+        action = actions[len(results)]
+        if action.tool == "write_file" and not action.content and results:
+            action = Action("write_file", action.target, _written(_summary(*results[-1])))
+        return _call(action)
+    summaries = [_summary(*result) for result in results]
+    # A failed or denied call (shown to correct, AGENT_TOOL_ERROR_RETRIES) is no success.
+    failed = any(isinstance(result, dict) and "error" in result for _, _, result in results)
+    answer = "\n\n".join(summaries)
+    if not task_actions(task):
+        answer = f"{answer}\n\n{DEMO_NOTE}"
+    arguments: dict[str, Any] = {"result": answer}
+    if failed:
+        arguments["success"] = False
+    return {"tool_calls": [{"name": FINISH, "arguments": arguments}]}
+
+
+def _verdict(task: str, report: str, *, can_replan: bool) -> dict[str, Any]:
+    """Complete when every step of the plan completed and each tool the task needs has a
+    successful call; the evidence cites those calls by number."""
+    steps = re.findall(r"^Step (\d+) \((\w+)\): (.*)$", report, re.MULTILINE)
+    outputs = re.findall(r"\nOutput: (.*?)\nTool calls", "\n" + report, re.DOTALL)
+    calls = re.findall(r"^  \[#(\d+)\] (\S+) .*? → (ok|failed): (.*)$", report, re.MULTILINE)
+    good = [(int(number), tool) for number, tool, outcome, _ in calls if outcome == "ok"]
+    citable = [number for number, tool in good if tool != FINISH]
+    needed = {action.tool for action in task_actions(task)}
+    unfinished = [(index, status, goal) for index, status, goal in steps if status != "completed"]
+    lacking = sorted(needed - {tool for _, tool in good})
+    if not unfinished and not lacking and steps:
+        shown = ", ".join(f"#{number} {tool}" for number, tool in good if tool != FINISH)
+        return {
+            "task_complete": True,
+            "reasoning": f"Every step completed; the tool calls show it: {shown or 'none needed'}.",
+            "should_replan": False,
+            "response": (outputs[-1].strip() if outputs else "") or "Done.",
+            "evidence": citable,
+        }
+    if unfinished:
+        index, status, goal = unfinished[0]
+        failed = [text for _, _, outcome, text in calls if outcome == "failed"]
+        why = f"Step {index} ({goal}) ended {status}" + (f": {failed[-1]}" if failed else "")
+    else:
+        why = f"No successful call of {', '.join(lacking)}, which the task needs"
+    if any("denied" in text for _, _, _, text in calls):
+        why += ". A person denied the call, so it was not made"
+    replan = can_replan and is_replan_demo(task)
+    return {
+        "task_complete": False,
+        "reasoning": why
+        + (". A plan that writes the file first can finish it." if replan else "."),
+        "should_replan": replan,
+        "response": "",
+        "evidence": [],
+    }
+
+
+# --- answers in prose -------------------------------------------------------------------------
+
+
+def _denied(result: Any) -> bool:
+    return isinstance(result, dict) and "denied" in str(result.get("error", ""))
+
+
+def _summary(tool: str, arguments: dict[str, Any], result: Any) -> str:
+    """What a step says after its call: the result in a sentence or two."""
+    if isinstance(result, dict) and "error" in result:
+        if _denied(result):
+            return f"A person denied the {tool} call, so it was not made."
+        return f"The {tool} call failed: {result['error']}"
+    if not isinstance(result, dict):
+        return f"{tool}: {result}"
+    if tool == "read_file":
+        return f"{result.get('path')} says:\n\n{result.get('content', '')}"
+    if tool == "write_file":
+        return f"Wrote {result.get('bytes_written')} bytes to {result.get('path')}."
+    if tool == "list_files":
+        entries = [entry.get("path", "") for entry in result.get("entries") or []]
+        if not entries:
+            return "The workspace is empty."
+        return f"The workspace holds {len(entries)}: {', '.join(entries)}."
+    if tool == "http_get":
+        body = " ".join(str(result.get("body", "")).split())
+        clipped = body[:300] + ("…" if len(body) > 300 else "")
+        return f"GET {result.get('url')} answered {result.get('status')}: {clipped}"
+    return f"{tool}: {json.dumps(result)[:300]}"
+
+
+def _earlier_outputs(system: str) -> list[str]:
+    """The outputs of the earlier steps, from a step prompt."""
+    return [
+        output.strip()
+        for output in re.findall(r"\nOutput: (.*?)(?=\nStep \d+ \(|\Z)", system, re.DOTALL)
+    ]
+
+
+def _written(summary: str) -> str:
+    """What to write from an earlier result: a file's content as it was, else the summary."""
+    found = re.match(r"\S+ says:\n\n(.*)\Z", summary, re.DOTALL)
+    return found.group(1) if found else summary + "\n"
+
+
+def _prose(task: str, system: str) -> str:
+    earlier = _earlier_outputs(system)
+    found = f" The earlier step found: {earlier[-1]}" if earlier else ""
+    return f"You asked: {task!r}.{found} {DEMO_NOTE}"
+
+
+# One rule: every request is answered by demo_reply.
+DEMO_SCRIPT: list[dict[str, Any]] = [{"match": "", "repeat": True, "replies": [demo_reply]}]
