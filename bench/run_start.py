@@ -1,7 +1,8 @@
 """How long a queued run waits for an idle worker: N tasks submitted one after another, as the
 API submits them, to one real Celery worker (prefork, concurrency 2, as `go` starts it) that
 has nothing else to do. Prints the wait from the run's creation to its start (`started_at`) at
-p50, p90, p99 and max, and how many waited longer than 0.5 s. The LLM is the test suite's
+p50, p90, p99 and max, and how many waited longer than 0.5 s. Like a web process, the bench
+first warms its task queue (`dispatch.warm`, which config/asgi.py runs as daphne starts). The LLM is the test suite's
 scripted stand-in (tests/support/llm_server.py, its demo script), so a run's own work is short.
 
 Run: `uv run python bench/run_start.py [--runs 100]` (SQLite and an embedded Valkey in a
@@ -100,6 +101,11 @@ def measure(runs: int) -> list[float]:
     from agents_app.models import Run
     from agents_app.runs.services import task_submit
 
+    from agents_app.core import dispatch
+
+    # As a web process does when it starts (config/asgi.py): the first run then does not
+    # wait for Celery to finalise and connect.
+    dispatch.warm()
     owner, _ = get_user_model().objects.get_or_create(username="bench")
     waits = []
     for number in range(runs):

@@ -1,4 +1,5 @@
 import os
+import threading
 
 from django.core.asgi import get_asgi_application
 
@@ -10,6 +11,7 @@ django_asgi_app = get_asgi_application()
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
 from agents_app.api.mcp_http import with_mcp  # noqa: E402
+from agents_app.core import dispatch  # noqa: E402
 from agents_app.streaming.routing import websocket_urlpatterns  # noqa: E402
 
 application = ProtocolTypeRouter(
@@ -19,3 +21,6 @@ application = ProtocolTypeRouter(
         "websocket": URLRouter(websocket_urlpatterns),
     }
 )
+
+# The first run a person submits must not wait for Celery to finalise and connect.
+threading.Thread(target=dispatch.warm, name="warm-task-queue", daemon=True).start()

@@ -6,6 +6,7 @@ before the packages existed, so messages already queued by an older release stil
 task during a rolling upgrade.
 """
 
+import logging
 from enum import StrEnum
 from functools import partial
 from typing import Any
@@ -13,11 +14,29 @@ from typing import Any
 from celery import current_app
 from django.db import transaction
 
+logger = logging.getLogger(__name__)
+
 
 class TaskName(StrEnum):
     EXECUTE_RUN = "agents_app.tasks.execute_run"
     DELIVER_WEBHOOK = "agents_app.tasks.deliver_webhook"
     EXPIRE_APPROVAL = "agents_app.tasks.expire_approval"
+
+
+def warm() -> None:
+    """Do now what a process's first `send` would otherwise pay for, about half a second to
+    a second: Celery's app finalised (its tasks imported) and a broker connection open. A web
+    process calls it as it starts, in a thread, so its first task does not wait for it; a
+    broker that is down is only logged, the first `send` then tries again."""
+    try:
+        current_app.loader.import_default_modules()
+        current_app.finalize(auto=True)
+        with current_app.producer_or_acquire() as producer:
+            producer.connection.ensure_connection(max_retries=1)
+    except Exception:
+        logger.warning(
+            "could not reach the broker yet; the first task will try again", exc_info=True
+        )
 
 
 def send(task: TaskName, *args: Any, countdown: float | None = None) -> None:
