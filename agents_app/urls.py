@@ -2,10 +2,11 @@ from django.contrib.auth import views as auth_views
 from django.urls import path
 
 from agents_app.web import approvals, files, views
+from agents_app.web.dashboard import dashboard
 from tools_app.views import tool_list
 
 urlpatterns = [
-    path("", views.dashboard, name="dashboard"),
+    path("", dashboard, name="dashboard"),
     path(
         "login/",
         auth_views.LoginView.as_view(redirect_authenticated_user=True, next_page="dashboard"),

@@ -22,7 +22,7 @@ from agents_app.api.schemas import (
 from agents_app.core.errors import ERROR_STATUS, ErrorCode
 from agents_app.core.inputs import QUERY_INT_MAX
 from agents_app.models import TERMINAL_STATUSES, AuditInterface, Run, RunStatus
-from agents_app.runs import presenters, selectors, services
+from agents_app.runs import listing, presenters, selectors, services
 from agents_app.runs.presenters import plan_out, run_links, run_summary
 from agents_app.streaming.feeds import parse_after
 from agents_app.streaming.sse import event_stream_response
@@ -92,9 +92,9 @@ def finished_response(request: HttpRequest, run: Run):
 
 @router.get("/runs", response=RunPage, summary="List your runs")
 def list_runs(request: HttpRequest, query: Query[RunListQuery]):
-    runs = selectors.runs_for(request.user)
-    if query.status:
-        runs = runs.filter(status=query.status)
+    """Your runs, searched (`q`), filtered (`status`) and sorted (`sort`) as on the dashboard;
+    an unknown status or sort, or a bad page, is a 400 VALIDATION_ERROR naming it."""
+    runs = listing.runs_search(user=request.user, q=query.q, status=query.status, sort=query.sort)
     return page_of(runs, query.page, query.page_size, run_summary)
 
 

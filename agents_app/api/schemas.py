@@ -20,7 +20,8 @@ from agents_app.core.inputs import (
     json_problem,
     text_problem,
 )
-from agents_app.models import RunStatus, TimeoutStrategy
+from agents_app.models import TimeoutStrategy
+from agents_app.runs.listing import SEARCH_MAX_LENGTH, RunListStatus, RunSort
 from agents_app.runs.services import APPROVAL_TIMEOUT_MAX
 
 
@@ -214,9 +215,20 @@ class EventPage(Schema):
 
 
 class RunListQuery(Schema):
-    status: RunStatus | None = Field(
+    q: Annotated[Text, Field(max_length=SEARCH_MAX_LENGTH)] = Field(
+        default="", description="Only runs whose task text contains this (case-insensitive)."
+    )
+    status: RunListStatus | None = Field(
         default=None,
-        description="Only runs in this status; `waiting_approval`: parked on a person's decision.",
+        description="Only runs in this status (`waiting_approval`: parked on a person's "
+        "decision), or in a group: `active` (queued, planning, running, verifying), `waiting` "
+        "(waiting_approval, paused).",
+    )
+    sort: RunSort = Field(
+        default=RunSort.NEWEST,
+        description="`newest` / `oldest` by creation; `longest` / `shortest` by wall time from "
+        "start to end (so far, for a run still going; not started: last); `most_tokens` / "
+        "`fewest_tokens`.",
     )
     page: Page = 1
     page_size: PageSize = 20

@@ -1,4 +1,5 @@
 """A run's rows and rules: the lease (`lease`), the fenced writer (`writer`), how a run ends or
 skips a step and where its files live (`lifecycle`), what people ask of runs (`services`:
 submit, cancel, restart), the kill switch and crash recovery (`control`), reads scoped to
-their owner (`selectors`) and every JSON shape of a run (`presenters`)."""
+their owner (`selectors`), a person's list of runs searched, filtered and sorted
+(`listing`) and every JSON shape of a run (`presenters`)."""

@@ -16,3 +16,19 @@ STATUS_LABELS = {
 def status_label(status: str) -> str:
     """A run, step or call status as people read it (`waiting_approval` → waiting for approval)."""
     return STATUS_LABELS.get(status, str(status).replace("_", " "))
+
+
+@register.filter
+def duration(seconds: float | None) -> str:
+    """Seconds as people read a run's length: `42 s`, `3 min 05 s`, `2 h 07 min`; `—` for
+    none (a run not started yet)."""
+    if seconds is None:
+        return "—"
+    whole = max(int(seconds), 0)
+    hours, rest = divmod(whole, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours} h {minutes:02d} min"
+    if minutes:
+        return f"{minutes} min {secs:02d} s"
+    return f"{secs} s"

@@ -5,7 +5,6 @@ from typing import Any
 
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import AbstractBaseUser
-from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
@@ -22,8 +21,6 @@ from agents_app.web.files import files_context
 from agents_app.web.forms import TaskForm
 from agents_app.web.stream_view import final_view
 
-RUNS_PER_PAGE = 50
-
 
 class HtmxHttpRequest(HttpRequest):
     htmx: HtmxDetails
@@ -35,21 +32,6 @@ def _owned_run(request: HtmxHttpRequest, run_id: int) -> Run:
         return selectors.run_get(user=request.user, run_id=run_id)
     except DomainError as error:
         raise Http404(error.message) from None
-
-
-@login_required
-def dashboard(request: HtmxHttpRequest) -> HttpResponse:
-    page_obj = Paginator(selectors.runs_for(request.user), RUNS_PER_PAGE).get_page(
-        request.GET.get("page")
-    )
-    runs = list(page_obj)
-    progress = run_page.progress_by_run(runs)
-    for run in runs:
-        run.progress = progress[run.pk]
-    context = {"page_obj": page_obj, "nav": "dashboard"}
-    if request.htmx:
-        return render(request, "agents/partials/runs_table.html", context)
-    return render(request, "agents/dashboard.html", context)
 
 
 @login_required

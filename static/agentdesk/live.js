@@ -155,12 +155,21 @@
     }
   }
 
-  // A run started elsewhere (another tab, a restart) gets a row at the top of the dashboard.
+  // A run started elsewhere (another tab, a restart) gets a row at the top of the dashboard
+  // when it shows the newest runs unfiltered; any other view offers a refresh instead. A run
+  // the page knew of that is not on it (another page, filtered out) changes nothing here.
   document.addEventListener("htmx:oobErrorNoTarget", function (event) {
     var content = event.detail.content;
+    var panel = document.getElementById("runs-panel");
     var body = document.querySelector("#runs tbody");
-    if (!body || !content || !/^run-row-/.test(content.id || "")) return;
-    if ((parseInt(new URLSearchParams(location.search).get("page"), 10) || 1) > 1) return;
+    if (!panel || !body || !content || !/^run-row-/.test(content.id || "")) return;
+    var runId = parseInt(content.id.slice("run-row-".length), 10);
+    if (!(runId > (parseInt(panel.dataset.latestRun, 10) || 0))) return;
+    if (panel.dataset.livePrepend !== "true") {
+      var notice = document.getElementById("runs-new");
+      if (notice) notice.hidden = false;
+      return;
+    }
     var empty = body.querySelector("tr.empty");
     if (empty) empty.remove();
     body.insertBefore(content, body.firstChild);
