@@ -98,10 +98,9 @@ def main() -> int:
 def measure(runs: int) -> list[float]:
     from django.contrib.auth import get_user_model
 
+    from agents_app.core import dispatch
     from agents_app.models import Run
     from agents_app.runs.services import task_submit
-
-    from agents_app.core import dispatch
 
     # As a web process does when it starts (config/asgi.py): the first run then does not
     # wait for Celery to finalise and connect.
