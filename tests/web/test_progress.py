@@ -82,4 +82,4 @@ def test_token_counts_have_thousands_separators(owner, owner_session):
     dashboard = owner_session.get("/").content.decode()
 
     assert "12,345 / 200,000" in page
-    assert '<td class="num">12,345</td>' in dashboard
+    assert '<td data-label="Tokens" class="num">12,345</td>' in dashboard
