@@ -1,7 +1,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from agents_app.web import approvals, files, views
+from agents_app.web import api_keys, approvals, files, views
 from agents_app.web.dashboard import dashboard
 from tools_app.views import tool_list
 
@@ -36,4 +36,10 @@ urlpatterns = [
     path("settings/", approvals.settings_page, name="settings"),
     path("settings/yolo/", approvals.yolo_set, name="yolo_set"),
     path("settings/rules/<int:rule_id>/revoke/", approvals.rule_revoke, name="rule_revoke"),
+    path("settings/api-keys/", api_keys.api_key_create, name="api_key_create"),
+    path(
+        "settings/api-keys/<int:key_id>/revoke/",
+        api_keys.api_key_revoke,
+        name="api_key_revoke",
+    ),
 ]

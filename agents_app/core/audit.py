@@ -31,6 +31,8 @@ Actions so far (a new act adds its name here and calls audit_record; no migratio
   arguments_sha256.
 - `yolo.grant` / `yolo.revoke` (admin, target the user) and `yolo.enable` / `yolo.disable`
   (the user).
+- `api_key.create` / `api_key.revoke` (a person on the Settings page): target the key's name;
+  details api_key_id, prefix (never the key).
 """
 
 import hashlib
@@ -65,6 +67,8 @@ YOLO_GRANT = "yolo.grant"
 YOLO_REVOKE = "yolo.revoke"
 YOLO_ENABLE = "yolo.enable"
 YOLO_DISABLE = "yolo.disable"
+API_KEY_CREATE = "api_key.create"
+API_KEY_REVOKE = "api_key.revoke"
 
 WORKER_LABEL = "worker"
 SYSTEM_LABEL = "system"

@@ -2,7 +2,7 @@ from channels.auth import AuthMiddlewareStack
 from channels.security.websocket import AllowedHostsOriginValidator
 from django.urls import path
 
-from agents_app.streaming import consumers
+from agents_app.streaming import consumers, notices
 from agents_app.streaming.ws_auth import ApiKeyAuthMiddleware
 
 
@@ -15,5 +15,6 @@ websocket_urlpatterns = [
     path("ws/runs/<int:run_id>/", for_pages(consumers.RunPageConsumer.as_asgi())),
     path("ws/dashboard/", for_pages(consumers.DashboardConsumer.as_asgi())),
     path("ws/header/", for_pages(consumers.HeaderConsumer.as_asgi())),
+    path("ws/notices/", for_pages(notices.NoticeConsumer.as_asgi())),
     path("ws/api/runs/<int:run_id>/", ApiKeyAuthMiddleware(consumers.RunApiConsumer.as_asgi())),
 ]

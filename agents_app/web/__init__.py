@@ -1,3 +1,4 @@
-"""The htmx pages: views for runs and tasks (`views`) and approvals (`approvals`), their
+"""The htmx pages: views for runs and tasks (`views`), approvals (`approvals`), API keys
+(`api_keys`), the Settings page they share (`settings_page`), their
 forms (`forms`), what the run page shows (`run_page`), the HTML fragments the sockets send
 (`fragments`) and what every page's header needs (`context_processors`)."""

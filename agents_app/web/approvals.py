@@ -13,7 +13,6 @@ from django.template.loader import render_to_string
 from django.views.decorators.http import require_GET, require_POST
 
 from agents_app.approvals import decisions, rules, selectors
-from agents_app.approvals.policy import YOLO_PERMISSION
 from agents_app.core.errors import DomainError, ErrorCode
 from agents_app.core.inputs import QUERY_INT_MAX
 from agents_app.models import (
@@ -23,10 +22,10 @@ from agents_app.models import (
     AuditInterface,
     Decision,
     Run,
-    UserPreferences,
 )
 from agents_app.web import run_page
 from agents_app.web.forms import DecisionForm
+from agents_app.web.settings_page import render_settings
 from agents_app.web.views import HtmxHttpRequest, render_run, run_url
 
 RECENT_DECIDED = 20
@@ -155,24 +154,10 @@ def approvals_bulk(request: HtmxHttpRequest) -> HttpResponse:
     return redirect("approval_list")
 
 
-def _render_settings(
-    request: HtmxHttpRequest, *, error: DomainError | None = None, status: int = 200
-) -> HttpResponse:
-    preferences = UserPreferences.objects.filter(user=request.user).first()
-    context = {
-        "nav": "settings",
-        "error": error,
-        "rules": list(selectors.approval_rules_for(request.user)),
-        "yolo_on": bool(preferences and preferences.yolo),
-        "can_yolo": request.user.has_perm(YOLO_PERMISSION),
-    }
-    return render(request, "agents/settings.html", context, status=status)
-
-
 @login_required
 @require_GET
 def settings_page(request: HtmxHttpRequest) -> HttpResponse:
-    return _render_settings(request)
+    return render_settings(request)
 
 
 @login_required
@@ -201,7 +186,7 @@ def yolo_set(request: HtmxHttpRequest) -> HttpResponse:
             )
         rules.yolo_set(user=request.user, on=on, interface=AuditInterface.WEB)
     except DomainError as error:
-        return _render_settings(request, error=error, status=error.http_status)
+        return render_settings(request, error=error, status=error.http_status)
     if not on:
         messages.success(request, "YOLO mode is off: risky calls ask you again.")
     # Turned on, the banner on every page says so: no second notice.
