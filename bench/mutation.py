@@ -1,0 +1,325 @@
+"""Mutation run over the durability core: does some test notice when the code is broken?
+
+    uv run python bench/mutation.py                      # the six core modules
+    uv run python bench/mutation.py --extra              # and the executor, hooks, decisions, delivery
+    uv run python bench/mutation.py lease writer         # only these
+    uv run python bench/mutation.py --ref HEAD~3 --sample 20 --jobs 2 execution
+
+Cosmic Ray (a maintained mutation tool) changes one thing at a time in a copy of the committed
+tree (`git archive REF` under /tmp/agentdesk-mutation/, never this checkout, which others may be
+testing): a comparison flipped, a condition negated, a statement deleted, a constant changed. Each
+mutant runs the module's own test subset (MODULES below, in one process against SQLite, no
+migrations); a failing run (or one past the timeout) kills it. Prints a table per module
+(mutants, killed, timeouts, survived, score; timeouts count as killed) and every survivor's diff.
+Too slow for .ci/run (about 10 s a mutant): run it before closing an issue that touches these
+modules, and quote its table.
+"""
+
+import argparse
+import random
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import cosmic_ray.commands
+import cosmic_ray.plugins
+from cosmic_ray.config import ConfigDict
+from cosmic_ray.operators import (
+    binary_operator_replacement,
+    boolean_replacer,
+    break_continue,
+    comparison_operator_replacement,
+    exception_replacer,
+    number_replacer,
+    remove_decorator,
+    zero_iteration_for_loop,
+)
+from cosmic_ray.operators.operator import Example, Operator
+from cosmic_ray.work_db import WorkDB, use_db
+from cosmic_ray.work_item import TestOutcome
+from parso.python.tree import Keyword
+
+ROOT = Path(__file__).resolve().parent.parent
+WORK = Path(tempfile.gettempdir()) / "agentdesk-mutation"
+
+
+@dataclass(frozen=True)
+class Module:
+    path: str
+    tests: tuple[str, ...]
+    core: bool = True
+    timeout: float = 240.0
+
+
+MODULES = {
+    "decide": Module("agents_app/engine/decide.py", ("tests/engine/test_decide.py",)),
+    "files": Module(
+        "tools_app/builtin/files.py",
+        (
+            "tests/tools/builtin/test_builtin_tools.py",
+            "tests/tools/builtin/test_file_confinement.py",
+        ),
+    ),
+    "lease": Module(
+        "agents_app/runs/lease.py",
+        ("tests/runs/test_lease.py", "tests/core/audit/test_agent_actions.py"),
+    ),
+    "policy": Module(
+        "agents_app/approvals/policy.py",
+        ("tests/approvals/test_policy.py", "tests/approvals/test_engine_flow.py"),
+    ),
+    "feeds": Module(
+        "agents_app/streaming/feeds.py",
+        (
+            "tests/streaming/test_feeds.py",
+            "tests/streaming/test_api_socket.py",
+            "tests/streaming/test_sse.py",
+        ),
+    ),
+    "writer": Module(
+        "agents_app/runs/writer.py",
+        (
+            "tests/runs/test_writer.py",
+            "tests/api/test_run_events.py",
+            "tests/engine/test_execution.py",
+        ),
+    ),
+    "execution": Module(
+        "agents_app/worker/execution.py",
+        ("tests/engine/test_execution.py", "tests/approvals/test_engine_flow.py"),
+        core=False,
+    ),
+    "hooks": Module(
+        "agents_app/worker/hooks.py",
+        (
+            "tests/engine/test_execution.py",
+            "tests/approvals/test_engine_flow.py",
+            "tests/core/audit/test_agent_actions.py",
+        ),
+        core=False,
+    ),
+    "decisions": Module(
+        "agents_app/approvals/decisions.py",
+        ("tests/approvals/test_api_decisions.py", "tests/approvals/test_plan_decisions.py"),
+        core=False,
+    ),
+    "delivery": Module(
+        "agents_app/webhooks/services.py",
+        ("tests/webhooks/test_delivery.py", "tests/webhooks/test_signing.py"),
+        core=False,
+    ),
+}
+
+
+class DeleteStatement(Operator):
+    """Replaces one statement inside a function with `pass`: an assignment, a call, a return,
+    a raise. Cosmic Ray's core operators never delete, and a deleted line is the mutant that
+    asks most directly whether a test depends on that line."""
+
+    KINDS = ("expr_stmt", "return_stmt", "raise_stmt")
+
+    def mutation_positions(self, node):
+        if self._deletable(node):
+            yield (node.start_pos, node.end_pos)
+
+    def mutate(self, node, index):
+        return Keyword("pass", node.start_pos, prefix=node.prefix)
+
+    @classmethod
+    def _deletable(cls, node) -> bool:
+        parent = node.parent
+        if parent is None or parent.type != "simple_stmt":
+            return False
+        if node.type not in cls.KINDS and not (
+            node.type in ("atom_expr", "power") and node.children[-1].type == "trailer"
+        ):
+            return False
+        scope = node.parent
+        while scope is not None and scope.type not in ("funcdef", "classdef", "file_input"):
+            scope = scope.parent
+        return scope is not None and scope.type == "funcdef"
+
+    @classmethod
+    def examples(cls):
+        return (Example("def f():\n    x = 1\n", "def f():\n    pass\n"),)
+
+
+def _operators() -> dict[str, type[Operator]]:
+    """The operators of this run: Cosmic Ray's core ones that make a plausible slip (a boundary,
+    a negation, a swapped sign, a changed constant, a loop that never runs, a caught exception
+    that is not the one raised), without its every-operator-to-every-other permutations, plus
+    statement deletion."""
+    comparisons = {
+        ("Lt", "LtE"),
+        ("LtE", "Lt"),
+        ("Gt", "GtE"),
+        ("GtE", "Gt"),
+        ("Eq", "NotEq"),
+        ("NotEq", "Eq"),
+        ("Is", "IsNot"),
+        ("IsNot", "Is"),
+        ("Lt", "Gt"),
+        ("Gt", "Lt"),
+    }
+    binaries = {("Add", "Sub"), ("Sub", "Add"), ("Mul", "Div"), ("Div", "Mul")}
+    chosen: dict[str, type[Operator]] = {}
+    for op in comparison_operator_replacement.operators():
+        pair = tuple(op.__name__.split("_")[1:])
+        if pair in comparisons:
+            chosen[op.__name__] = op
+    for op in binary_operator_replacement.operators():
+        pair = tuple(op.__name__.split("_")[1:])
+        if pair in binaries:
+            chosen[op.__name__] = op
+    for op in (
+        boolean_replacer.AddNot,
+        boolean_replacer.ReplaceTrueWithFalse,
+        boolean_replacer.ReplaceFalseWithTrue,
+        boolean_replacer.ReplaceAndWithOr,
+        boolean_replacer.ReplaceOrWithAnd,
+        break_continue.ReplaceBreakWithContinue,
+        break_continue.ReplaceContinueWithBreak,
+        exception_replacer.ExceptionReplacer,
+        number_replacer.NumberReplacer,
+        remove_decorator.RemoveDecorator,
+        zero_iteration_for_loop.ZeroIterationForLoop,
+        DeleteStatement,
+    ):
+        chosen[op.__name__] = op
+    return chosen
+
+
+# The local distributor runs in this process, so the operators are registered here, in place
+# of every installed provider.
+cosmic_ray.plugins.OPERATOR_PROVIDERS.clear()
+cosmic_ray.plugins.OPERATOR_PROVIDERS["agentdesk"] = _operators()
+
+
+@dataclass
+class Outcome:
+    name: str
+    mutants: int = 0
+    killed: int = 0
+    timeouts: int = 0
+    survivors: list[str] = field(default_factory=list)
+    error: str = ""
+
+    @property
+    def score(self) -> float:
+        return 100.0 * (self.killed + self.timeouts) / self.mutants if self.mutants else 0.0
+
+
+def _tree(ref: str, name: str) -> Path:
+    """A fresh copy of the committed tree at `ref` for one module's mutants."""
+    target = WORK / f"{ref.replace('/', '_')}-{name}"
+    shutil.rmtree(target, ignore_errors=True)
+    target.mkdir(parents=True)
+    archive = subprocess.run(
+        ["git", "archive", "--format=tar", ref], cwd=ROOT, check=True, capture_output=True
+    ).stdout
+    with tempfile.TemporaryFile() as handle:
+        handle.write(archive)
+        handle.seek(0)
+        with tarfile.open(fileobj=handle) as tar:
+            tar.extractall(target, filter="data")
+    return target
+
+
+def _test_command(module: Module, tree: Path) -> str:
+    tests = [t for t in module.tests if (tree / t).exists()]
+    # `env -C`: the tests run in the copy (its tests and modules, not this checkout's).
+    return " ".join(
+        ["env", "-C", str(tree), sys.executable, "-m", "pytest", "-n", "0", "-x", "-q"]
+        + ["-p", "no:cacheprovider", "--nomigrations", *tests]
+    )
+
+
+def run_module(name: str, module: Module, ref: str, sample: int | None) -> Outcome:
+    outcome = Outcome(name)
+    tree = _tree(ref, name)
+    if not any((tree / t).exists() for t in module.tests):
+        outcome.error = "none of its tests exist at this commit"
+        return outcome
+    command = _test_command(module, tree)
+    # The baseline: the unmutated tree must pass, or every mutant would count as killed.
+    baseline = subprocess.run(command.split(), capture_output=True, text=True)
+    if baseline.returncode != 0:
+        outcome.error = f"the tests fail without a mutant:\n{baseline.stdout[-2000:]}"
+        return outcome
+    session = tree / "mutation.sqlite"
+    with use_db(str(session)) as db:
+        cosmic_ray.commands.init([tree / module.path], db, {})
+        if sample is not None:
+            items = list(db.work_items)
+            keep = {i.job_id for i in random.Random(17).sample(items, min(sample, len(items)))}
+            db.clear()
+            db.add_work_items([i for i in items if i.job_id in keep])
+    config = ConfigDict(
+        {
+            "module-path": str(tree / module.path),
+            "timeout": module.timeout,
+            "test-command": command,
+            "distributor": {"name": "local"},
+        }
+    )
+    with use_db(str(session), mode=WorkDB.Mode.open) as db:
+        cosmic_ray.commands.execute(db, config)
+        for item, result in db.completed_work_items:
+            outcome.mutants += 1
+            if result.test_outcome == TestOutcome.SURVIVED:
+                mutation = item.mutations[0]
+                changed = [
+                    line
+                    for line in (result.diff or "").splitlines()
+                    if line[:1] in "+-" and not line.startswith(("+++", "---"))
+                ]
+                where = f"line {mutation.start_pos[0]}, {mutation.operator_name}"
+                outcome.survivors.append("\n".join([where, *changed]))
+            elif result.output == "timeout":
+                outcome.timeouts += 1
+            else:
+                outcome.killed += 1
+    return outcome
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("modules", nargs="*", help=f"of {', '.join(MODULES)}; default: the core")
+    parser.add_argument("--extra", action="store_true", help="the non-core modules too")
+    parser.add_argument("--ref", default="HEAD", help="the commit to mutate (default HEAD)")
+    parser.add_argument("--sample", type=int, help="run only N mutants a module, chosen by seed")
+    parser.add_argument("--jobs", type=int, default=1, help="modules mutated side by side")
+    args = parser.parse_args()
+    names = args.modules or [n for n, m in MODULES.items() if m.core or args.extra]
+    if unknown := set(names) - set(MODULES):
+        parser.error(f"no such module: {', '.join(sorted(unknown))}")
+    # One thread per module: each waits on its own test processes in its own copy.
+    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        futures = [pool.submit(run_module, n, MODULES[n], args.ref, args.sample) for n in names]
+        outcomes = [f.result() for f in futures]
+
+    print(
+        f"\nmutation run of {args.ref}"
+        + (f", {args.sample} mutants a module" if args.sample else "")
+    )
+    print("| module | mutants | killed | timeouts | survived | score |")
+    print("|---|---|---|---|---|---|")
+    for o in outcomes:
+        print(
+            f"| {MODULES[o.name].path} | {o.mutants} | {o.killed} | {o.timeouts} "
+            f"| {len(o.survivors)} | {o.score:.0f}% |"
+        )
+    for o in outcomes:
+        if o.error:
+            print(f"\n## {o.name}: {o.error}")
+        for survivor in o.survivors:
+            print(f"\n## {o.name} survivor: {survivor}")
+
+
+if __name__ == "__main__":
+    main()

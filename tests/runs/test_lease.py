@@ -1,0 +1,117 @@
+"""The lease: at most one worker executes a run, an expired claim is taken over, a held one is
+renewed in time, and a worker learns when another took the run from it."""
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from agents_app.models import Run, RunStatus
+from agents_app.runs.lease import Lease
+from tests.support.runs import end, make_run
+from tests.support.waiting import wait_for
+
+
+def lease_of(run_id: int) -> tuple[str, object]:
+    row = Run.objects.values_list("lease_owner", "lease_expires_at").get(pk=run_id)
+    return row[0], row[1]
+
+
+@pytest.mark.django_db
+def test_a_free_run_is_claimed_for_the_lease_term(owner):
+    run = make_run(owner)
+    before = timezone.now()
+    lease = Lease.claim(run.pk, 30)
+    owner_token, expires = lease_of(run.pk)
+    assert lease is not None and owner_token == lease.token
+    assert before + timedelta(seconds=30) <= expires <= timezone.now() + timedelta(seconds=30)
+
+
+@pytest.mark.django_db
+def test_a_run_whose_lease_is_held_cannot_be_claimed(owner):
+    run = make_run(owner)
+    first = Lease.claim(run.pk, 30)
+    assert Lease.claim(run.pk, 30) is None
+    assert lease_of(run.pk)[0] == first.token
+
+
+@pytest.mark.django_db
+def test_an_expired_lease_is_taken_over(owner):
+    run = make_run(owner)
+    Lease.claim(run.pk, 30)
+    Run.objects.filter(pk=run.pk).update(lease_expires_at=timezone.now() - timedelta(seconds=1))
+    second = Lease.claim(run.pk, 30)
+    assert second is not None and lease_of(run.pk)[0] == second.token
+
+
+@pytest.mark.django_db
+def test_a_lease_that_expires_at_this_very_instant_is_taken_over(owner, monkeypatch):
+    run = make_run(owner)
+    instant = timezone.now()
+    Run.objects.filter(pk=run.pk).update(lease_owner="gone", lease_expires_at=instant)
+    # The clock pinned to the instant of expiry: the claim's `now` is exactly the row's expiry.
+    monkeypatch.setattr(timezone, "now", lambda: instant)
+    assert Lease.claim(run.pk, 30) is not None
+
+
+@pytest.mark.django_db
+def test_a_finished_run_is_never_claimed(owner):
+    run = end(make_run(owner), RunStatus.CANCELLED)
+    assert Lease.claim(run.pk, 30) is None
+    assert lease_of(run.pk) == ("", None)
+
+
+@pytest.mark.django_db
+def test_a_released_run_is_free_for_the_next_worker(owner):
+    run = make_run(owner)
+    Lease.claim(run.pk, 30).release()
+    assert lease_of(run.pk) == ("", None)
+    assert Lease.claim(run.pk, 30) is not None
+
+
+@pytest.mark.django_db
+def test_releasing_a_lease_another_worker_took_over_leaves_theirs_alone(owner):
+    run = make_run(owner)
+    mine = Lease.claim(run.pk, 30)
+    Run.objects.filter(pk=run.pk).update(lease_owner="theirs")
+    mine.release()
+    assert lease_of(run.pk)[0] == "theirs"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_held_lease_is_renewed_within_a_third_of_its_term(owner):
+    """Renewed at a third of its term, a lease survives a failed renewal (a database blip):
+    the next one still comes before it expires."""
+    run = make_run(owner)
+    term = 4.5
+    lease = Lease.claim(run.pk, term)
+    _, claimed_until = lease_of(run.pk)
+    lease.start()
+    try:
+        renewed_until = wait_for(
+            lambda: (e := lease_of(run.pk)[1]) != claimed_until and e,
+            timeout=term,
+            interval=0.05,
+            message="the lease to be renewed",
+        )
+    finally:
+        lease.release()
+    # Each renewal sets the expiry to its own time plus the term.
+    assert renewed_until - claimed_until < timedelta(seconds=term / 2)
+    assert not lease.lost.is_set()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_worker_learns_that_another_took_its_run_over(owner):
+    run = make_run(owner)
+    lease = Lease.claim(run.pk, 0.6)
+    lease.start()
+    Run.objects.filter(pk=run.pk).update(lease_owner="another worker")
+    try:
+        assert lease.lost.wait(timeout=10)
+        # Having lost the run, the renewal stops: it never writes the run again.
+        lease._thread.join(timeout=10)
+        assert not lease._thread.is_alive()
+    finally:
+        lease.release()
+    assert lease_of(run.pk)[0] == "another worker"

@@ -1,0 +1,232 @@
+"""The fenced writer: one table of allowed status changes, a parked or finished run holds no
+lease, time parked is not time worked, and a run's events are numbered without a gap."""
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from agents_app.core.events import EventType
+from agents_app.models import Run, RunEvent, RunStatus
+from agents_app.runs.writer import InvalidTransition, LeaseLost, RunWriter, locked_run
+from tests.support.runs import advance
+from tests.support.runs import make_run as queued_run
+
+
+def make_run(owner) -> Run:
+    """A queued run as the database holds it (its run_queued event counted)."""
+    run = queued_run(owner)
+    run.refresh_from_db()
+    return run
+
+
+def held(run: Run, token: str = "worker-1") -> Run:
+    """The run as a worker holding its lease sees it."""
+    Run.objects.filter(pk=run.pk).update(
+        lease_owner=token, lease_expires_at=timezone.now() + timedelta(seconds=60)
+    )
+    run.refresh_from_db()
+    return run
+
+
+def parked(run: Run, status: str, *, ago: float, parked_seconds: float = 0.0) -> Run:
+    """The run parked in `status` since `ago` seconds."""
+    Run.objects.filter(pk=run.pk).update(
+        status=status,
+        resume_status=RunStatus.RUNNING,
+        parked_at=timezone.now() - timedelta(seconds=ago),
+        parked_seconds=parked_seconds,
+    )
+    run.refresh_from_db()
+    return run
+
+
+@pytest.mark.django_db
+def test_a_status_change_the_table_forbids_is_refused_and_writes_nothing(owner):
+    run = make_run(owner)
+    events_before = RunEvent.objects.filter(run=run).count()
+    with pytest.raises(InvalidTransition), locked_run(run.pk) as w:
+        w.transition(RunStatus.SUCCEEDED)
+    run.refresh_from_db()
+    assert run.status == RunStatus.QUEUED
+    assert RunEvent.objects.filter(run=run).count() == events_before
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("status", [RunStatus.PAUSED, RunStatus.WAITING_APPROVAL])
+def test_a_run_that_parks_gives_up_its_lease_and_records_since_when(owner, status):
+    run = held(advance(make_run(owner), RunStatus.RUNNING))
+    with locked_run(run.pk, "worker-1") as w:
+        w.transition(status)
+    run.refresh_from_db()
+    assert (run.status, run.lease_owner, run.lease_expires_at) == (status, "", None)
+    assert timezone.now() - run.parked_at < timedelta(seconds=30)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("status", [RunStatus.FAILED, RunStatus.CANCELLED, RunStatus.SUCCEEDED])
+def test_a_run_that_ends_gives_up_its_lease_and_records_when(owner, status):
+    run = held(advance(make_run(owner), RunStatus.VERIFYING))
+    with locked_run(run.pk, "worker-1") as w:
+        w.transition(status)
+    run.refresh_from_db()
+    assert (run.status, run.lease_owner, run.lease_expires_at) == (status, "", None)
+    assert timezone.now() - run.finished_at < timedelta(seconds=30)
+
+
+@pytest.mark.django_db
+def test_a_run_that_moves_on_keeps_its_lease(owner):
+    run = held(advance(make_run(owner), RunStatus.RUNNING))
+    with locked_run(run.pk, "worker-1") as w:
+        w.transition(RunStatus.VERIFYING)
+    run.refresh_from_db()
+    assert run.lease_owner == "worker-1"
+    assert run.lease_expires_at is not None
+    assert run.finished_at is None and run.parked_at is None
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("status", [RunStatus.PAUSED, RunStatus.WAITING_APPROVAL])
+def test_the_time_a_run_was_parked_is_added_to_what_it_was_parked_before(owner, status):
+    run = parked(make_run(owner), status, ago=30, parked_seconds=5)
+    with locked_run(run.pk) as w:
+        w.transition(RunStatus.RUNNING)
+    run.refresh_from_db()
+    assert 35 <= run.parked_seconds < 45
+    assert run.parked_at is None
+
+
+@pytest.mark.django_db
+def test_a_parked_run_that_ends_counts_its_parked_time_too(owner):
+    run = parked(make_run(owner), RunStatus.WAITING_APPROVAL, ago=20)
+    with locked_run(run.pk) as w:
+        w.transition(RunStatus.CANCELLED)
+    run.refresh_from_db()
+    assert 20 <= run.parked_seconds < 30
+    assert run.parked_at is None
+
+
+@pytest.mark.django_db
+def test_a_clock_that_went_back_while_parked_adds_no_parked_time(owner):
+    run = parked(make_run(owner), RunStatus.PAUSED, ago=-60, parked_seconds=5)
+    with locked_run(run.pk) as w:
+        w.transition(RunStatus.RUNNING)
+    run.refresh_from_db()
+    assert run.parked_seconds == 5
+
+
+@pytest.mark.django_db
+def test_a_run_starts_the_first_time_it_plans_and_a_replan_keeps_that_start(owner):
+    run = make_run(owner)
+    assert run.started_at is None
+    run = advance(run, RunStatus.PLANNING)
+    started = run.started_at
+    assert timezone.now() - started < timedelta(seconds=30)
+    with locked_run(run.pk) as w:
+        w.transition(RunStatus.RUNNING)
+        w.transition(RunStatus.VERIFYING)
+        w.transition(RunStatus.PLANNING)  # a replan
+    run.refresh_from_db()
+    assert run.started_at == started
+
+
+@pytest.mark.django_db
+def test_only_planning_starts_a_run(owner):
+    run = make_run(owner)
+    with locked_run(run.pk) as w:
+        w.transition(RunStatus.PAUSED)
+    run.refresh_from_db()
+    assert run.started_at is None
+
+
+@pytest.mark.django_db
+def test_each_status_change_is_an_event_with_the_next_seq(owner):
+    run = make_run(owner)
+    first = run.event_seq
+    advance(run, RunStatus.RUNNING)
+    events = list(RunEvent.objects.filter(run=run, seq__gt=first).order_by("seq"))
+    assert [(e.seq, e.type, e.payload["status"]) for e in events] == [
+        (first + 1, EventType.RUN_STATUS, RunStatus.PLANNING),
+        (first + 2, EventType.RUN_STATUS, RunStatus.RUNNING),
+    ]
+    run.refresh_from_db()
+    assert run.event_seq == first + 2
+
+
+@pytest.mark.django_db
+def test_an_event_is_handed_back_with_its_seq_and_stored_with_the_commit(owner):
+    run = make_run(owner)
+    with locked_run(run.pk) as w:
+        event = w.event(EventType.RUN_STATUS, {"status": "x"})
+        assert event.seq == run.event_seq + 1
+        assert not RunEvent.objects.filter(run=run, seq=event.seq).exists()
+    stored = RunEvent.objects.get(run=run, seq=event.seq)
+    assert stored.payload == {"status": "x"}
+    run.refresh_from_db()
+    assert run.event_seq == event.seq
+
+
+@pytest.mark.django_db
+def test_the_next_writer_continues_the_seq_where_the_last_one_stopped(owner):
+    run = make_run(owner)
+    with locked_run(run.pk) as w:
+        a = w.event(EventType.RUN_STATUS)
+    with locked_run(run.pk) as w:
+        b = w.event(EventType.RUN_STATUS)
+    assert b.seq == a.seq + 1
+    assert RunEvent.objects.filter(run=run, seq__in=[a.seq, b.seq]).count() == 2
+
+
+@pytest.mark.django_db
+def test_a_writer_flushed_twice_writes_nothing_the_second_time(
+    owner, django_assert_num_queries, django_capture_on_commit_callbacks
+):
+    run = make_run(owner)
+    writer = RunWriter(Run.objects.get(pk=run.pk))
+    writer.set(final_response="done")
+    writer.event(EventType.RUN_STATUS)
+    with django_capture_on_commit_callbacks() as published:
+        writer.flush()
+        with django_assert_num_queries(0):
+            writer.flush()
+    assert len(published) == 1  # one publish, for the first flush's events
+
+
+@pytest.mark.django_db
+def test_a_writer_with_nothing_to_write_does_not_touch_the_database(
+    owner, django_assert_num_queries, django_capture_on_commit_callbacks
+):
+    run = make_run(owner)
+    writer = RunWriter(Run.objects.get(pk=run.pk))
+    with django_capture_on_commit_callbacks() as published, django_assert_num_queries(0):
+        writer.flush()
+    assert published == []
+
+
+@pytest.mark.django_db
+def test_only_the_changed_fields_are_saved(owner):
+    run = make_run(owner)
+    writer = RunWriter(Run.objects.get(pk=run.pk))
+    Run.objects.filter(pk=run.pk).update(final_response="written by someone else")
+    writer.set(error_message="mine")
+    writer.flush()
+    run.refresh_from_db()
+    assert (run.final_response, run.error_message) == ("written by someone else", "mine")
+
+
+@pytest.mark.django_db
+def test_a_worker_that_lost_its_lease_cannot_commit(owner):
+    run = held(advance(make_run(owner), RunStatus.RUNNING), "worker-2")
+    with pytest.raises(LeaseLost), locked_run(run.pk, "worker-1") as w:
+        w.transition(RunStatus.VERIFYING)
+    run.refresh_from_db()
+    assert run.status == RunStatus.RUNNING
+
+
+@pytest.mark.django_db
+def test_the_worker_holding_the_lease_commits(owner):
+    run = held(advance(make_run(owner), RunStatus.RUNNING), "worker-1")
+    with locked_run(run.pk, "worker-1") as w:
+        w.transition(RunStatus.VERIFYING)
+    run.refresh_from_db()
+    assert run.status == RunStatus.VERIFYING
