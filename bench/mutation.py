@@ -71,7 +71,11 @@ MODULES = {
     ),
     "policy": Module(
         "agents_app/approvals/policy.py",
-        ("tests/approvals/test_policy.py", "tests/approvals/test_engine_flow.py"),
+        ("tests/approvals/test_policy.py", "tests/approvals/test_admin.py"),
+    ),
+    "parking": Module(
+        "agents_app/approvals/parking.py",
+        ("tests/approvals/test_policy.py", "tests/approvals/test_plan_decisions.py"),
     ),
     "feeds": Module(
         "agents_app/streaming/feeds.py",

@@ -1,0 +1,143 @@
+"""Which calls wait for a person, and how long a person is waited for."""
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from agents_app.approvals.parking import park_on_plan
+from agents_app.approvals.policy import Ask, approval_policy, timeout_policy, yolo_active
+from agents_app.approvals.rules import yolo_grant, yolo_set
+from agents_app.core.audit import arguments_sha256
+from agents_app.models import ApprovalRule, Plan, RunStatus
+from agents_app.runs.writer import locked_run
+from tests.support.runs import advance, make_run
+from tests.support.tools import EchoTool, SendTool
+from tools_app.registry import ApprovalLevel, ToolSpec
+
+SEND = SendTool.spec  # external side effects: moderate
+MESSAGE = {"to": "ops", "text": "hi"}
+ERASE = ToolSpec(
+    name="erase",
+    description="Erase everything.",
+    input_schema={"type": "object"},
+    capabilities=frozenset(),
+    domain="system",
+    approval_level=ApprovalLevel.MANUAL,
+)
+
+
+def yolo(user, *, on: bool = True):
+    yolo_grant(user=user, granted=True, actor=None, interface="admin")
+    fresh = type(user).objects.get(pk=user.pk)
+    yolo_set(user=fresh, on=on, interface="web")
+    return type(user).objects.get(pk=user.pk)  # has_perm caches per user object
+
+
+def rule(owner, tool: str, arguments=None) -> None:
+    ApprovalRule.objects.create(
+        owner=owner, tool=tool, arguments_sha256=arguments_sha256(arguments) if arguments else ""
+    )
+
+
+@pytest.mark.django_db
+def test_a_call_that_needs_nobody_runs(owner, tmp_path):
+    assert approval_policy(owner.pk, EchoTool.spec, {"text": "hi"}, tmp_path) == (None, "auto")
+
+
+@pytest.mark.django_db
+def test_a_moderate_call_asks_its_owner_unless_a_rule_of_theirs_allows_it(owner, tmp_path):
+    ask, how = approval_policy(owner.pk, SEND, MESSAGE, tmp_path)
+    assert isinstance(ask, Ask) and how == ""
+    assert ask.classification.level == ApprovalLevel.MODERATE
+    assert ask.schema == SEND.input_schema
+    rule(owner, "send")
+    assert approval_policy(owner.pk, SEND, MESSAGE, tmp_path) == (None, "rule")
+
+
+@pytest.mark.django_db
+def test_a_rule_for_some_arguments_allows_only_those(owner, tmp_path):
+    rule(owner, "send", MESSAGE)
+    assert approval_policy(owner.pk, SEND, MESSAGE, tmp_path) == (None, "rule")
+    ask, _ = approval_policy(owner.pk, SEND, {"to": "all", "text": "hi"}, tmp_path)
+    assert ask is not None
+
+
+@pytest.mark.django_db
+def test_someone_elses_rule_or_a_rule_for_another_tool_allows_nothing(owner, teammate, tmp_path):
+    rule(teammate, "send")
+    rule(owner, "post")
+    ask, _ = approval_policy(owner.pk, SEND, MESSAGE, tmp_path)
+    assert ask is not None
+
+
+@pytest.mark.django_db
+def test_a_manual_call_asks_even_with_a_rule(owner, tmp_path):
+    rule(owner, "erase")
+    ask, how = approval_policy(owner.pk, ERASE, {}, tmp_path)
+    assert ask is not None and how == ""
+    assert ask.reason.startswith("manual")
+
+
+@pytest.mark.django_db
+def test_yolo_runs_every_call_even_a_manual_one(owner, tmp_path):
+    yolo(owner)
+    assert approval_policy(owner.pk, ERASE, {}, tmp_path) == (None, "yolo")
+    assert approval_policy(owner.pk, SEND, MESSAGE, tmp_path) == (None, "yolo")
+
+
+@pytest.mark.django_db
+def test_an_inactive_users_yolo_no_longer_applies(owner, tmp_path):
+    owner = yolo(owner)
+    assert yolo_active(owner)
+    type(owner).objects.filter(pk=owner.pk).update(is_active=False)
+    owner = type(owner).objects.get(pk=owner.pk)
+    assert not yolo_active(owner)
+    ask, how = approval_policy(owner.pk, SEND, MESSAGE, tmp_path)
+    assert ask is not None and how == ""
+
+
+@pytest.mark.django_db
+def test_yolo_needs_both_the_permission_and_the_switch(owner, teammate):
+    assert not yolo_active(None)
+    assert not yolo_active(yolo(owner, on=False))
+    assert yolo_active(yolo(teammate))
+
+
+@pytest.mark.django_db
+def test_an_approval_waits_as_long_as_the_task_says_then_as_the_settings_say(owner, settings):
+    settings.APPROVAL_TIMEOUT = 300
+    settings.APPROVAL_TIMEOUT_STRATEGY = "skip"
+    task = make_run(owner).task
+    assert timeout_policy(task) == (300.0, "skip")
+    task.approval_timeout, task.approval_on_timeout = 0, "cancel"
+    assert timeout_policy(task) == (0.0, "cancel")
+    task.approval_timeout = 45
+    assert timeout_policy(task) == (45.0, "cancel")
+
+
+def parked_plan_approval(owner):
+    run = advance(make_run(owner), RunStatus.PLANNING)
+    plan = Plan.objects.create(run=run, version=1, raw={"steps": []})
+    with locked_run(run.pk) as w:
+        approval = park_on_plan(w, plan)
+    return approval
+
+
+@pytest.mark.django_db
+def test_an_approval_with_no_timeout_waits_for_ever(owner, settings):
+    settings.APPROVAL_TIMEOUT = 0
+    approval = parked_plan_approval(owner)
+    assert (approval.expires_at, approval.on_timeout) == (None, "")
+
+
+@pytest.mark.django_db
+def test_an_approval_with_a_timeout_expires_then_as_the_strategy_says(owner, settings):
+    settings.APPROVAL_TIMEOUT = 60
+    settings.APPROVAL_TIMEOUT_STRATEGY = "deny"
+    approval = parked_plan_approval(owner)
+    left = approval.expires_at - timezone.now()
+    assert timedelta(seconds=50) < left <= timedelta(seconds=60)
+    assert approval.on_timeout == "deny"
+    approval.run.refresh_from_db()
+    assert approval.run.status == RunStatus.WAITING_APPROVAL
