@@ -1,9 +1,11 @@
 """The lease: at most one worker executes a run, an expired claim is taken over, a held one is
 renewed in time, and a worker learns when another took the run from it."""
 
+import threading
 from datetime import timedelta
 
 import pytest
+from django.db.backends.signals import connection_created
 from django.utils import timezone
 
 from agents_app.models import Run, RunStatus
@@ -115,3 +117,25 @@ def test_a_worker_learns_that_another_took_its_run_over(owner):
     finally:
         lease.release()
     assert lease_of(run.pk)[0] == "another worker"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_renewal_thread_closes_its_database_connection_when_it_stops(owner):
+    """A worker runs many leases: each renewal thread's connection must not outlive it."""
+    opened = []
+
+    def remember(sender, connection, **kwargs):
+        if threading.current_thread().name.startswith("lease-"):
+            opened.append(connection)
+
+    run = make_run(owner)
+    lease = Lease.claim(run.pk, 0.3)
+    connection_created.connect(remember)
+    try:
+        lease.start()
+        wait_for(lambda: opened, timeout=10, message="the renewal to connect")
+        lease.release()
+    finally:
+        connection_created.disconnect(remember)
+    assert not lease._thread.is_alive()
+    assert all(c.connection is None for c in opened)
