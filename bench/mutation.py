@@ -57,7 +57,10 @@ class Module:
 
 
 MODULES = {
-    "decide": Module("agents_app/engine/decide.py", ("tests/engine/test_decide.py",)),
+    "decide": Module(
+        "agents_app/engine/decide.py",
+        ("tests/engine/test_decide.py", "tests/engine/test_decide_more.py"),
+    ),
     "files": Module(
         "tools_app/builtin/files.py",
         (
@@ -240,6 +243,8 @@ def _test_command(module: Module, tree: Path) -> str:
     return " ".join(
         ["env", "-C", str(tree), sys.executable, "-m", "pytest", "-n", "0", "-x", "-q"]
         + ["-p", "no:cacheprovider", "--nomigrations", *tests]
+        # hypothesis and schemathesis (for bench/schema_check.py) cost 2.5 s of imports a mutant.
+        + ["-p", "no:hypothesispytest", "-p", "no:schemathesis"]
     )
 
 
