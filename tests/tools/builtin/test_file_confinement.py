@@ -1,0 +1,132 @@
+"""The file tools at their edges: limits met exactly, writes that cannot happen, and the
+symlinks a listing shows, skips or does not enter."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tools_app.builtin import register_builtin_tools
+from tools_app.registry import ToolContext, ToolRegistry, ToolResult
+
+FILE_MAX_BYTES = 64
+
+
+@pytest.fixture
+def registry() -> ToolRegistry:
+    registry = ToolRegistry()
+    register_builtin_tools(
+        registry,
+        file_max_bytes=FILE_MAX_BYTES,
+        http_max_bytes=1000,
+        http_timeout=2.0,
+        http_allow_private=False,
+    )
+    return registry
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    path = tmp_path / "workspace"
+    path.mkdir()
+    return path
+
+
+@pytest.fixture
+def context(workspace: Path) -> ToolContext:
+    return ToolContext(run_id=1, workspace=workspace, timeout=5.0)
+
+
+def call(registry: ToolRegistry, context: ToolContext, name: str, **arguments) -> ToolResult:
+    result = registry.call(name, arguments, context)
+    json.dumps(result.content)
+    return result
+
+
+def test_a_file_of_exactly_the_read_limit_is_read_whole(registry, context, workspace):
+    (workspace / "full.txt").write_text("a" * FILE_MAX_BYTES)
+    result = call(registry, context, "read_file", path="full.txt")
+    assert result.content == {
+        "path": "full.txt",
+        "content": "a" * FILE_MAX_BYTES,
+        "size": FILE_MAX_BYTES,
+        "truncated": False,
+    }
+
+
+def test_content_of_exactly_the_write_limit_is_written(registry, context, workspace):
+    result = call(registry, context, "write_file", path="full.txt", content="a" * FILE_MAX_BYTES)
+    assert result.ok and result.content["bytes_written"] == FILE_MAX_BYTES
+    assert (workspace / "full.txt").read_text() == "a" * FILE_MAX_BYTES
+
+
+def test_a_write_whose_parent_is_a_file_fails_with_a_reason(registry, context, workspace):
+    (workspace / "notes").write_text("a file")
+    result = call(registry, context, "write_file", path="notes/today.md", content="x")
+    assert not result.ok
+    assert result.error.startswith("Could not write 'notes/today.md'")
+    assert (workspace / "notes").read_text() == "a file"
+
+
+@pytest.mark.parametrize("path", [".", "sub"])
+def test_a_write_to_a_directory_is_refused(registry, context, workspace, path):
+    (workspace / "sub").mkdir()
+    result = call(registry, context, "write_file", path=path, content="x")
+    assert not result.ok
+    assert result.error == f"'{path}' is a directory; give a file path"
+
+
+def test_appending_adds_to_the_end_and_says_so(registry, context, workspace):
+    call(registry, context, "write_file", path="log.txt", content="one\n")
+    result = call(registry, context, "write_file", path="log.txt", content="two\n", append=True)
+    assert result.content == {"path": "log.txt", "bytes_written": 4, "appended": True}
+    assert (workspace / "log.txt").read_text() == "one\ntwo\n"
+
+
+def test_a_listing_of_a_file_is_refused(registry, context, workspace):
+    (workspace / "a.txt").write_text("x")
+    result = call(registry, context, "list_files", path="a.txt")
+    assert not result.ok
+    assert result.error.startswith("'a.txt' is a file, not a directory")
+
+
+def test_the_workspace_itself_is_listed_as_dot(registry, context, workspace):
+    (workspace / "a.txt").write_text("xy")
+    result = call(registry, context, "list_files")
+    assert result.content == {
+        "path": ".",
+        "entries": [{"path": "a.txt", "type": "file", "size": 2}],
+        "truncated": False,
+    }
+
+
+def test_a_symlinked_directory_inside_is_listed_but_not_entered(registry, context, workspace):
+    (workspace / "real").mkdir()
+    (workspace / "real" / "a.txt").write_text("x")
+    (workspace / "alias").symlink_to(workspace / "real", target_is_directory=True)
+    result = call(registry, context, "list_files", recursive=True)
+    assert result.content["entries"] == [
+        {"path": "alias", "type": "dir", "size": None},
+        {"path": "real", "type": "dir", "size": None},
+        {"path": "real/a.txt", "type": "file", "size": 1},
+    ]
+
+
+def test_a_dangling_symlink_inside_is_left_out_of_a_listing(registry, context, workspace):
+    (workspace / "gone.txt").symlink_to(workspace / "never-written.txt")
+    (workspace / "here.txt").write_text("x")
+    result = call(registry, context, "list_files")
+    assert [e["path"] for e in result.content["entries"]] == ["here.txt"]
+
+
+def test_a_listing_is_sorted_by_name_at_every_level(registry, context, workspace):
+    for name in ("b/z.txt", "b/a.txt", "a.txt", "c.txt"):
+        call(registry, context, "write_file", path=name, content="x")
+    result = call(registry, context, "list_files", recursive=True)
+    assert [e["path"] for e in result.content["entries"]] == [
+        "a.txt",
+        "b",
+        "b/a.txt",
+        "b/z.txt",
+        "c.txt",
+    ]
