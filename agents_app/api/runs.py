@@ -56,6 +56,7 @@ def submit_task(request: HttpRequest, payload: TaskIn):
         approval_timeout=payload.approval_timeout,
         approval_on_timeout=payload.approval_on_timeout,
         fast_path=payload.fast_path,
+        connection=payload.connection,
     )
     if payload.wait:
         limit = min(payload.wait_timeout or settings.API_MAX_WAIT, settings.API_MAX_WAIT)

@@ -109,6 +109,11 @@ class TaskIn(Schema):
         description="true: run as one step with every tool, without a planner or verifier; "
         "false: always plan; null: by AGENT_FAST_PATH_MAX_CHARS.",
     )
+    connection: Annotated[StrictInt, Field(ge=1, le=QUERY_INT_MAX)] | Text | None = Field(
+        default=None,
+        description="The LLM connection to run on: its id or name (GET /api/v1/connections); "
+        "null: the default.",
+    )
 
 
 class RunLinks(Schema):
@@ -141,6 +146,10 @@ class RunSummary(Schema):
     tool_calls_made: int
     max_tokens: int
     max_tool_calls: int
+    connection_id: int | None = Field(
+        description="The LLM connection it runs on (GET /api/v1/connections); null: the default."
+    )
+    model: str = Field(description="The model that connection named for this run.")
     links: RunLinks
 
 

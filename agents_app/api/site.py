@@ -17,6 +17,7 @@ from ninja.parser import Parser
 
 from agents_app.api.approvals import router as approvals_router
 from agents_app.api.auth import ApiKeyAuth, SessionAuth
+from agents_app.api.connections import router as connections_router
 from agents_app.api.errors import error_response
 from agents_app.api.files import router as files_router
 from agents_app.api.runs import router as agents_router
@@ -126,6 +127,7 @@ api.add_router("/v1", files_router)
 api.add_router("/v1", tools_router)
 api.add_router("/v1", webhooks_router)
 api.add_router("/v1", approvals_router)
+api.add_router("/v1", connections_router)
 
 
 @api.exception_handler(DomainError)

@@ -72,6 +72,23 @@ _probed: dict[tuple[str, str], bool | None] = {}
 _endpoint_lock = threading.Lock()
 
 
+def endpoint_capabilities(base_url: str, model: str) -> dict[str, Any]:
+    """What this process has found the endpoint accepts, as plain JSON for people to read
+    (the worker records it on the LLM connection): the defaults until a fallback was needed."""
+    endpoint = (base_url.rstrip("/"), model)
+    with _endpoint_lock:
+        features = _endpoint_features.get(endpoint, _Features())
+        reported = _probed.get(endpoint)
+    return {
+        "stream_options": features.stream_options,
+        "tools": "native" if features.native_tools else "described in the prompt",
+        "tool_choice": features.tool_choice,
+        "structured_output": features.format_mode,
+        "max_tokens_field": features.max_tokens_field,
+        "reports_tool_support": reported,
+    }
+
+
 def forget_endpoint_features() -> None:
     """Forget what every endpoint was found to reject (for tests, or after a server upgrade)."""
     with _endpoint_lock:
@@ -325,7 +342,10 @@ class OpenAICompatibleProvider:
                 headers={"Authorization": f"Bearer {self._client.api_key}"},
             )
             caps = answer.json().get("chat_template_caps") if answer.status_code == 200 else None
-        except (httpx.HTTPError, ValueError, AttributeError):
+        except Exception:
+            # The SDK's HTTP client is its own (httpx2, not httpx), so its errors are caught
+            # whole: an unreachable server must reach the real call and fail there as
+            # CONNECTION_REFUSED, not as an odd answer to a probe that teaches nothing.
             return
         if not isinstance(caps, dict):
             return

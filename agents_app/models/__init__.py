@@ -17,6 +17,7 @@ from agents_app.models.audit import (
     AuditInterface,
     AuditLogIsAppendOnly,
 )
+from agents_app.models.connections import ConnectionStatus, LLMConnection
 from agents_app.models.control import KillSwitch
 from agents_app.models.keys import API_KEY_PREFIX, ApiKey
 from agents_app.models.runs import (
@@ -66,6 +67,8 @@ __all__ = [
     "AuditEventQuerySet",
     "AuditInterface",
     "AuditLogIsAppendOnly",
+    "ConnectionStatus",
+    "LLMConnection",
     "DeliveryStatus",
     "KillSwitch",
     "Plan",

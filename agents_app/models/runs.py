@@ -40,6 +40,14 @@ class Task(models.Model):
         blank=True,
         help_text="deny | skip | cancel; overrides APPROVAL_TIMEOUT_STRATEGY.",
     )
+    # The LLM connection the person picked; null: the default at the time each run is created.
+    connection = models.ForeignKey(
+        "agents_app.LLMConnection",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="tasks",
+    )
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -107,6 +115,16 @@ class Run(models.Model):
     tool_calls_made = models.PositiveIntegerField(default=0)
     max_tokens = models.PositiveIntegerField()
     max_tool_calls = models.PositiveIntegerField()
+    # The LLM connection it runs on and the model that connection named when the worker built
+    # its provider; null (a run older than connections, or its connection deleted): the default.
+    connection = models.ForeignKey(
+        "agents_app.LLMConnection",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="runs",
+    )
+    llm_model = models.CharField("model", max_length=200, blank=True)
 
     cancel_requested = models.BooleanField(default=False)
     # While paused: the status to go back to when the kill switch is released.

@@ -122,6 +122,8 @@ def run_summary(run: Run) -> dict[str, Any]:
         **{field: getattr(run, field) for field in RUN_FIELDS},
         "task": run.task.text,
         "fast_path": run.task.fast_path,
+        "connection_id": run.connection_id,
+        "model": run.llm_model,
         "links": run_links(run),
     }
 

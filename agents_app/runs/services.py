@@ -8,6 +8,8 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 
+from agents_app.connections.services import connection_ensure_default, connection_for_task
+from agents_app.connections.services import llm_missing_settings as llm_missing_settings
 from agents_app.core.audit import (
     RUN_CANCEL,
     RUN_RESTART,
@@ -97,10 +99,6 @@ def _validate_approval_options(timeout: Any, on_timeout: Any) -> None:
         )
 
 
-def llm_missing_settings() -> list[str]:
-    return [name for name in ("LLM_BASE_URL", "LLM_MODEL") if not getattr(settings, name)]
-
-
 @transaction.atomic
 def task_submit(
     *,
@@ -114,14 +112,17 @@ def task_submit(
     approval_timeout: int | None = None,
     approval_on_timeout: str | None = None,
     fast_path: bool | None = None,
+    connection: int | str | None = None,
 ) -> Run:
     """Create a Task and its first Run and queue it for a worker. Returns the Run. The owner is
     the actor of the audit event: a task is always submitted by the person it belongs to.
     `approve_plan` parks the run on its plan before any step; `approval_timeout` (seconds) and
     `approval_on_timeout` (deny | skip | cancel) override APPROVAL_TIMEOUT and its strategy.
     `fast_path` True runs the task as one direct step, False always plans, None leaves it to
-    AGENT_FAST_PATH_MAX_CHARS.
-    Raises DomainError VALIDATION_ERROR for bad input, LLM_NOT_CONFIGURED without an LLM."""
+    AGENT_FAST_PATH_MAX_CHARS. `connection` is the id or name of an enabled LLM connection;
+    None: the default.
+    Raises DomainError VALIDATION_ERROR for bad input (an unknown or disabled connection too),
+    LLM_NOT_CONFIGURED without a usable LLM."""
     context = {} if context is None else context
     _validate_task(text, context)
     _validate_budgets(max_tokens=max_tokens, max_tool_calls=max_tool_calls)
@@ -133,13 +134,7 @@ def task_submit(
             {"field": "fast_path"},
         )
     refuse_while_halted()
-    missing = llm_missing_settings()
-    if missing:
-        raise DomainError(
-            ErrorCode.LLM_NOT_CONFIGURED,
-            f"No LLM is configured: set {' and '.join(missing)} (see README: Connect an LLM)",
-            {"missing": missing},
-        )
+    chosen = connection_for_task(connection)
     task = Task.objects.create(
         owner=owner,
         text=text,
@@ -150,6 +145,7 @@ def task_submit(
         approval_timeout=approval_timeout,
         approval_on_timeout=approval_on_timeout or "",
         fast_path=fast_path,
+        connection=chosen,
     )
     run = run_create(task=task)
     audit_record(
@@ -165,12 +161,19 @@ def run_create(*, task: Task) -> Run:
     event. The caller enqueues it (run_enqueue) once it should start."""
     # The task row is locked so two restarts at once cannot both take the same attempt number.
     Task.objects.select_for_update().filter(pk=task.pk).first()
+    # The task's connection while it is enabled, else the default of the moment (which the
+    # worker falls back to as well).
+    connection = task.connection
+    if connection is None or not connection.enabled:
+        connection = connection_ensure_default()
     run = Run.objects.create(
         task=task,
         owner=task.owner,
         attempt=task.runs.count() + 1,
         max_tokens=task.max_tokens or settings.RUN_MAX_TOKENS,
         max_tool_calls=task.max_tool_calls or settings.RUN_MAX_TOOL_CALLS,
+        connection=connection,
+        llm_model=connection.model if connection is not None else "",
     )
     with locked_run(run.pk) as w:
         w.event(EventType.RUN_QUEUED, {"task": task.text, "attempt": run.attempt})

@@ -5,6 +5,7 @@ from typing import Any
 
 from django import forms
 
+from agents_app.connections.selectors import connections_enabled
 from agents_app.core.inputs import STORED_INT_MAX, json_problem
 from agents_app.models import Decision, Remember, TimeoutStrategy
 
@@ -47,6 +48,16 @@ class TaskForm(forms.Form):
         choices=[("", "the site's default"), *TimeoutStrategy.choices],
         label="When it expires",
     )
+    # The enabled LLM connections, the default first and preselected; empty: the default.
+    connection = forms.ChoiceField(required=False, label="Model")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        offered = list(connections_enabled())
+        field = self.fields["connection"]
+        field.choices = [(str(c.pk), f"{c.name} ({c.model})") for c in offered]
+        default = next((c for c in offered if c.is_default), None)
+        field.initial = str(default.pk) if default else ""
 
     def clean_context(self) -> Any:
         raw = self.cleaned_data["context"].strip()

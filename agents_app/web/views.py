@@ -54,6 +54,7 @@ def task_new(request: HtmxHttpRequest) -> HttpResponse:
                     approval_timeout=form.cleaned_data["approval_timeout"],
                     approval_on_timeout=form.cleaned_data["approval_on_timeout"] or None,
                     fast_path=form.cleaned_data["fast_path"],
+                    connection=form.cleaned_data["connection"] or None,
                 )
             except DomainError as exc:
                 error, status = exc, exc.http_status

@@ -47,7 +47,7 @@ from agents_app.runs.lifecycle import finish, skip_step, workspace_for
 from agents_app.runs.writer import LeaseLost, locked_run
 from agents_app.worker.evidence import call_records, evidence_problem
 from agents_app.worker.hooks import DatabaseHooks, ToolCallHandle
-from agents_app.worker.llm import provider_from_settings
+from agents_app.worker.llm import provider_for_run
 from tools_app.process_registry import get_registry
 from tools_app.registry import ToolRegistry, ToolSpec
 from tools_app.selectors import configured_specs
@@ -495,7 +495,7 @@ def execute_run(
     try:
         if provider is None:
             try:
-                provider = provider_from_settings()
+                provider = provider_for_run(run_id)
             except DomainError as exc:
                 with locked_run(run_id, lease.token) as w:
                     finish(w, RunStatus.FAILED, exc.code, exc.message, exc.details)

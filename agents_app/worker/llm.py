@@ -1,11 +1,15 @@
-"""The LLM a worker talks to, from Django settings: the one place where the engine's provider
-meets configuration (the engine itself reads no settings)."""
+"""The LLM a worker talks to, from Django settings or from the run's LLM connection: the one
+place where the engine's provider meets configuration (the engine itself reads no settings)."""
 
 from django.conf import settings
 
+from agents_app.connections.health import endpoint_of
+from agents_app.connections.services import connection_ensure_default
 from agents_app.core.errors import ErrorCode
-from agents_app.engine.llm import LLMError
+from agents_app.engine.llm import LLMError, LLMProvider
 from agents_app.engine.openai_provider import OpenAICompatibleProvider
+from agents_app.models import LLMConnection, Run
+from agents_app.worker.llm_health import WatchedProvider
 
 
 def provider_from_settings() -> OpenAICompatibleProvider:
@@ -22,12 +26,59 @@ def provider_from_settings() -> OpenAICompatibleProvider:
             "(for example LLM_BASE_URL=http://127.0.0.1:11434/v1 LLM_MODEL=qwen2.5:7b)",
             {"missing": missing},
         )
+    return _provider(base_url, model, getattr(settings, "LLM_API_KEY", "") or "")
+
+
+def _provider(base_url: str, model: str, api_key: str) -> OpenAICompatibleProvider:
     return OpenAICompatibleProvider(
         base_url=base_url,
-        api_key=getattr(settings, "LLM_API_KEY", "") or "",
+        api_key=api_key,
         model=model,
         request_timeout=float(getattr(settings, "LLM_REQUEST_TIMEOUT", 120.0)),
         max_retries=int(getattr(settings, "LLM_MAX_RETRIES", 5)),
         retry_base_delay=float(getattr(settings, "LLM_RETRY_BASE_DELAY", 1.0)),
         temperature=getattr(settings, "LLM_TEMPERATURE", None),
     )
+
+
+def provider_for_connection(connection: LLMConnection) -> OpenAICompatibleProvider:
+    """The provider of one connection; the seeded one is this process's LLM_* settings.
+    Raises LLMError LLM_NOT_CONFIGURED (disabled, or its key's variable is not set)."""
+    if connection.seeded:
+        return provider_from_settings()
+    if not connection.enabled:
+        raise LLMError(
+            ErrorCode.LLM_NOT_CONFIGURED,
+            f"the LLM connection {connection.name!r} is disabled",
+            {"connection": connection.name},
+        )
+    base_url, model, key = endpoint_of(connection)
+    if key is None:
+        raise LLMError(
+            ErrorCode.LLM_NOT_CONFIGURED,
+            f"the LLM connection {connection.name!r} reads its API key from "
+            f"${{{connection.key_variable}}}, which is not set where the worker runs",
+            {"connection": connection.name, "variable": connection.key_variable},
+        )
+    return _provider(base_url, model, key)
+
+
+def provider_for_run(run_id: int) -> LLMProvider:
+    """The provider of the run's connection (the default for a run without one), watched so
+    that its calls keep the connection's health and capabilities current; records the model
+    on the run. Raises LLMError LLM_NOT_CONFIGURED."""
+    run = Run.objects.select_related("connection").only("connection", "llm_model").get(pk=run_id)
+    connection = run.connection or connection_ensure_default()
+    if connection is None:
+        return provider_from_settings()
+    if connection.seeded:
+        connection_ensure_default()  # this process's settings are what the row shows
+    provider = provider_for_connection(connection)
+    updates = {}
+    if run.connection_id != connection.pk:
+        updates["connection"] = connection
+    if run.llm_model != provider.model:
+        updates["llm_model"] = provider.model
+    if updates:
+        Run.objects.filter(pk=run_id).update(**updates)
+    return WatchedProvider(provider, connection.pk)

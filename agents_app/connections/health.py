@@ -1,0 +1,103 @@
+"""An LLM connection's health: staff's *Check now* (GET <base URL>/models) and what the worker's
+real calls found (`connection_mark`). Written with update(), so a check never touches what
+staff are editing; the key is never part of what is stored."""
+
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+from django.conf import settings
+from django.utils import timezone
+
+from agents_app.models import ConnectionStatus, LLMConnection
+from agents_app.models.connections import LAST_ERROR_MAX
+
+CHECK_TIMEOUT = 10.0
+REDACTED = "[redacted]"
+
+
+def redacted(text: str, key: str) -> str:
+    return text.replace(key, REDACTED) if key and len(key) >= 4 else text
+
+
+def connection_mark(
+    connection_id: int,
+    *,
+    ok: bool,
+    reason: str = "",
+    capabilities: dict[str, Any] | None = None,
+) -> None:
+    """Record that the connection works (ok) or not (broken, with `reason`) as of now, and
+    what its endpoint was found to accept when `capabilities` is given."""
+    values: dict[str, Any] = {
+        "status": ConnectionStatus.OK if ok else ConnectionStatus.BROKEN,
+        "last_error": "" if ok else reason[:LAST_ERROR_MAX],
+        "last_checked_at": timezone.now(),
+    }
+    if capabilities is not None:
+        values["capabilities"] = capabilities
+    LLMConnection.objects.filter(pk=connection_id).update(**values)
+
+
+def endpoint_of(connection: LLMConnection) -> tuple[str, str, str | None]:
+    """(base URL, model, key) a worker would use: the seeded connection's are this process's
+    LLM_* settings; a key of None means its ${VAR} is not set."""
+    if connection.seeded:
+        return (
+            (settings.LLM_BASE_URL or "").strip(),
+            (settings.LLM_MODEL or "").strip(),
+            getattr(settings, "LLM_API_KEY", "") or "",
+        )
+    return connection.base_url.strip(), connection.model.strip(), connection.key_value()
+
+
+@dataclass(frozen=True)
+class CheckOutcome:
+    name: str
+    ok: bool
+    message: str
+
+
+def connection_check(connection: LLMConnection) -> CheckOutcome:
+    """Ask the server for its models (GET <base URL>/models, which every OpenAI-compatible
+    server answers without running the model) and record the outcome on the row."""
+    base_url, model, key = endpoint_of(connection)
+    outcome = _probe(connection, base_url, model, key)
+    connection_mark(connection.pk, ok=outcome.ok, reason=outcome.message)
+    return outcome
+
+
+def _probe(connection: LLMConnection, base_url: str, model: str, key: str | None) -> CheckOutcome:
+    name = connection.name
+    if not base_url or not model:
+        return CheckOutcome(name, False, "No base URL or model: set LLM_BASE_URL and LLM_MODEL.")
+    if key is None:
+        return CheckOutcome(
+            name,
+            False,
+            f"The API key refers to ${{{connection.key_variable}}}, but that environment "
+            "variable is not set (or empty) where AgentDesk runs.",
+        )
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    url = base_url.rstrip("/") + "/models"
+    try:
+        answer = httpx.get(url, headers=headers, timeout=CHECK_TIMEOUT, follow_redirects=False)
+    except httpx.HTTPError as exc:
+        reason = f"cannot reach the LLM server at {base_url}: {exc.__class__.__name__}: {exc}"
+        return CheckOutcome(name, False, redacted(reason, key))
+    if answer.status_code in (401, 403):
+        return CheckOutcome(
+            name, False, f"the LLM server refused the API key ({answer.status_code})"
+        )
+    if answer.status_code != 200:
+        return CheckOutcome(
+            name, False, f"GET {url} answered {answer.status_code}: check the base URL"
+        )
+    try:
+        listed = [str(entry.get("id")) for entry in answer.json().get("data", [])]
+    except (ValueError, AttributeError, TypeError):
+        listed = []
+    if listed and model not in listed:
+        shown = ", ".join(listed[:5]) + (" …" if len(listed) > 5 else "")
+        return CheckOutcome(name, True, f"Reachable; it lists {shown}, not {model}.")
+    return CheckOutcome(name, True, f"Reachable; model {model}.")

@@ -1,0 +1,48 @@
+"""A provider that tells its LLM connection how real calls went: a success marks it ok (once
+per run, and again when the endpoint turned out to need a fallback), a failure to reach or
+use the server marks it broken with the reason. The engine stays free of Django: it only sees
+an LLMProvider."""
+
+from agents_app.connections.health import connection_mark
+from agents_app.core.errors import ErrorCode
+from agents_app.engine.llm import LLMError, LLMRequest, LLMResponse
+from agents_app.engine.openai_provider import OpenAICompatibleProvider, endpoint_capabilities
+
+# Failures that say the connection does not work, not that one answer was odd.
+BROKEN_CODES = frozenset(
+    {ErrorCode.CONNECTION_REFUSED, ErrorCode.REQUEST_TIMEOUT, ErrorCode.MAX_RETRIES_EXCEEDED}
+)
+
+
+def breaks_connection(error: LLMError) -> bool:
+    """Whether the failure is the connection's: unreachable, timing out, failing, or refusing
+    the request (an HTTP status: a wrong key, URL or model)."""
+    details = error.details if isinstance(error.details, dict) else {}
+    return error.code in BROKEN_CODES or (
+        error.code == ErrorCode.INVALID_RESPONSE and "status" in details
+    )
+
+
+class WatchedProvider:
+    def __init__(self, provider: OpenAICompatibleProvider, connection_id: int) -> None:
+        self.provider = provider
+        self.connection_id = connection_id
+        self.model = provider.model
+        self._recorded: dict | None = None
+
+    def complete(self, request: LLMRequest) -> LLMResponse:
+        try:
+            response = self.provider.complete(request)
+        except LLMError as error:
+            if breaks_connection(error):
+                connection_mark(self.connection_id, ok=False, reason=error.message)
+                self._recorded = None
+            raise
+        capabilities = endpoint_capabilities(self.provider.base_url, self.provider.model)
+        if capabilities != self._recorded:
+            connection_mark(self.connection_id, ok=True, capabilities=capabilities)
+            self._recorded = capabilities
+        return response
+
+    def close(self) -> None:
+        self.provider.close()
