@@ -135,7 +135,7 @@ class DeleteStatement(Operator):
             yield (node.start_pos, node.end_pos)
 
     def mutate(self, node, index):
-        return Keyword("pass", node.start_pos, prefix=node.prefix)
+        return Keyword("pass", node.start_pos, prefix=node.get_first_leaf().prefix)
 
     @classmethod
     def _deletable(cls, node) -> bool:
@@ -213,6 +213,8 @@ class Outcome:
     mutants: int = 0
     killed: int = 0
     timeouts: int = 0
+    # Mutants that could not be applied or imported at all: not counted in the score.
+    incompetent: int = 0
     survivors: list[str] = field(default_factory=list)
     error: str = ""
 
@@ -280,7 +282,10 @@ def run_module(name: str, module: Module, ref: str, sample: int | None) -> Outco
         cosmic_ray.commands.execute(db, config)
         for item, result in db.completed_work_items:
             outcome.mutants += 1
-            if result.test_outcome == TestOutcome.SURVIVED:
+            if result.test_outcome == TestOutcome.INCOMPETENT:
+                outcome.mutants -= 1
+                outcome.incompetent += 1
+            elif result.test_outcome == TestOutcome.SURVIVED:
                 mutation = item.mutations[0]
                 changed = [
                     line
@@ -316,12 +321,12 @@ def main() -> None:
         f"\nmutation run of {args.ref}"
         + (f", {args.sample} mutants a module" if args.sample else "")
     )
-    print("| module | mutants | killed | timeouts | survived | score |")
-    print("|---|---|---|---|---|---|")
+    print("| module | mutants | killed | timeouts | survived | score | incompetent |")
+    print("|---|---|---|---|---|---|---|")
     for o in outcomes:
         print(
             f"| {MODULES[o.name].path} | {o.mutants} | {o.killed} | {o.timeouts} "
-            f"| {len(o.survivors)} | {o.score:.0f}% |"
+            f"| {len(o.survivors)} | {o.score:.0f}% | {o.incompetent} |"
         )
     for o in outcomes:
         if o.error:
