@@ -1,15 +1,24 @@
 """Which calls wait for a person, and how long a person is waited for."""
 
+import dataclasses
 from datetime import timedelta
+from types import SimpleNamespace
 
 import pytest
 from django.utils import timezone
 
-from agents_app.approvals.parking import park_on_plan
-from agents_app.approvals.policy import Ask, approval_policy, timeout_policy, yolo_active
+from agents_app.approvals.parking import park_on_call, park_on_plan
+from agents_app.approvals.policy import (
+    REASONING_MAX_CHARS,
+    Ask,
+    approval_policy,
+    timeout_policy,
+    yolo_active,
+)
 from agents_app.approvals.rules import yolo_grant, yolo_set
 from agents_app.core.audit import arguments_sha256
-from agents_app.models import ApprovalRule, Plan, RunStatus
+from agents_app.engine.executor import AwaitApproval
+from agents_app.models import ApprovalRule, Plan, RunStatus, Step, ToolCall, ToolCallStatus
 from agents_app.runs.writer import locked_run
 from tests.support.runs import advance, make_run
 from tests.support.tools import EchoTool, SendTool
@@ -141,3 +150,33 @@ def test_an_approval_with_a_timeout_expires_then_as_the_strategy_says(owner, set
     assert approval.on_timeout == "deny"
     approval.run.refresh_from_db()
     assert approval.run.status == RunStatus.WAITING_APPROVAL
+
+
+@pytest.mark.django_db
+def test_why_a_call_asks_cannot_be_changed_once_decided(owner, tmp_path):
+    ask, _ = approval_policy(owner.pk, SEND, MESSAGE, tmp_path)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        ask.reason = "something else"
+
+
+@pytest.mark.django_db
+def test_the_reasoning_shown_with_a_call_is_cut_at_its_limit(owner, tmp_path):
+    run = advance(make_run(owner), RunStatus.RUNNING)
+    plan = Plan.objects.create(run=run, version=1, raw={"steps": []})
+    step = Step.objects.create(plan=plan, run=run, index=0, objective="send", reasoning="r" * 10)
+    call = ToolCall.objects.create(run=run, step=step, tool="send", arguments=MESSAGE)
+    ask, _ = approval_policy(owner.pk, SEND, MESSAGE, tmp_path)
+    wait = AwaitApproval(
+        ask=ask,
+        handle=SimpleNamespace(call_id=call.pk),
+        tool="send",
+        arguments=MESSAGE,
+        progress={},
+    )
+    with locked_run(run.pk) as w:
+        approval = park_on_call(w, step, wait, thinking="t" * REASONING_MAX_CHARS)
+    assert approval.reasoning == "r" * 10 + "\n\n" + "t" * (REASONING_MAX_CHARS - 12)
+    call.refresh_from_db()
+    assert call.status == ToolCallStatus.WAITING_APPROVAL
+    step.refresh_from_db()
+    assert step.progress == {"approval_id": approval.pk}
