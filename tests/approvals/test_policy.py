@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import pytest
 from django.utils import timezone
 
-from agents_app.approvals.parking import park_on_call, park_on_plan
+from agents_app.approvals.parking import park_on_call, park_on_plan, schedule_expiry
 from agents_app.approvals.policy import (
     REASONING_MAX_CHARS,
     Ask,
@@ -16,9 +16,17 @@ from agents_app.approvals.policy import (
     yolo_active,
 )
 from agents_app.approvals.rules import yolo_grant, yolo_set
-from agents_app.core.audit import arguments_sha256
+from agents_app.core.audit import APPROVAL_REQUEST, arguments_sha256
 from agents_app.engine.executor import AwaitApproval
-from agents_app.models import ApprovalRule, Plan, RunStatus, Step, ToolCall, ToolCallStatus
+from agents_app.models import (
+    ApprovalRule,
+    AuditEvent,
+    Plan,
+    RunStatus,
+    Step,
+    ToolCall,
+    ToolCallStatus,
+)
 from agents_app.runs.writer import locked_run
 from tests.support.runs import advance, make_run
 from tests.support.tools import EchoTool, SendTool
@@ -133,6 +141,39 @@ def parked_plan_approval(owner):
     return approval
 
 
+def expiries(callbacks) -> list:
+    """The expiry timers a commit would schedule."""
+    return [c.args for c in callbacks if getattr(c, "func", None) is schedule_expiry]
+
+
+@pytest.mark.django_db
+def test_an_approval_that_expires_schedules_its_expiry_once_the_park_commits(
+    owner, settings, django_capture_on_commit_callbacks
+):
+    settings.APPROVAL_TIMEOUT = 1
+    with django_capture_on_commit_callbacks() as callbacks:
+        approval = parked_plan_approval(owner)
+    assert approval.expires_at is not None and approval.on_timeout
+    assert expiries(callbacks) == [(approval.pk, approval.expires_at)]
+
+
+@pytest.mark.django_db
+def test_an_approval_that_waits_for_ever_schedules_no_expiry(
+    owner, settings, django_capture_on_commit_callbacks
+):
+    settings.APPROVAL_TIMEOUT = 0
+    with django_capture_on_commit_callbacks() as callbacks:
+        parked_plan_approval(owner)
+    assert expiries(callbacks) == []
+
+
+@pytest.mark.django_db
+def test_an_approval_request_is_audited_under_the_tool_or_the_plan(owner):
+    approval = parked_plan_approval(owner)
+    audit = AuditEvent.objects.get(action=APPROVAL_REQUEST)
+    assert (audit.target, audit.details["approval_id"]) == ("plan", approval.pk)
+
+
 @pytest.mark.django_db
 def test_an_approval_with_no_timeout_waits_for_ever(owner, settings):
     settings.APPROVAL_TIMEOUT = 0
@@ -180,3 +221,4 @@ def test_the_reasoning_shown_with_a_call_is_cut_at_its_limit(owner, tmp_path):
     assert call.status == ToolCallStatus.WAITING_APPROVAL
     step.refresh_from_db()
     assert step.progress == {"approval_id": approval.pk}
+    assert AuditEvent.objects.get(action=APPROVAL_REQUEST).target == "send"

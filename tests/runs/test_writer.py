@@ -230,3 +230,25 @@ def test_the_worker_holding_the_lease_commits(owner):
         w.transition(RunStatus.VERIFYING)
     run.refresh_from_db()
     assert run.status == RunStatus.VERIFYING
+
+
+@pytest.mark.django_db
+def test_a_run_parked_without_a_recorded_time_resumes_adding_no_parked_time(owner):
+    """Rows parked before parked_at was recorded: nothing to count, and nothing to fail on."""
+    run = parked(make_run(owner), RunStatus.PAUSED, ago=0, parked_seconds=5)
+    Run.objects.filter(pk=run.pk).update(parked_at=None)
+    with locked_run(run.pk) as w:
+        w.transition(RunStatus.RUNNING)
+    run.refresh_from_db()
+    assert (run.status, run.parked_seconds) == (RunStatus.RUNNING, 5)
+
+
+@pytest.mark.django_db
+def test_a_run_about_to_park_counts_no_parked_time_yet(owner):
+    run = advance(make_run(owner), RunStatus.RUNNING)
+    with locked_run(run.pk) as w:
+        w.set(parked_at=timezone.now() - timedelta(seconds=30))
+        w.transition(RunStatus.WAITING_APPROVAL)
+    run.refresh_from_db()
+    assert run.parked_seconds == 0
+    assert timezone.now() - run.parked_at < timedelta(seconds=30)
