@@ -79,7 +79,11 @@ MODULES = {
     ),
     "parking": Module(
         "agents_app/approvals/parking.py",
-        ("tests/approvals/test_policy.py", "tests/approvals/test_plan_decisions.py"),
+        (
+            "tests/approvals/test_policy.py",
+            "tests/approvals/test_parking.py",
+            "tests/approvals/test_plan_decisions.py",
+        ),
     ),
     "feeds": Module(
         "agents_app/streaming/feeds.py",

@@ -93,3 +93,14 @@ def test_a_live_event_after_a_gap_brings_the_missed_ones_from_the_table_first(ow
     # ... and then the live messages it skipped over are not delivered again.
     assert async_to_sync(feed.live)(event_message(events[0])) == []
     assert async_to_sync(feed.live)(event_message(events[2])) == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_feed_for_a_client_holding_nothing_passes_the_first_event_on_at_once(
+    owner, django_assert_num_queries
+):
+    run = make_run(owner)
+    first = event_message(RunEvent.objects.get(run=run, seq=1))
+    feed = RunFeed(run.pk)
+    with django_assert_num_queries(0):
+        assert async_to_sync(feed.live)(first) == [first]
