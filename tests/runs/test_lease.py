@@ -2,10 +2,13 @@
 renewed in time, and a worker learns when another took the run from it."""
 
 import logging
+import subprocess
+import sys
 import threading
 from datetime import timedelta
 
 import pytest
+from django.conf import settings
 from django.db import connection, connections, transaction
 from django.db.backends.signals import connection_created
 from django.utils import timezone
@@ -14,6 +17,7 @@ from agents_app.models import Run, RunStatus
 from agents_app.runs.lease import Lease
 from tests.support.runs import end, make_run
 from tests.support.waiting import wait_for
+from tests.support.worker import worker_environment
 
 
 def lease_of(run_id: int) -> tuple[str, object]:
@@ -187,3 +191,30 @@ def test_a_lease_survives_a_renewal_that_fails_and_renews_at_the_next_tick(
         assert failure.exc_info is not None
     finally:
         lease.release()
+
+
+HOLD_A_LEASE_AND_EXIT = """
+import django, sys
+django.setup()
+from agents_app.runs.lease import Lease
+Lease.claim(int(sys.argv[1]), 0.3).start()
+print("claimed", flush=True)
+"""
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_held_lease_never_keeps_a_worker_process_from_exiting(owner):
+    """A worker that ends (shutdown, a crash past the task's `finally`) must not hang on its
+    renewal thread; the lease then expires and another worker takes over."""
+    run = make_run(owner)
+    env = worker_environment(DJANGO_SETTINGS_MODULE="config.settings")
+    exited = subprocess.run(
+        [sys.executable, "-c", HOLD_A_LEASE_AND_EXIT, str(run.pk)],
+        env=env,
+        cwd=settings.BASE_DIR,
+        capture_output=True,
+        text=True,
+        timeout=45,
+    )
+    assert (exited.returncode, exited.stdout.strip()) == (0, "claimed"), exited.stderr
+    assert lease_of(run.pk)[0] != ""
