@@ -130,3 +130,17 @@ def test_a_listing_is_sorted_by_name_at_every_level(registry, context, workspace
         "b/z.txt",
         "c.txt",
     ]
+
+
+def test_the_tools_tell_the_model_that_append_and_recursive_are_off_unless_asked(registry):
+    write = registry.get("write_file").spec.input_schema["properties"]
+    listing = registry.get("list_files").spec.input_schema["properties"]
+    assert write["append"]["default"] is False
+    assert listing["recursive"]["default"] is False
+
+
+def test_a_workspace_whose_parents_are_missing_too_is_created(registry, tmp_path):
+    context = ToolContext(run_id=1, workspace=tmp_path / "users" / "7" / "run-1", timeout=5.0)
+    result = call(registry, context, "write_file", path="a.txt", content="x")
+    assert result.ok
+    assert (tmp_path / "users" / "7" / "run-1" / "a.txt").read_text() == "x"
