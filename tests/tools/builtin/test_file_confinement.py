@@ -144,3 +144,10 @@ def test_a_workspace_whose_parents_are_missing_too_is_created(registry, tmp_path
     result = call(registry, context, "write_file", path="a.txt", content="x")
     assert result.ok
     assert (tmp_path / "users" / "7" / "run-1" / "a.txt").read_text() == "x"
+
+
+def test_a_one_letter_path_is_a_path(registry, context, workspace):
+    assert call(registry, context, "write_file", path="a", content="x").ok
+    assert call(registry, context, "read_file", path="a").content["content"] == "x"
+    (workspace / "d").mkdir()
+    assert call(registry, context, "list_files", path="d").ok
