@@ -217,7 +217,7 @@ def test_the_reasoning_shown_with_a_call_is_cut_at_its_limit(owner, tmp_path):
     with locked_run(run.pk) as w:
         approval = park_on_call(w, step, wait, thinking="t" * REASONING_MAX_CHARS)
     assert approval.reasoning == "r" * 10 + "\n\n" + "t" * (REASONING_MAX_CHARS - 12)
-    assert len(approval.reasoning) == 8000  # what the approval page promises to show
+    assert len(approval.reasoning) == 8000  # the limit spelled out: changing it is a decision
     call.refresh_from_db()
     assert call.status == ToolCallStatus.WAITING_APPROVAL
     step.refresh_from_db()
