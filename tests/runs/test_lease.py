@@ -188,7 +188,7 @@ def test_a_lease_survives_a_renewal_that_fails_and_renews_at_the_next_tick(
         assert lease_of(run.pk)[0] == lease.token
         # The operator's log says what went wrong, not only that something did.
         failure = next(r for r in caplog.records if "renewal" in r.getMessage())
-        assert failure.exc_info is not None
+        assert failure.exc_info  # the exception itself, not False or None
     finally:
         lease.release()
 
