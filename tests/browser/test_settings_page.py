@@ -111,7 +111,11 @@ def test_a_run_waiting_for_approval_notifies_a_person_who_opted_in_and_the_click
     expect(page.locator("html")).to_have_attribute("data-notices", "live", timeout=WAIT_MS)
 
     run = run_waiting_for_approval(settings, stack, owner, "Draft the release notes")
-    page.wait_for_function("window.__notifications.length > 0", timeout=WAIT_MS)
+    # A function, not an expression: Playwright evaluates a bare expression with eval, which
+    # the page's Content-Security-Policy refuses.
+    page.wait_for_function(
+        "() => window.__notifications.length > 0", polling="raf", timeout=WAIT_MS
+    )
 
     notifications = page.evaluate(
         "window.__notifications.map(n => ({title: n.title, options: n.options}))"
