@@ -3,6 +3,7 @@
 import json
 import logging
 import re
+from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
@@ -59,6 +60,30 @@ def check_level(outcome) -> int:
     if outcome.ok:
         return messages.SUCCESS
     return messages.WARNING if outcome.status == ServerStatus.DISABLED else messages.ERROR
+
+
+def health_badge(obj: Any, css: str, colors: dict[str, str]) -> str:
+    """The coloured status badge of something with a health check (an MCP server, an LLM
+    connection), its last error as the tooltip; none for an unsaved row, never checked."""
+    if obj.pk is None:
+        return ""
+    return format_html(
+        '<span class="{} {}-{}" title="{}" style="color: #fff; '
+        'background: {}; border-radius: 4px; padding: 1px 6px">{}</span>',
+        css,
+        css,
+        obj.status,
+        obj.last_error,
+        colors.get(obj.status, "#6e7781"),
+        obj.get_status_display(),
+    )
+
+
+def health_problem(obj: Any, broken: str) -> str:
+    """Its last error, cut to 100 characters, while it is `broken`."""
+    if obj.status != broken:
+        return ""
+    return obj.last_error if len(obj.last_error) <= 100 else obj.last_error[:99] + "…"
 
 
 def preformatted(text: str) -> str:
@@ -222,22 +247,11 @@ class MCPServerAdmin(admin.ModelAdmin):
 
     @admin.display(description="status", ordering="status")
     def status_badge(self, obj: MCPServer) -> str:
-        if obj.pk is None:
-            return ""  # not saved, so never checked: no badge rather than a guess
-        return format_html(
-            '<span class="mcp-status mcp-status-{}" title="{}" style="color: #fff; '
-            'background: {}; border-radius: 4px; padding: 1px 6px">{}</span>',
-            obj.status,
-            obj.last_error,
-            STATUS_COLORS.get(obj.status, "#6e7781"),
-            obj.get_status_display(),
-        )
+        return health_badge(obj, "mcp-status", STATUS_COLORS)
 
     @admin.display(description="last error")
     def problem(self, obj: MCPServer) -> str:
-        if obj.status != ServerStatus.BROKEN:
-            return ""
-        return obj.last_error if len(obj.last_error) <= 100 else obj.last_error[:99] + "…"
+        return health_problem(obj, ServerStatus.BROKEN)
 
     @admin.display(description="last lines of stderr")
     def stderr_block(self, obj: MCPServer) -> str:

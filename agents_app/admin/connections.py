@@ -8,6 +8,7 @@ from django.utils.html import format_html, format_html_join
 from agents_app.connections.health import connection_check
 from agents_app.connections.services import connection_ensure_default
 from agents_app.models import ConnectionStatus, LLMConnection
+from tools_app.admin import health_badge, health_problem
 
 STATUS_COLORS = {
     ConnectionStatus.UNCHECKED: "#57606a",  # neutral: nothing is known yet, nothing failed
@@ -85,22 +86,11 @@ class LLMConnectionAdmin(admin.ModelAdmin):
 
     @admin.display(description="status", ordering="status")
     def status_badge(self, obj: LLMConnection) -> str:
-        if obj.pk is None:
-            return ""
-        return format_html(
-            '<span class="llm-status llm-status-{}" title="{}" style="color: #fff; '
-            'background: {}; border-radius: 4px; padding: 1px 6px">{}</span>',
-            obj.status,
-            obj.last_error,
-            STATUS_COLORS.get(obj.status, "#6e7781"),
-            obj.get_status_display(),
-        )
+        return health_badge(obj, "llm-status", STATUS_COLORS)
 
     @admin.display(description="last error")
     def problem(self, obj: LLMConnection) -> str:
-        if obj.status != ConnectionStatus.BROKEN:
-            return ""
-        return obj.last_error if len(obj.last_error) <= 100 else obj.last_error[:99] + "…"
+        return health_problem(obj, ConnectionStatus.BROKEN)
 
     @admin.display(description="what the endpoint accepts")
     def capability_notes(self, obj: LLMConnection) -> str:
