@@ -304,6 +304,8 @@ AGENT_MAX_TOOL_ROUNDS = env_int("AGENT_MAX_TOOL_ROUNDS", 8, minimum=1)
 AGENT_TOOL_ERROR_RETRIES = env_int(
     "AGENT_TOOL_ERROR_RETRIES", 1 if LOCAL_MODEL_IN_USE else 0, minimum=0
 )
+# A chat answer shows this many failed tool calls to the model before one ends the answer.
+CHAT_TOOL_ERROR_RETRIES = env_int("CHAT_TOOL_ERROR_RETRIES", 3, minimum=0)
 # With at least this many tools, the model first names the capabilities a task needs and the
 # planner sees only matching tools (seed 000's task analysis).
 AGENT_ANALYSIS_MIN_TOOLS = env_int("AGENT_ANALYSIS_MIN_TOOLS", 10, minimum=1)

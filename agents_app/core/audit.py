@@ -33,6 +33,11 @@ Actions so far (a new act adds its name here and calls audit_record; no migratio
   (the user).
 - `api_key.create` / `api_key.revoke` (a person on the Settings page): target the key's name;
   details api_key_id, prefix (never the key).
+- `conversation.create`: target the conversation id; details connection_id, double_texting.
+- `conversation.message`: the answer run it started or joined (None while it waits); target
+  the conversation id; details entry_id, mode, outcome answered | queued | steered.
+- `conversation.stop`: the running answer (None when idle); target the conversation id;
+  details held (the waiting messages that will not be answered).
 """
 
 import hashlib
@@ -69,6 +74,9 @@ YOLO_ENABLE = "yolo.enable"
 YOLO_DISABLE = "yolo.disable"
 API_KEY_CREATE = "api_key.create"
 API_KEY_REVOKE = "api_key.revoke"
+CONVERSATION_CREATE = "conversation.create"
+CONVERSATION_MESSAGE = "conversation.message"
+CONVERSATION_STOP = "conversation.stop"
 
 WORKER_LABEL = "worker"
 SYSTEM_LABEL = "system"

@@ -36,6 +36,7 @@ class EventType(StrEnum):
     # a person in the loop
     APPROVAL_REQUIRED = "approval_required"
     APPROVAL_DECIDED = "approval_decided"
+    MESSAGE_STEERED = "message_steered"  # a chat answer took a person's message mid-answer
     # the end
     VERIFICATION = "verification"
     ERROR = "error"

@@ -10,7 +10,7 @@ from typing import Any
 from agents_app.core.errors import DomainError, ErrorCode
 from agents_app.engine.calls import ask_model
 from agents_app.engine.evidence import echoes_task, files_named, files_to_write
-from agents_app.engine.hooks import EngineHooks
+from agents_app.engine.hooks import EngineHooks, StopRun
 from agents_app.engine.llm import LLMError, LLMProvider, LLMRequest, ToolCallRequest, ToolSchema
 from agents_app.engine.prompts import (
     cut_off_message,
@@ -50,6 +50,9 @@ class StepInput:
     # tool it names but finish_task, or none for a direct step, which is offered every tool
     # for any task (its evidence is the run's: the files the task names).
     must_use: tuple[str, ...] | None = None
+    # A chat answer: the conversation so far as OpenAI messages. The step is that answer: the
+    # model's tool calls, then its text; no evidence rules, no finish_task.
+    transcript: list[dict[str, Any]] | None = None
 
 
 @dataclass(frozen=True)
@@ -62,6 +65,32 @@ class StepOutcome:
     finished_task: bool = False
     # What the model thought on the way (reasoning fields and <think> blocks), for people.
     thinking: str = ""
+    # What the step said and heard after its input: the messages it added, in order (the
+    # answer itself is `output`), for a transcript to keep. See Progress below.
+    added: "Added | None" = None
+
+
+@dataclass(frozen=True)
+class Added:
+    """The messages a step added after its input (`messages`, OpenAI-shaped), the model turn
+    of each assistant message, the model's thinking per turn, and which of the user messages
+    were steered in (message index, the hook's token) rather than written by the engine."""
+
+    messages: list[dict[str, Any]]
+    turns: list[list[int]]  # [message index, turn]
+    thoughts: list[str]
+    steered: list[list[Any]]  # [message index, token]
+
+    def without_results(self) -> list[dict[str, Any]]:
+        """The tool calls among `messages` that no tool message answers."""
+        answered = {m.get("tool_call_id") for m in self.messages if m.get("role") == "tool"}
+        return [
+            call
+            for m in self.messages
+            if m.get("role") == "assistant"
+            for call in m.get("tool_calls") or ()
+            if call["id"] not in answered
+        ]
 
 
 def wire_name(tool: str) -> str:
@@ -122,17 +151,27 @@ def execute_step(
     `error_retries` failed or refused calls are shown to the model to correct before one fails
     the step. A direct step (the fast path: the step is the whole task) also may not end
     before the files its task asks to write exist, nor with an answer that only repeats the
-    task's words; each is told once, then fails."""
+    task's words; each is told once, then fails.
+
+    A chat step (`step.transcript`) answers the conversation: it ends when the model answers
+    in text, with every failed call shown to the model, no finish_task and no evidence rules.
+    Before each model turn it takes the messages a person steered in (hooks.incoming). Its
+    outcome's `added` holds what it said and heard; an exception that cuts it short (StopRun,
+    DomainError) carries the same as its `added` attribute, so the caller keeps the transcript
+    whole (docs/ARCHITECTURE.md: no call without its result)."""
     deadline = time.monotonic() + timeout
+    chat = step.transcript is not None
     offered = [name for name in step.tool_names if name != FINISH_TOOL]
-    if FINISH_TOOL in registry.names():
+    if FINISH_TOOL in registry.names() and not chat:
         offered.append(FINISH_TOOL)
     by_wire = {wire_name(name): name for name in offered}
     # The tools the step must use: prose, or finish_task alone, is no evidence it did its work.
     required = [
         name
         for name in (
-            step.must_use if step.must_use is not None else (() if step.direct else step.tool_names)
+            step.must_use
+            if step.must_use is not None
+            else (() if step.direct or chat else step.tool_names)
         )
         if name != FINISH_TOOL
     ]
@@ -150,6 +189,10 @@ def execute_step(
         rounds = int(resume.progress["rounds"])
         pending = [ToolCallRequest(**call) for call in resume.progress["calls"]]
         evidence = dict(resume.progress.get("evidence", {}))
+    elif chat:
+        messages = list(step.transcript or ())
+        thoughts, rounds, pending = [], 0, []
+        evidence = {}
     elif step.direct:
         messages = direct_messages(task=task, context=context)
         thoughts, rounds, pending = [], 0, []
@@ -176,14 +219,25 @@ def execute_step(
     evidence.setdefault("errors", 0)  # failed calls shown to the model to correct
     evidence.setdefault("echoed", False)  # told its answer only repeats the task
     evidence.setdefault("read", [])  # the paths its calls read successfully
+    evidence.setdefault("start", len(messages))  # where the messages it adds begin
+    evidence.setdefault("turns", [])  # [message index, model turn] of its assistant messages
+    evidence.setdefault("steered", [])  # [message index, token] of the messages steered in
     # A direct step is the whole task: the files the task asks to write are its to write.
-    owed = files_to_write(task) if step.direct and workspace is not None else []
+    owed = files_to_write(task) if step.direct and not chat and workspace is not None else []
 
     def missing_files() -> list[str]:
         return [name for name in owed if not (Path(workspace) / name).is_file()]
 
+    def added() -> Added:
+        return Added(
+            messages=messages[evidence["start"] :],
+            turns=[[i - evidence["start"], turn] for i, turn in evidence["turns"]],
+            thoughts=list(thoughts),
+            steered=[[i - evidence["start"], token] for i, token in evidence["steered"]],
+        )
+
     def done(outcome: StepOutcome) -> StepOutcome:
-        return replace(outcome, thinking="\n\n".join(t for t in thoughts if t))
+        return replace(outcome, thinking="\n\n".join(t for t in thoughts if t), added=added())
 
     def timed_out() -> StepOutcome:
         return StepOutcome(
@@ -258,7 +312,7 @@ def execute_step(
         when a direct step's answer only repeats the task's words: told once and asked again;
         the second time the step fails."""
         # Where the task asks for files, they are its result (checked above), not the answer.
-        if not (step.direct and not owed and echoes_task(answer, task)):
+        if chat or not (step.direct and not owed and echoes_task(answer, task)):
             return StepOutcome(
                 status=StepStatus.COMPLETED, output=answer, finished_task=bool(call_id)
             )
@@ -390,86 +444,105 @@ def execute_step(
             return nudge_or_fail("")
         return None
 
-    decided = resume
-    while True:
-        if pending:
-            outcome = make_calls(decided)
-            decided, pending = None, []
-            if outcome is not None:
-                return done(outcome)
-            if time.monotonic() >= deadline:
-                return done(timed_out())
-        if rounds >= max_rounds:
-            return done(
-                StepOutcome(
-                    status=StepStatus.FAILED,
-                    error_code=ErrorCode.MAX_RETRIES_EXCEEDED,
-                    error=f"the step did not finish within {max_rounds} model turns",
-                )
-            )
-        hooks.checkpoint()
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            return done(timed_out())
-        request = LLMRequest(
-            messages=messages,
-            tools=tools_for_request(),
-            timeout=remaining,
-            max_tokens=max_tokens,
-            tool_required=lacks_evidence(),
-            interrupt=hooks.poll,
-            on_token=lambda text: hooks.on_token(text, phase="execution", step_index=step.index),
-            on_reasoning=lambda text: hooks.on_token(
-                text, phase="execution", step_index=step.index, reasoning=True
-            ),
-        )
-        try:
-            response = ask_model(provider, hooks, request)
-        except LLMError as exc:
-            if exc.code == ErrorCode.REQUEST_TIMEOUT and time.monotonic() >= deadline - 0.05:
-                return done(timed_out())
-            raise
-        rounds += 1
-        thoughts.append(response.reasoning.strip())
-        if response.cut_off:
-            cut_offs += 1
-            if cut_offs > 1:
+    def take_turns() -> StepOutcome:
+        nonlocal pending, rounds, cut_offs
+        decided = resume
+        while True:
+            if pending:
+                outcome = make_calls(decided)
+                decided, pending = None, []
+                if outcome is not None:
+                    return done(outcome)
+                if time.monotonic() >= deadline:
+                    return done(timed_out())
+            if rounds >= max_rounds:
                 return done(
                     StepOutcome(
                         status=StepStatus.FAILED,
-                        error_code=ErrorCode.ANSWER_TOO_LONG,
-                        error=f"the model's answer was cut off at its {max_tokens}-token "
-                        "limit twice",
+                        error_code=ErrorCode.MAX_RETRIES_EXCEEDED,
+                        error=f"the step did not finish within {max_rounds} model turns",
                     )
                 )
-            messages.append(cut_off_message(max_tokens))
-            continue
-        if not response.tool_calls:
-            said = response.content.strip()
-            if not lacks_evidence():
-                outcome = answered(said)
-                if outcome is not None:
-                    return done(outcome)
+            hooks.checkpoint()
+            if chat:
+                # The step boundary: what a person sent meanwhile to steer this answer.
+                for token, text in hooks.incoming(turn=rounds):
+                    messages.append({"role": "user", "content": text})
+                    evidence["steered"].append([len(messages) - 1, token])
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return done(timed_out())
+            request = LLMRequest(
+                messages=messages,
+                tools=tools_for_request(),
+                timeout=remaining,
+                max_tokens=max_tokens,
+                tool_required=lacks_evidence(),
+                interrupt=hooks.poll,
+                on_token=lambda text: hooks.on_token(
+                    text, phase="execution", step_index=step.index
+                ),
+                on_reasoning=lambda text: hooks.on_token(
+                    text, phase="execution", step_index=step.index, reasoning=True
+                ),
+            )
+            try:
+                response = ask_model(provider, hooks, request)
+            except LLMError as exc:
+                if exc.code == ErrorCode.REQUEST_TIMEOUT and time.monotonic() >= deadline - 0.05:
+                    return done(timed_out())
+                raise
+            rounds += 1
+            thoughts.append(response.reasoning.strip())
+            if response.cut_off:
+                cut_offs += 1
+                if cut_offs > 1:
+                    return done(
+                        StepOutcome(
+                            status=StepStatus.FAILED,
+                            error_code=ErrorCode.ANSWER_TOO_LONG,
+                            error=f"the model's answer was cut off at its {max_tokens}-token "
+                            "limit twice",
+                        )
+                    )
+                messages.append(cut_off_message(max_tokens))
                 continue
-            refused = nudge_or_fail(said)
-            if refused is not None:
-                return done(refused)
-            continue
-        messages.append(
-            {
-                "role": "assistant",
-                "content": response.content or None,
-                "tool_calls": [
-                    {
-                        "id": call.id,
-                        "type": "function",
-                        "function": {"name": call.name, "arguments": json.dumps(call.arguments)},
-                    }
-                    for call in response.tool_calls
-                ],
-            }
-        )
-        pending = list(response.tool_calls)
+            if not response.tool_calls:
+                said = response.content.strip()
+                if not lacks_evidence():
+                    outcome = answered(said)
+                    if outcome is not None:
+                        return done(outcome)
+                    continue
+                refused = nudge_or_fail(said)
+                if refused is not None:
+                    return done(refused)
+                continue
+            messages.append(
+                {
+                    "role": "assistant",
+                    "content": response.content or None,
+                    "tool_calls": [
+                        {
+                            "id": call.id,
+                            "type": "function",
+                            "function": {
+                                "name": call.name,
+                                "arguments": json.dumps(call.arguments),
+                            },
+                        }
+                        for call in response.tool_calls
+                    ],
+                }
+            )
+            evidence["turns"].append([len(messages) - 1, rounds - 1])
+            pending = list(response.tool_calls)
+
+    try:
+        return take_turns()
+    except (StopRun, DomainError) as exc:
+        exc.added = added()  # type: ignore[attr-defined]
+        raise
 
 
 def _guided(

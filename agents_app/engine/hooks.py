@@ -30,6 +30,10 @@ class EngineHooks(Protocol):
     def on_llm_usage(self, usage: Usage, model: str) -> None:
         """Record an LLM call's tokens; raise DomainError(BUDGET_EXCEEDED) past the budget."""
 
+    def incoming(self, *, turn: int) -> list[tuple[Any, str]]:
+        """A chat answer's step boundary before model turn `turn`: the messages a person sent
+        to steer it since the last call, as (token, text); each is delivered exactly once."""
+
     def on_llm_retry(self, notice: RetryNotice) -> None:
         """A model call failed and will be tried again after `notice.delay` seconds."""
 

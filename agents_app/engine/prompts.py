@@ -90,6 +90,18 @@ def direct_messages(*, task: str, context: dict[str, Any]) -> list[dict[str, Any
     ]
 
 
+def chat_system(instructions: str = "") -> dict[str, Any]:
+    """A conversation's system message: the person's standing instructions follow it."""
+    content = (
+        "AGENTDESK:CHAT\nYou are a helpful assistant in a conversation. Use the tools when "
+        "they help; file paths are relative to the conversation's workspace. Answer in "
+        "Markdown."
+    )
+    if instructions.strip():
+        content += f"\n\nThe person's standing instructions:\n{instructions.strip()}"
+    return {"role": "system", "content": content}
+
+
 def evidence_nudge(tools: list[str], *, missing: list[str] = ()) -> dict[str, Any]:
     """Said once to a step that answered without using the tools it must use, or without
     writing the files its task asks for."""

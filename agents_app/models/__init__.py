@@ -19,6 +19,12 @@ from agents_app.models.audit import (
 )
 from agents_app.models.connections import ConnectionStatus, LLMConnection
 from agents_app.models.control import KillSwitch
+from agents_app.models.conversations import (
+    Conversation,
+    ConversationEntry,
+    DoubleTexting,
+    EntryKind,
+)
 from agents_app.models.keys import API_KEY_PREFIX, ApiKey
 from agents_app.models.runs import (
     ACTIVE_STATUSES,
@@ -29,6 +35,7 @@ from agents_app.models.runs import (
     Plan,
     Run,
     RunEvent,
+    RunKind,
     RunStatus,
     Step,
     StepStatus,
@@ -68,6 +75,11 @@ __all__ = [
     "AuditInterface",
     "AuditLogIsAppendOnly",
     "ConnectionStatus",
+    "Conversation",
+    "ConversationEntry",
+    "DoubleTexting",
+    "EntryKind",
+    "RunKind",
     "LLMConnection",
     "DeliveryStatus",
     "KillSwitch",

@@ -94,10 +94,26 @@ RUN_TRANSITIONS: dict[str, frozenset[str]] = {
 }
 
 
+class RunKind(models.TextChoices):
+    """What a run is for; every kind runs on the one engine (docs/ARCHITECTURE.md)."""
+
+    TASK = "task"  # plan, execute, verify, replan
+    CHAT = "chat"  # one answer in a conversation: the transcript is its input
+
+
 class Run(models.Model):
     """One execution attempt of a Task. Its rows are the run's whole state: no worker keeps any."""
 
     task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="runs")
+    kind = models.CharField(max_length=10, choices=RunKind.choices, default=RunKind.TASK)
+    # A chat answer: the conversation whose transcript it reads and appends to.
+    conversation = models.ForeignKey(
+        "agents_app.Conversation",
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="runs",
+    )
     # Denormalised from task.owner so every scoped read is one indexed filter.
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="runs"

@@ -49,10 +49,18 @@ class FileListing:
         return sum(f.size for f in self.files)
 
 
+def workspace_name(run: Run) -> str:
+    """A run's directory under WORKSPACE_ROOT: a chat answer shares its conversation's, so the
+    files of one answer are there for the next."""
+    if run.conversation_id:
+        return f"conversation-{run.conversation_id}"
+    return f"run-{run.pk}"
+
+
 def workspace_dir(run: Run) -> Path:
     """Where the run's tools read and write (`lifecycle.workspace_for`), not created here: a
     run that never wrote a file has no directory and no files."""
-    return Path(settings.WORKSPACE_ROOT) / f"run-{run.pk}"
+    return Path(settings.WORKSPACE_ROOT) / workspace_name(run)
 
 
 def _root(run: Run) -> Path | None:

@@ -2,6 +2,7 @@
 the run (closing its steps, its result event, the `run.finished` webhook) and its
 workspace directory."""
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,9 +21,15 @@ from agents_app.models import (
     ToolCall,
     ToolCallStatus,
 )
+from agents_app.runs.files import workspace_name
 from agents_app.runs.presenters import agent_result, finished_payload
 from agents_app.runs.writer import RunWriter
 from agents_app.webhooks.services import RUN_FINISHED, webhooks_notify
+
+# Called by `finish` with the run's writer, inside its transaction, after the run ended: how a
+# package above this one (conversations: answer the next message) follows up on a run's end
+# without this layer importing it. Registered once, in AgentsAppConfig.ready.
+FINISH_HOOKS: list[Callable[[RunWriter], None]] = []
 
 
 def run_enqueue(*, run_id: int) -> None:
@@ -68,9 +75,11 @@ def finish(
         w.event(EventType.ERROR, {"code": code, "message": message, "details": details or {}})
     w.event(EventType.RESULT, agent_result(run))
     webhooks_notify(user_id=run.owner_id, event_type=RUN_FINISHED, payload=finished_payload(run))
+    for hook in FINISH_HOOKS:
+        hook(w)
 
 
-def workspace_for(run_id: int) -> Path:
-    path = Path(settings.WORKSPACE_ROOT) / f"run-{run_id}"
+def workspace_for(run: Any) -> Path:
+    path = Path(settings.WORKSPACE_ROOT) / workspace_name(run)
     path.mkdir(parents=True, exist_ok=True)
     return path

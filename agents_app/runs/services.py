@@ -21,6 +21,7 @@ from agents_app.core.events import EventType
 from agents_app.core.inputs import STORED_INT_MAX, json_problem, text_problem
 from agents_app.models import (
     Run,
+    RunKind,
     RunStatus,
     Task,
     TimeoutStrategy,
@@ -156,9 +157,10 @@ def task_submit(
 
 
 @transaction.atomic
-def run_create(*, task: Task) -> Run:
+def run_create(*, task: Task, kind: str = RunKind.TASK, conversation: Any = None) -> Run:
     """A new queued Run of `task` with the task's budgets (or the defaults) and its first
-    event. The caller enqueues it (run_enqueue) once it should start."""
+    event. The caller enqueues it (run_enqueue) once it should start. A chat answer (`kind`
+    chat) names its `conversation`."""
     # The task row is locked so two restarts at once cannot both take the same attempt number.
     Task.objects.select_for_update().filter(pk=task.pk).first()
     # The task's connection while it is enabled, else the default of the moment (which the
@@ -174,6 +176,8 @@ def run_create(*, task: Task) -> Run:
         max_tool_calls=task.max_tool_calls or settings.RUN_MAX_TOOL_CALLS,
         connection=connection,
         llm_model=connection.model if connection is not None else "",
+        kind=kind,
+        conversation=conversation,
     )
     with locked_run(run.pk) as w:
         w.event(EventType.RUN_QUEUED, {"task": task.text, "attempt": run.attempt})

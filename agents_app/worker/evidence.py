@@ -36,7 +36,7 @@ def call_records(run: Run, steps: list[Step]) -> list[CallRecord]:
 def evidence_problem(run: Run, *, verifier: str = "") -> DomainError | None:
     """Why a run judged complete may not succeed, or None: every file its task asks to write
     must be in its workspace. `verifier` (the model's reasoning) goes into the details."""
-    workspace = workspace_for(run.pk)
+    workspace = workspace_for(run)
     missing = [name for name in files_to_write(run.task.text) if not (workspace / name).is_file()]
     if not missing:
         return None

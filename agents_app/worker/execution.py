@@ -15,6 +15,7 @@ from django.db import DatabaseError, close_old_connections
 from django.utils import timezone
 
 from agents_app.approvals.parking import park_on_call, park_on_plan
+from agents_app.conversations.transcript import append_answer, append_cut, chat_messages
 from agents_app.core.audit import arguments_sha256
 from agents_app.core.errors import DomainError, ErrorCode
 from agents_app.core.events import EventType
@@ -38,6 +39,7 @@ from agents_app.models import (
     KillSwitch,
     Plan,
     Run,
+    RunKind,
     RunStatus,
     Step,
     StepStatus,
@@ -128,12 +130,14 @@ class RunExecutor:
             if stop.code == ErrorCode.LEASE_LOST:
                 raise LeaseLost(str(stop)) from None
             with self.lock() as w:
+                self.keep_cut(w, stop, str(stop) if stop.code != ErrorCode.CANCELLED else "")
                 if stop.code == ErrorCode.CANCELLED:
                     finish(w, RunStatus.CANCELLED, ErrorCode.CANCELLED, "Cancelled by request")
                 else:
                     finish(w, RunStatus.FAILED, stop.code, str(stop))
         except DomainError as exc:
             with self.lock() as w:
+                self.keep_cut(w, exc, f"{exc.code}: {exc.message}")
                 finish(w, RunStatus.FAILED, exc.code, exc.message, exc.details)
         except (LeaseLost, DatabaseError):
             raise  # the next delivery continues from the rows
@@ -144,6 +148,12 @@ class RunExecutor:
                     w, RunStatus.FAILED, ErrorCode.INTERNAL_ERROR, f"{type(exc).__name__}: {exc}"
                 )
         return not self.parked
+
+    def keep_cut(self, w: Any, exc: Exception, reason: str) -> None:
+        """A chat answer cut short: what it said and heard joins the transcript, each call
+        without a result closed with `reason`, before the run's end answers what waits."""
+        if w.run.kind == RunKind.CHAT and hasattr(exc, "added"):
+            append_cut(w.run, exc.added, reason or "Stopped before this call returned.")
 
     # --- the performers, one per ActionKind -------------------------------------------------
 
@@ -217,7 +227,7 @@ class RunExecutor:
         hooks = DatabaseHooks(run, self.lease)
         # The fast path (engine/fast.py) plans without the model, on the first plan only: a
         # replan after a direct attempt asks the planner, with that attempt as history.
-        fast = previous is None and takes_fast_path(
+        fast = run.kind == RunKind.CHAT or previous is None and takes_fast_path(
             text=run.task.text,
             option=run.task.fast_path,
             max_chars=settings.AGENT_FAST_PATH_MAX_CHARS,
@@ -302,7 +312,8 @@ class RunExecutor:
                     "resumed_after_approval": resume is not None,
                 },
             )
-        workspace = workspace_for(run.pk)
+        workspace = workspace_for(run)
+        chat = run.kind == RunKind.CHAT
         hooks = DatabaseHooks(
             run,
             self.lease,
@@ -332,6 +343,7 @@ class RunExecutor:
                     tool_names=list(step.tool_names),
                     earlier=earlier,
                     direct=direct,
+                    transcript=chat_messages(run) if chat else None,
                 ),
                 workspace=workspace,
                 run_id=run.pk,
@@ -339,7 +351,9 @@ class RunExecutor:
                 max_rounds=settings.AGENT_MAX_TOOL_ROUNDS,
                 resume=resume,
                 max_tokens=settings.LLM_MAX_TOKENS_STEP,
-                error_retries=settings.AGENT_TOOL_ERROR_RETRIES,
+                error_retries=(
+                    settings.CHAT_TOOL_ERROR_RETRIES if chat else settings.AGENT_TOOL_ERROR_RETRIES
+                ),
             )
         except AwaitApproval as wait:
             with self.lock() as w:
@@ -356,6 +370,10 @@ class RunExecutor:
             step.thinking = outcome.thinking
             step.finished_at = timezone.now()
             step.save(update_fields=["status", "output", "error", "thinking", "finished_at"])
+            if chat and outcome.status == StepStatus.COMPLETED:
+                append_answer(w.run, outcome.added, outcome.output)
+            elif chat:
+                append_cut(w.run, outcome.added, step.error)
             if outcome.status == StepStatus.COMPLETED:
                 w.event(
                     EventType.STEP_COMPLETED,
@@ -409,7 +427,8 @@ class RunExecutor:
         return Resume(step.progress, decision, arguments, handle, note)
 
     def verify(self, run: Run, steps: list[Step], *, fast: bool = False) -> None:
-        can_replan = run.replans < settings.AGENT_MAX_REPLANS
+        # A chat answer is not replanned: the person reads the error and writes again.
+        can_replan = run.replans < settings.AGENT_MAX_REPLANS and run.kind != RunKind.CHAT
         # A fast-path plan's verdict is derived from its one step, not asked; it ends at the
         # same success point, replan or failure below as the verifier's.
         derived = fast_verdict(steps[0], can_replan=can_replan) if fast else None
@@ -436,7 +455,9 @@ class RunExecutor:
             )
             # The one place a run may succeed: the evidence is checked here, whoever judged.
             problem = (
-                evidence_problem(run, verifier=verdict.reasoning) if verdict.task_complete else None
+                evidence_problem(run, verifier=verdict.reasoning)
+                if verdict.task_complete and run.kind != RunKind.CHAT
+                else None
             )
             if problem is not None:
                 finish(w, RunStatus.FAILED, problem.code, problem.message, problem.details)

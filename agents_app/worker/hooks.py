@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
+from django.db.models import Q
 from django.utils import timezone
 
 from agents_app.approvals.policy import Ask, approval_policy
@@ -15,7 +16,16 @@ from agents_app.core.errors import DomainError, ErrorCode
 from agents_app.core.events import EventType, publish, run_group
 from agents_app.engine.hooks import StopRun
 from agents_app.engine.llm import RetryNotice, Usage
-from agents_app.models import AuditInterface, Run, Step, ToolCall, ToolCallStatus
+from agents_app.models import (
+    AuditInterface,
+    ConversationEntry,
+    DoubleTexting,
+    EntryKind,
+    Run,
+    Step,
+    ToolCall,
+    ToolCallStatus,
+)
 from agents_app.runs.lease import Lease
 from agents_app.runs.writer import locked_run
 from tools_app.registry import ToolResult, ToolSpec
@@ -50,6 +60,9 @@ class DatabaseHooks:
     ):
         self.run_id = run.pk
         self.owner_id = run.owner_id
+        self.conversation_id = run.conversation_id
+        # The steered messages this attempt delivered (a new attempt delivers them again).
+        self._delivered: set[int] = set()
         self.lease = lease
         self.step = step
         self.specs = specs or {}
@@ -116,6 +129,35 @@ class DatabaseHooks:
                 f"The run used {run.total_tokens} LLM tokens; its budget is {run.max_tokens}",
                 {"budget": "tokens", "used": run.total_tokens, "limit": run.max_tokens},
             )
+
+    def incoming(self, *, turn: int) -> list[tuple[Any, str]]:
+        if not self.conversation_id:
+            return []
+        with locked_run(self.run_id, self.lease.token) as w:
+            waiting = (
+                ConversationEntry.objects.select_for_update()
+                .filter(
+                    Q(run__isnull=True) | Q(run_id=self.run_id),
+                    conversation_id=self.conversation_id,
+                    kind=EntryKind.USER,
+                    mode=DoubleTexting.STEER,
+                    seq__isnull=True,
+                )
+                .exclude(pk__in=self._delivered)
+                .exclude(data__has_key="held")
+                .order_by("id")
+            )
+            delivered = []
+            for entry in waiting:
+                entry.run_id, entry.delivered_at_turn = self.run_id, turn
+                entry.save(update_fields=["run", "delivered_at_turn"])
+                self._delivered.add(entry.pk)
+                w.event(
+                    EventType.MESSAGE_STEERED,
+                    {"entry_id": entry.pk, "turn": turn, "text": entry.text},
+                )
+                delivered.append((entry.pk, entry.text))
+        return delivered
 
     def on_llm_retry(self, notice: RetryNotice) -> None:
         self.flush_tokens()

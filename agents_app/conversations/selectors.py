@@ -1,0 +1,67 @@
+"""Reads of conversations, always scoped to their owner."""
+
+from typing import Any
+
+from django.db.models import QuerySet
+
+from agents_app.core.errors import DomainError, ErrorCode
+from agents_app.models import (
+    TERMINAL_STATUSES,
+    Conversation,
+    ConversationEntry,
+    Run,
+)
+
+
+def conversations_for(user: Any) -> QuerySet[Conversation]:
+    return Conversation.objects.filter(owner=user).select_related("connection")
+
+
+def conversation_get(*, user: Any, conversation_id: int) -> Conversation:
+    """The user's conversation, or DomainError NOT_FOUND (also for another user's)."""
+    conversation = conversations_for(user).filter(pk=conversation_id).first()
+    if conversation is None:
+        raise DomainError(
+            ErrorCode.NOT_FOUND,
+            f"Conversation {conversation_id} not found",
+            {"conversation_id": conversation_id},
+        )
+    return conversation
+
+
+def answer_running(conversation: Conversation) -> Run | None:
+    """The answer not yet ended (at most one: a new one starts only when it ends)."""
+    return (
+        Run.objects.filter(conversation=conversation)
+        .exclude(status__in=TERMINAL_STATUSES)
+        .order_by("-id")
+        .first()
+    )
+
+
+def entries_after(
+    conversation: Conversation, *, after: int = 0, limit: int = 500
+) -> list[ConversationEntry]:
+    """Transcript rows with seq > `after`, in order."""
+    return list(
+        ConversationEntry.objects.filter(conversation=conversation, seq__gt=after).order_by("seq")[
+            :limit
+        ]
+    )
+
+
+def transcript(conversation: Conversation) -> list[ConversationEntry]:
+    return list(
+        ConversationEntry.objects.filter(conversation=conversation, seq__isnull=False).order_by(
+            "seq"
+        )
+    )
+
+
+def waiting_messages(conversation: Conversation) -> list[ConversationEntry]:
+    """The person's messages not yet in the transcript (queued or being steered in)."""
+    return list(
+        ConversationEntry.objects.filter(
+            conversation=conversation, kind="user", seq__isnull=True
+        ).order_by("id")
+    )

@@ -1,0 +1,299 @@
+"""State changes of conversations asked for by people (REST, MCP, pages), and what follows the
+end of an answer. Each is one transaction with its AuditEvent.
+
+Locks: a person's act locks the conversation row alone; an answer's end (runs.lifecycle.finish
+→ answer_next) holds its run's row and then takes the conversation's. Nothing takes them the
+other way round, so the two cannot deadlock: an interrupt or a stop asks the running answer to
+cancel only after its own transaction committed.
+"""
+
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from agents_app.connections.services import connection_for_task
+from agents_app.conversations.selectors import answer_running, conversation_get
+from agents_app.conversations.transcript import announce, place
+from agents_app.core.audit import (
+    CONVERSATION_CREATE,
+    CONVERSATION_MESSAGE,
+    CONVERSATION_STOP,
+    audit_record,
+)
+from agents_app.core.errors import DomainError, ErrorCode
+from agents_app.core.inputs import text_problem
+from agents_app.models import (
+    Conversation,
+    ConversationEntry,
+    DoubleTexting,
+    EntryKind,
+    Run,
+    RunKind,
+    Task,
+)
+from agents_app.runs.control import refuse_while_halted
+from agents_app.runs.lifecycle import run_enqueue
+from agents_app.runs.services import run_cancel, run_create
+from agents_app.runs.writer import RunWriter
+
+TITLE_CHARS = 200
+MESSAGE_MAX_CHARS = 100_000
+INSTRUCTIONS_MAX_CHARS = 20_000
+
+
+def _text(value: Any, field: str, *, max_chars: int, required: bool) -> str:
+    if value is None and not required:
+        return ""
+    if not isinstance(value, str) or (required and not value.strip()):
+        raise DomainError(
+            ErrorCode.VALIDATION_ERROR,
+            f"{field} must be {'a non-empty' if required else 'a'} string",
+            {"field": field},
+        )
+    if problem := text_problem(value):
+        raise DomainError(ErrorCode.VALIDATION_ERROR, f"{field} {problem}", {"field": field})
+    if len(value) > max_chars:
+        raise DomainError(
+            ErrorCode.VALIDATION_ERROR,
+            f"{field} is {len(value)} characters; at most {max_chars} are allowed",
+            {"field": field, "length": len(value), "max_length": max_chars},
+        )
+    return value
+
+
+def _mode(value: Any, field: str = "double_texting") -> str:
+    if value not in DoubleTexting.values:
+        raise DomainError(
+            ErrorCode.VALIDATION_ERROR,
+            f"Unknown {field} {value!r}",
+            {"field": field, "allowed": DoubleTexting.values},
+        )
+    return value
+
+
+@transaction.atomic
+def conversation_create(
+    *,
+    owner: Any,
+    interface: str,
+    title: str | None = None,
+    connection: int | str | None = None,
+    double_texting: str = DoubleTexting.ENQUEUE,
+    instructions: str | None = None,
+) -> Conversation:
+    """A new, empty conversation. `connection` is the id or name of an enabled LLM connection
+    (None: the default). Raises DomainError VALIDATION_ERROR for bad input, LLM_NOT_CONFIGURED
+    without a usable LLM."""
+    title = _text(title, "title", max_chars=TITLE_CHARS, required=False)
+    instructions = _text(
+        instructions, "instructions", max_chars=INSTRUCTIONS_MAX_CHARS, required=False
+    )
+    chosen = connection_for_task(connection)
+    conversation = Conversation.objects.create(
+        owner=owner,
+        title=title.strip(),
+        # The default connection is not pinned: the conversation follows it when staff change it.
+        connection=chosen if connection not in (None, "") else None,
+        double_texting=_mode(double_texting),
+        instructions=instructions,
+    )
+    audit_record(
+        action=CONVERSATION_CREATE,
+        interface=interface,
+        actor=owner,
+        target=str(conversation.pk),
+        details={"connection_id": chosen.pk, "double_texting": conversation.double_texting},
+    )
+    return conversation
+
+
+@transaction.atomic
+def conversation_update(*, conversation: Conversation, **changes: Any) -> Conversation:
+    """Change title, connection, double_texting, instructions or is_open (the keys given)."""
+    allowed = {"title", "connection", "double_texting", "instructions", "is_open"}
+    unknown = set(changes) - allowed
+    if unknown:
+        raise DomainError(
+            ErrorCode.VALIDATION_ERROR,
+            f"Unknown field(s): {', '.join(sorted(unknown))}",
+            {"fields": sorted(unknown), "allowed": sorted(allowed)},
+        )
+    fields = ["updated_at"]
+    if "title" in changes:
+        conversation.title = _text(
+            changes["title"], "title", max_chars=TITLE_CHARS, required=False
+        ).strip()
+        fields.append("title")
+    if "instructions" in changes:
+        conversation.instructions = _text(
+            changes["instructions"],
+            "instructions",
+            max_chars=INSTRUCTIONS_MAX_CHARS,
+            required=False,
+        )
+        fields.append("instructions")
+    if "double_texting" in changes:
+        conversation.double_texting = _mode(changes["double_texting"])
+        fields.append("double_texting")
+    if "connection" in changes:
+        value = changes["connection"]
+        conversation.connection = None if value in (None, "") else connection_for_task(value)
+        fields.append("connection")
+    if "is_open" in changes:
+        if not isinstance(changes["is_open"], bool):
+            raise DomainError(
+                ErrorCode.VALIDATION_ERROR, "is_open must be true or false", {"field": "is_open"}
+            )
+        conversation.is_open = changes["is_open"]
+        fields.append("is_open")
+    conversation.updated_at = timezone.now()
+    conversation.save(update_fields=fields)
+    return conversation
+
+
+def message_post(
+    *,
+    conversation: Conversation,
+    actor: Any,
+    interface: str,
+    text: Any,
+    mode: str | None = None,
+) -> tuple[ConversationEntry, Run | None]:
+    """A person's message. With no answer running it is answered now; otherwise `mode` (the
+    conversation's double_texting when None) decides: enqueue waits for the answer to end,
+    reject raises CONFLICT (nothing stored), interrupt waits and stops the running answer at
+    its next checkpoint, steer is delivered into the running answer at its next step boundary
+    (answered next if that answer ends first). Returns the stored row and the run that answers
+    it now (None while it waits). Raises VALIDATION_ERROR, CONFLICT, SERVICE_UNAVAILABLE (the
+    kill switch), LLM_NOT_CONFIGURED."""
+    text = _text(text, "text", max_chars=MESSAGE_MAX_CHARS, required=True)
+    mode = _mode(conversation.double_texting if mode in (None, "") else mode, "mode")
+    refuse_while_halted()
+    with transaction.atomic():
+        locked = Conversation.objects.select_for_update().get(pk=conversation.pk)
+        running = answer_running(locked)
+        if running is not None and mode == DoubleTexting.REJECT:
+            raise DomainError(
+                ErrorCode.CONFLICT,
+                f"An answer is still running in conversation {locked.pk}; wait for it, stop "
+                "it, or send with another mode",
+                {"conversation_id": locked.pk, "run_id": running.pk, "mode": mode},
+            )
+        entry = ConversationEntry.objects.create(
+            conversation=locked, kind=EntryKind.USER, text=text, mode=mode
+        )
+        started = None
+        if running is None:
+            # The oldest waiting message first (this one, unless others wait before it).
+            first = next(iter(_waiting(locked)), entry)
+            started = _answer(locked, first)
+            if first.pk != entry.pk:
+                started = None
+        else:
+            announce(locked.pk)
+        locked.updated_at = timezone.now()
+        if not locked.title:
+            locked.title = " ".join(text.split())[:60]
+        locked.save(update_fields=["updated_at", "title"])
+        outcome = "answered" if started else ("steered" if mode == "steer" else "queued")
+        audit_record(
+            action=CONVERSATION_MESSAGE,
+            interface=interface,
+            actor=actor,
+            run=started or running,
+            target=str(locked.pk),
+            details={"entry_id": entry.pk, "mode": mode, "outcome": outcome},
+        )
+    if running is not None and started is None and mode == DoubleTexting.INTERRUPT:
+        _cancel(running, actor=actor, interface=interface)
+    return entry, started
+
+
+def conversation_stop(*, conversation: Conversation, actor: Any, interface: str) -> Run | None:
+    """Stop the running answer (at its next checkpoint) and hold the messages waiting after
+    it: they stay in the transcript, unanswered. Returns the answer stopped, or None."""
+    with transaction.atomic():
+        locked = Conversation.objects.select_for_update().get(pk=conversation.pk)
+        running = answer_running(locked)
+        held = _waiting(locked)
+        for entry in held:
+            entry.data = {**entry.data, "held": "stopped before it was answered"}
+            entry.save(update_fields=["data"])
+        if running is None:
+            # Nothing will end to place them: they join the transcript now.
+            place(held, locked.pk)
+        audit_record(
+            action=CONVERSATION_STOP,
+            interface=interface,
+            actor=actor,
+            run=running,
+            target=str(locked.pk),
+            details={"held": [e.pk for e in held]},
+        )
+    if running is not None:
+        _cancel(running, actor=actor, interface=interface)
+    return running
+
+
+def answer_next(w: RunWriter) -> None:
+    """FINISH_HOOKS: after a chat answer ended, in its transaction: the messages held by a
+    stop join the transcript unanswered, and the oldest message waiting is answered."""
+    run = w.run
+    if run.kind != RunKind.CHAT or run.conversation_id is None:
+        return
+    conversation = Conversation.objects.select_for_update().get(pk=run.conversation_id)
+    waiting = _waiting(conversation, ended=run.pk)
+    held = [e for e in waiting if e.data.get("held")]
+    place(held, conversation.pk)
+    rest = [e for e in waiting if not e.data.get("held")]
+    if rest:
+        _answer(conversation, rest[0])
+    else:
+        announce(conversation.pk)
+
+
+def _waiting(conversation: Conversation, *, ended: int | None = None) -> list[ConversationEntry]:
+    """The person's messages not yet in the transcript, oldest first: queued, or steered into
+    an answer that ended (`ended`: the one ending now) before it placed them."""
+    rows = ConversationEntry.objects.filter(
+        conversation=conversation, kind=EntryKind.USER, seq__isnull=True
+    ).select_related("run")
+    return [
+        e for e in rows.order_by("id") if e.run is None or e.run_id == ended or e.run.is_terminal
+    ]
+
+
+def _answer(conversation: Conversation, entry: ConversationEntry) -> Run:
+    """Start the answer to `entry`: it takes its place in the transcript and a chat run of its
+    own (a Task holding the message, so budgets, restarts and audit work as for any run)."""
+    task = Task.objects.create(
+        owner=conversation.owner,
+        text=entry.text,
+        context={"conversation_id": conversation.pk},
+        fast_path=True,
+        connection=conversation.connection,
+    )
+    run = run_create(task=task, kind=RunKind.CHAT, conversation=conversation)
+    entry.run = run
+    place([entry], conversation.pk)
+    run_enqueue(run_id=run.pk)
+    return run
+
+
+def _cancel(run: Run, *, actor: Any, interface: str) -> None:
+    try:
+        run_cancel(run=run, actor=actor, interface=interface)
+    except DomainError as exc:
+        if exc.code != ErrorCode.CONFLICT:  # it ended meanwhile: its end answered what waits
+            raise
+
+
+__all__ = [
+    "answer_next",
+    "conversation_create",
+    "conversation_get",
+    "conversation_stop",
+    "conversation_update",
+    "message_post",
+]
