@@ -15,7 +15,8 @@ from django.db import DatabaseError, close_old_connections
 from django.utils import timezone
 
 from agents_app.approvals.parking import park_on_call, park_on_plan
-from agents_app.conversations.transcript import append_answer, append_cut, chat_messages
+from agents_app.conversations.condense import chat_context
+from agents_app.conversations.transcript import append_answer, append_cut
 from agents_app.core.audit import arguments_sha256
 from agents_app.core.errors import DomainError, ErrorCode
 from agents_app.core.events import EventType
@@ -343,7 +344,7 @@ class RunExecutor:
                     tool_names=list(step.tool_names),
                     earlier=earlier,
                     direct=direct,
-                    transcript=chat_messages(run) if chat else None,
+                    transcript=chat_context(run, self.provider, hooks) if chat else None,
                 ),
                 workspace=workspace,
                 run_id=run.pk,
