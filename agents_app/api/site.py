@@ -18,6 +18,7 @@ from ninja.parser import Parser
 from agents_app.api.approvals import router as approvals_router
 from agents_app.api.auth import ApiKeyAuth, SessionAuth
 from agents_app.api.connections import router as connections_router
+from agents_app.api.conversations import router as conversations_router
 from agents_app.api.errors import error_response
 from agents_app.api.files import router as files_router
 from agents_app.api.runs import router as agents_router
@@ -128,6 +129,7 @@ api.add_router("/v1", tools_router)
 api.add_router("/v1", webhooks_router)
 api.add_router("/v1", approvals_router)
 api.add_router("/v1", connections_router)
+api.add_router("/v1", conversations_router)
 
 
 @api.exception_handler(DomainError)

@@ -65,3 +65,24 @@ def waiting_messages(conversation: Conversation) -> list[ConversationEntry]:
             conversation=conversation, kind="user", seq__isnull=True
         ).order_by("id")
     )
+
+
+def conversation_states(
+    conversations: list[Conversation],
+) -> dict[int, tuple[Run | None, list[ConversationEntry]]]:
+    """For a page of conversations, in two queries: each one's running answer and waiting
+    messages (what answer_running and waiting_messages give for one)."""
+    ids = [c.pk for c in conversations]
+    running: dict[int, Run] = {}
+    for run in (
+        Run.objects.filter(conversation_id__in=ids)
+        .exclude(status__in=TERMINAL_STATUSES)
+        .order_by("id")
+    ):
+        running[run.conversation_id] = run  # the newest wins, as in answer_running
+    waiting: dict[int, list[ConversationEntry]] = {pk: [] for pk in ids}
+    for entry in ConversationEntry.objects.filter(
+        conversation_id__in=ids, kind="user", seq__isnull=True
+    ).order_by("id"):
+        waiting[entry.conversation_id].append(entry)
+    return {pk: (running.get(pk), waiting[pk]) for pk in ids}
