@@ -11,7 +11,8 @@ Stateless and JSON-only: a request carries everything it needs (no Mcp-Session-I
 stream to resume), so any daphne process behind a load balancer can answer any request.
 
 This module holds the server and how a tool reaches Django (`tool`, `caller`, `in_django`,
-the error mapping); `mcp_tools` the tools; `mcp_http` the endpoint in front of Django.
+the error mapping); `mcp_tools` the run, approval and tool tools; `mcp_conversations` the
+conversation tools; `mcp_http` the endpoint in front of Django.
 """
 
 import inspect
@@ -105,7 +106,9 @@ server = AgentDeskMCP(
     version="1",
     instructions=(
         "Hand tasks to AgentDesk's agents and follow their runs. submit_task queues a run; "
-        "poll get_run until its status is succeeded, failed or cancelled, then read `result`."
+        "poll get_run until its status is succeeded, failed or cancelled, then read `result`. "
+        "Or converse: create_conversation, send_message, then read_conversation after the last "
+        "seq you hold until its running_answer is null."
     ),
 )
 

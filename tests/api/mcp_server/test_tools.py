@@ -19,6 +19,11 @@ AGENTDESK_TOOLS = {
     "list_approvals",
     "decide_approval",
     "list_tools",
+    "list_conversations",
+    "create_conversation",
+    "send_message",
+    "read_conversation",
+    "stop_conversation",
 }
 
 
