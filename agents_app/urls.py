@@ -1,7 +1,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from agents_app.web import api_keys, approvals, files, views
+from agents_app.web import api_keys, approvals, chat, files, views
 from agents_app.web.dashboard import dashboard
 from tools_app.views import tool_list
 
@@ -25,6 +25,15 @@ urlpatterns = [
         files.run_files_download_all,
         name="run_files_download_all",
     ),
+    path("chat/", chat.chat_page, name="chat_home"),
+    path("chat/new/", chat.chat_new, name="chat_new"),
+    path("chat/<int:conversation_id>/", chat.chat_page, name="chat"),
+    path("chat/<int:conversation_id>/entries", chat.chat_entries, name="chat_entries"),
+    path("chat/<int:conversation_id>/send/", chat.chat_send, name="chat_send"),
+    path("chat/<int:conversation_id>/stop/", chat.chat_stop, name="chat_stop"),
+    path("chat/<int:conversation_id>/settings/", chat.chat_settings, name="chat_settings"),
+    path("chat/<int:conversation_id>/close/", chat.chat_close, name="chat_close"),
+    path("chat/<int:conversation_id>/reopen/", chat.chat_reopen, name="chat_reopen"),
     path("tools/", tool_list, name="tool_list"),
     path("approvals/", approvals.approval_list, name="approval_list"),
     path("approvals/bulk/", approvals.approvals_bulk, name="approvals_bulk"),
