@@ -306,6 +306,12 @@ AGENT_TOOL_ERROR_RETRIES = env_int(
 )
 # A chat answer shows this many failed tool calls to the model before one ends the answer.
 CHAT_TOOL_ERROR_RETRIES = env_int("CHAT_TOOL_ERROR_RETRIES", 3, minimum=0)
+# A contract agent's attempt, unless the agent says otherwise: tool cycles (each judged
+# against the contract), LLM tokens and seconds. Its log files go to AGENT_LOG_DIR.
+CONTRACT_MAX_TURNS = env_int("CONTRACT_MAX_TURNS", 20, minimum=1)
+CONTRACT_MAX_TOKENS = env_int("CONTRACT_MAX_TOKENS", 200_000, minimum=1)
+CONTRACT_MAX_SECONDS = env_int("CONTRACT_MAX_SECONDS", 1800, minimum=1)
+AGENT_LOG_DIR = BASE_DIR / env_str("AGENT_LOG_DIR", str(VAR_DIR / "agent-logs"))
 # With at least this many tools, the model first names the capabilities a task needs and the
 # planner sees only matching tools (seed 000's task analysis).
 AGENT_ANALYSIS_MIN_TOOLS = env_int("AGENT_ANALYSIS_MIN_TOOLS", 10, minimum=1)

@@ -11,9 +11,10 @@ from typing import Any
 from django.db.models import F
 
 from agents_app.core.events import publish
+from agents_app.engine.contract import contract_system
 from agents_app.engine.executor import Added
 from agents_app.engine.prompts import chat_system
-from agents_app.models import Conversation, ConversationEntry, EntryKind, Run
+from agents_app.models import Conversation, ConversationEntry, EntryKind, Run, RunKind
 
 
 def conversation_group(conversation_id: int) -> str:
@@ -71,7 +72,11 @@ def chat_messages(run: Run) -> list[dict[str, Any]]:
             "seq"
         )
     )
-    return [chat_system(conversation.instructions), *replay(rows)]
+    if run.kind == RunKind.CONTRACT:
+        system = contract_system(run.task.text)
+    else:
+        system = chat_system(conversation.instructions)
+    return [system, *replay(rows)]
 
 
 def _next_seq(conversation_id: int, count: int) -> int:
@@ -190,7 +195,7 @@ def _rows(
             ok=False,
             closed=True,
         )
-    if answer is not None:
+    if answer:
         final_turn = len(added.thoughts) - 1 if added.thoughts else None
         thought(final_turn)
         row(EntryKind.ASSISTANT, answer, final_turn)

@@ -38,6 +38,9 @@ Actions so far (a new act adds its name here and calls audit_record; no migratio
   the conversation id; details entry_id, mode, outcome answered | queued | steered.
 - `conversation.stop`: the running answer (None when idle); target the conversation id;
   details held (the waiting messages that will not be answered).
+- `agent.create`: target the contract agent's id; details name, connection_id.
+- `agent.start`: the attempt's run; target the agent's id; details attempt, restart.
+- `agent.stop`: the attempt's run; target the agent's id.
 """
 
 import hashlib
@@ -77,6 +80,9 @@ API_KEY_REVOKE = "api_key.revoke"
 CONVERSATION_CREATE = "conversation.create"
 CONVERSATION_MESSAGE = "conversation.message"
 CONVERSATION_STOP = "conversation.stop"
+AGENT_CREATE = "agent.create"
+AGENT_START = "agent.start"
+AGENT_STOP = "agent.stop"
 
 WORKER_LABEL = "worker"
 SYSTEM_LABEL = "system"

@@ -51,6 +51,8 @@ class ErrorCode(StrEnum):
     # so they have no HTTP status below
     CANCELLED = "CANCELLED"
     LEASE_LOST = "LEASE_LOST"
+    # a contract agent repeating itself (the same call and result, the same error)
+    AGENT_STUCK = "AGENT_STUCK"
 
 
 # code -> HTTP status. Seed 000's hierarchy plus the platform's own codes; a DomainError must

@@ -37,6 +37,8 @@ class EventType(StrEnum):
     APPROVAL_REQUIRED = "approval_required"
     APPROVAL_DECIDED = "approval_decided"
     MESSAGE_STEERED = "message_steered"  # a chat answer took a person's message mid-answer
+    CONTRACT_EVALUATION = "contract_evaluation"  # a contract agent judged its work
+    LOG_FAILED = "log_failed"  # an agent's log file could not be written
     # the end
     VERIFICATION = "verification"
     ERROR = "error"

@@ -53,6 +53,9 @@ class StepInput:
     # A chat answer: the conversation so far as OpenAI messages. The step is that answer: the
     # model's tool calls, then its text; no evidence rules, no finish_task.
     transcript: list[dict[str, Any]] | None = None
+    # With a transcript: end after one tool cycle (the model's calls and their results), as a
+    # contract agent's cycle does, its next step judged between cycles.
+    one_cycle: bool = False
 
 
 @dataclass(frozen=True)
@@ -455,6 +458,9 @@ def execute_step(
                     return done(outcome)
                 if time.monotonic() >= deadline:
                     return done(timed_out())
+                if step.one_cycle:
+                    # What it said with its calls is in `added`; the cycle's answer is empty.
+                    return done(StepOutcome(status=StepStatus.COMPLETED))
             if rounds >= max_rounds:
                 return done(
                     StepOutcome(

@@ -18,6 +18,7 @@ from agents_app.models.audit import (
     AuditLogIsAppendOnly,
 )
 from agents_app.models.connections import ConnectionStatus, LLMConnection
+from agents_app.models.contracts import ContractAgent
 from agents_app.models.control import KillSwitch
 from agents_app.models.conversations import (
     Conversation,
@@ -75,6 +76,7 @@ __all__ = [
     "AuditInterface",
     "AuditLogIsAppendOnly",
     "ConnectionStatus",
+    "ContractAgent",
     "Conversation",
     "ConversationEntry",
     "DoubleTexting",

@@ -33,6 +33,14 @@ class Conversation(models.Model):
     )
     # The person's standing instructions: sent with every answer, never condensed.
     instructions = models.TextField(blank=True)
+    # A contract agent's attempt: its transcript is a conversation of its own, not a chat tab.
+    agent = models.ForeignKey(
+        "agents_app.ContractAgent",
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="attempts",
+    )
     # Shown as a tab on the chat page until the person closes it (the history stays).
     is_open = models.BooleanField(default=True)
     # Last ConversationEntry.seq; advanced under the conversation's row lock (gapless).

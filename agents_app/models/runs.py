@@ -35,6 +35,9 @@ class Task(models.Model):
     approval_timeout = models.PositiveIntegerField(
         null=True, blank=True, help_text="Seconds an approval waits; overrides APPROVAL_TIMEOUT."
     )
+    max_seconds = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Seconds a run may take; overrides AGENT_RUN_TIMEOUT."
+    )
     approval_on_timeout = models.CharField(
         max_length=10,
         blank=True,
@@ -99,6 +102,7 @@ class RunKind(models.TextChoices):
 
     TASK = "task"  # plan, execute, verify, replan
     CHAT = "chat"  # one answer in a conversation: the transcript is its input
+    CONTRACT = "contract"  # a contract agent's attempt: tool cycles, each self-evaluated
 
 
 class Run(models.Model):

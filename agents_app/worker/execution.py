@@ -15,12 +15,14 @@ from django.db import DatabaseError, close_old_connections
 from django.utils import timezone
 
 from agents_app.approvals.parking import park_on_call, park_on_plan
+from agents_app.contracts.logs import keep_log
 from agents_app.conversations.condense import chat_context
 from agents_app.conversations.transcript import append_answer, append_cut
 from agents_app.core.audit import arguments_sha256
 from agents_app.core.errors import DomainError, ErrorCode
 from agents_app.core.events import EventType
 from agents_app.engine.analysis import analyze_task, select_tools
+from agents_app.engine.contract import continue_message, evaluate_contract, stuck
 from agents_app.engine.decide import Action, ActionKind, RunState, StepState, next_action
 from agents_app.engine.executor import AwaitApproval, Resume, StepInput, execute_step
 from agents_app.engine.fast import (
@@ -56,6 +58,9 @@ from tools_app.registry import ToolRegistry, ToolSpec
 from tools_app.selectors import configured_specs
 
 logger = logging.getLogger(__name__)
+
+# The kinds whose step reads and writes a conversation's transcript.
+TRANSCRIPT_KINDS = frozenset({RunKind.CHAT, RunKind.CONTRACT})
 
 TOKEN_FLUSH_CHARS = 64
 TOKEN_FLUSH_SECONDS = 0.1
@@ -153,7 +158,7 @@ class RunExecutor:
     def keep_cut(self, w: Any, exc: Exception, reason: str) -> None:
         """A chat answer cut short: what it said and heard joins the transcript, each call
         without a result closed with `reason`, before the run's end answers what waits."""
-        if w.run.kind == RunKind.CHAT and hasattr(exc, "added"):
+        if w.run.kind in TRANSCRIPT_KINDS and hasattr(exc, "added"):
             append_cut(w.run, exc.added, reason or "Stopped before this call returned.")
 
     # --- the performers, one per ActionKind -------------------------------------------------
@@ -228,10 +233,14 @@ class RunExecutor:
         hooks = DatabaseHooks(run, self.lease)
         # The fast path (engine/fast.py) plans without the model, on the first plan only: a
         # replan after a direct attempt asks the planner, with that attempt as history.
-        fast = run.kind == RunKind.CHAT or previous is None and takes_fast_path(
-            text=run.task.text,
-            option=run.task.fast_path,
-            max_chars=settings.AGENT_FAST_PATH_MAX_CHARS,
+        fast = (
+            run.kind in TRANSCRIPT_KINDS
+            or previous is None
+            and takes_fast_path(
+                text=run.task.text,
+                option=run.task.fast_path,
+                max_chars=settings.AGENT_FAST_PATH_MAX_CHARS,
+            )
         )
         if fast:
             tool_names = [t.name for t in configured_specs(self.registry)]
@@ -314,7 +323,7 @@ class RunExecutor:
                 },
             )
         workspace = workspace_for(run)
-        chat = run.kind == RunKind.CHAT
+        chat = run.kind in TRANSCRIPT_KINDS
         hooks = DatabaseHooks(
             run,
             self.lease,
@@ -344,7 +353,8 @@ class RunExecutor:
                     tool_names=list(step.tool_names),
                     earlier=earlier,
                     direct=direct,
-                    transcript=chat_context(run, self.provider, hooks) if chat else None,
+                    transcript=self.transcript(run, hooks) if chat else None,
+                    one_cycle=run.kind == RunKind.CONTRACT,
                 ),
                 workspace=workspace,
                 run_id=run.pk,
@@ -427,7 +437,75 @@ class RunExecutor:
         note = "It timed out waiting for a decision." if approval.expired else ""
         return Resume(step.progress, decision, arguments, handle, note)
 
+    def transcript(self, run: Run, hooks: DatabaseHooks) -> list[dict[str, Any]]:
+        """A chat answer's or a contract cycle's input: the conversation so far; a contract
+        cycle after the first also hears why its work is not done yet."""
+        messages = chat_context(run, self.provider, hooks)
+        if run.kind == RunKind.CONTRACT and run.replans:
+            messages.append(continue_message(run.replan_reason))
+        return messages
+
+    def verify_contract(self, run: Run, steps: list[Step]) -> None:
+        """A contract cycle ended: the model judges its work against the contract (recorded
+        with the results it relies on); then the attempt completes, stops (stuck, out of
+        turns) or goes on with another cycle."""
+        hooks = DatabaseHooks(run, self.lease)
+        calls = call_records(run, steps)
+        verdict = evaluate_contract(
+            provider=self.provider,
+            hooks=hooks,
+            messages=chat_context(run, self.provider, hooks),
+            calls=calls,
+            timeout=settings.AGENT_VERIFY_TIMEOUT,
+            max_tokens=settings.LLM_MAX_TOKENS_VERIFY,
+        )
+        cycle = run.replans + 1
+        max_turns = int(run.task.context.get("max_turns") or settings.CONTRACT_MAX_TURNS)
+        by_number = {call.number: call for call in calls}
+        with self.lock() as w:
+            thinking = hooks.streamed_reasoning("verification")
+            w.event(
+                EventType.CONTRACT_EVALUATION,
+                {
+                    "cycle": cycle,
+                    "met": verdict.met,
+                    "reason": verdict.reason,
+                    "evidence": [
+                        {
+                            "number": n,
+                            "tool": by_number[n].tool,
+                            "arguments": by_number[n].arguments,
+                            "result": by_number[n].result[:500],
+                        }
+                        for n in verdict.evidence
+                        if n in by_number
+                    ],
+                    **({"thinking": thinking} if thinking else {}),
+                },
+            )
+            why_stuck = stuck(calls)
+            if verdict.met:
+                w.set(final_response=verdict.reason or "The contract is met.")
+                finish(w, RunStatus.SUCCEEDED)
+            elif why_stuck:
+                finish(w, RunStatus.FAILED, ErrorCode.AGENT_STUCK, why_stuck)
+            elif cycle >= max_turns:
+                finish(
+                    w,
+                    RunStatus.FAILED,
+                    ErrorCode.BUDGET_EXCEEDED,
+                    f"turns: the attempt used {cycle} of its {max_turns} cycles",
+                    {"budget": "turns", "used": cycle, "limit": max_turns},
+                )
+            else:
+                w.set(replans=cycle, replan_reason=verdict.reason)
+                w.transition(RunStatus.PLANNING)
+            keep_log(w)
+
     def verify(self, run: Run, steps: list[Step], *, fast: bool = False) -> None:
+        if run.kind == RunKind.CONTRACT:
+            self.verify_contract(run, steps)
+            return
         # A chat answer is not replanned: the person reads the error and writes again.
         can_replan = run.replans < settings.AGENT_MAX_REPLANS and run.kind != RunKind.CHAT
         # A fast-path plan's verdict is derived from its one step, not asked; it ends at the

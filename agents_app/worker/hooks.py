@@ -22,6 +22,7 @@ from agents_app.models import (
     DoubleTexting,
     EntryKind,
     Run,
+    RunKind,
     Step,
     ToolCall,
     ToolCallStatus,
@@ -68,9 +69,13 @@ class DatabaseHooks:
         self.specs = specs or {}
         self.workspace = workspace
         # Time parked on a person or the kill switch does not count against the deadline.
+        self.limit_seconds = run.task.max_seconds or settings.AGENT_RUN_TIMEOUT
         self.deadline = (run.started_at or timezone.now()) + timedelta(
-            seconds=settings.AGENT_RUN_TIMEOUT + run.parked_seconds
+            seconds=self.limit_seconds + run.parked_seconds
         )
+        # A contract agent's Stop lets the model's answer in flight finish (seed 002): while
+        # it streams only the lease and the deadline are watched; the stop is seen after.
+        self.finish_in_flight = run.kind == RunKind.CONTRACT
         # tool_call_id -> how the call was let through (auto | rule | yolo | person).
         self.let_through: dict[int, str] = {}
         self._buffer: list[str] = []
@@ -88,9 +93,7 @@ class DatabaseHooks:
         if self.lease.lost.is_set():
             raise StopRun(ErrorCode.LEASE_LOST)
         if timezone.now() >= self.deadline:
-            raise StopRun(
-                ErrorCode.EXECUTION_TIMEOUT, f"the run exceeded {settings.AGENT_RUN_TIMEOUT:g} s"
-            )
+            raise StopRun(ErrorCode.EXECUTION_TIMEOUT, f"the run exceeded {self.limit_seconds:g} s")
         cancel = Run.objects.filter(pk=self.run_id).values_list("cancel_requested", flat=True)
         if cancel.first():
             raise StopRun(ErrorCode.CANCELLED)
@@ -99,6 +102,10 @@ class DatabaseHooks:
         now = time.monotonic()
         if now - self._last_poll >= POLL_SECONDS:
             self._last_poll = now
+            if self.finish_in_flight:
+                if self.lease.lost.is_set():
+                    raise StopRun(ErrorCode.LEASE_LOST)
+                return
             self.checkpoint()
 
     def on_llm_usage(self, usage: Usage, model: str) -> None:

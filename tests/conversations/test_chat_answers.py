@@ -293,7 +293,9 @@ def test_a_cancel_between_two_calls_closes_the_second_with_a_result(owner, chat)
         [
             {
                 "match": "AGENTDESK:CHAT",
-                "replies": [{"tool_calls": [{"name": "hook"}, {"name": "echo", "arguments": {"text": "b"}}]}],
+                "replies": [
+                    {"tool_calls": [{"name": "hook"}, {"name": "echo", "arguments": {"text": "b"}}]}
+                ],
             }
         ]
     )

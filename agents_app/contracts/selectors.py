@@ -1,0 +1,61 @@
+"""Reads of contract agents, scoped to their owner, and what state each is in."""
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.db.models import QuerySet
+
+from agents_app.core.errors import DomainError, ErrorCode
+from agents_app.models import ContractAgent, Run, RunKind, RunStatus
+
+
+def agents_for(user: Any) -> QuerySet[ContractAgent]:
+    return ContractAgent.objects.filter(owner=user).select_related("connection")
+
+
+def agent_get(*, user: Any, agent_id: int) -> ContractAgent:
+    """The user's agent, or DomainError NOT_FOUND (also for another user's)."""
+    agent = agents_for(user).filter(pk=agent_id).first()
+    if agent is None:
+        raise DomainError(
+            ErrorCode.NOT_FOUND, f"Agent {agent_id} not found", {"agent_id": agent_id}
+        )
+    return agent
+
+
+def attempts(agent: ContractAgent) -> QuerySet[Run]:
+    """The agent's attempts, newest first."""
+    return Run.objects.filter(kind=RunKind.CONTRACT, conversation__agent=agent).order_by("-id")
+
+
+def latest_attempt(agent: ContractAgent) -> Run | None:
+    return attempts(agent).select_related("conversation").first()
+
+
+@dataclass(frozen=True)
+class AgentState:
+    """Seed 002's statuses: ready, running, stopped, completed, failed; `reason` says why an
+    attempt stopped or failed (the person, a budget, stuck, the error)."""
+
+    status: str
+    reason: str = ""
+    run: Run | None = None
+
+
+def agent_state(agent: ContractAgent, run: Run | None = None) -> AgentState:
+    run = run or latest_attempt(agent)
+    if run is None:
+        return AgentState("ready")
+    if not run.is_terminal:
+        return AgentState("running", run=run)
+    if run.status == RunStatus.SUCCEEDED:
+        return AgentState("completed", run.final_response, run)
+    if run.status == RunStatus.CANCELLED:
+        return AgentState("stopped", "stopped by the person", run)
+    if run.error_code == ErrorCode.BUDGET_EXCEEDED:
+        return AgentState("stopped", f"budget exhausted: {run.error_message}", run)
+    if run.error_code == ErrorCode.EXECUTION_TIMEOUT:
+        return AgentState("stopped", f"budget exhausted (time): {run.error_message}", run)
+    if run.error_code == ErrorCode.AGENT_STUCK:
+        return AgentState("stopped", f"stuck: {run.error_message}", run)
+    return AgentState("failed", f"{run.error_code}: {run.error_message}", run)
