@@ -224,3 +224,37 @@ def test_stopping_a_waiting_run_ends_it_and_voids_the_approval(owner, registry):
     with pytest.raises(DomainError) as late:
         approval_decide(approval_id=approval.pk, decision="approve", actor=owner, interface="web")
     assert late.value.code == "CONFLICT"
+
+
+class WorkerDied(BaseException):
+    """The worker process dying mid-step: nothing in the engine catches it, so the rows stay as
+    a crash leaves them."""
+
+
+def test_a_step_cut_short_after_its_approved_call_starts_again_without_running_it_again(
+    owner, send, registry
+):
+    def die(request):
+        raise WorkerDied
+
+    script = [
+        {
+            "match": "AGENTDESK:STEP 0",
+            "replies": [tool_call("send", to="ann", text="hi"), die, {"content": "sent before"}],
+        },
+        *SCRIPT,
+    ]
+    run, provider, approval = parked(owner, registry, script)
+    approval_decide(approval_id=approval.pk, decision="approve", actor=owner, interface="web")
+    with pytest.raises(WorkerDied):
+        drive(run, provider, registry)
+    assert send.calls == [{"to": "ann", "text": "hi"}]
+
+    drive(run, provider, registry)
+
+    # The approval was used up by the call it let through: the step starts from scratch.
+    assert send.calls == [{"to": "ann", "text": "hi"}]
+    assert Step.objects.get(run=run, index=0).retry_count == 1
+    started = RunEvent.objects.filter(run=run, type="step_started").order_by("seq").last()
+    assert started.payload["resumed_after_interruption"] is True
+    assert started.payload["resumed_after_approval"] is False

@@ -419,3 +419,80 @@ def test_the_lease_sweep_queues_each_expired_lease_once_and_leaves_the_rest(owne
     assert (expired.lease_owner, expired.lease_expires_at) == ("", None)
     held.refresh_from_db()
     assert held.lease_owner == "w"
+
+
+TWO_STEPS = [
+    {
+        "match": "AGENTDESK:PLAN",
+        "replies": [plan_reply(step("gather the notes"), step("summarise them", [], [0]))],
+    },
+    {"match": "AGENTDESK:STEP 0", "replies": [{"content": "gathered three notes"}]},
+    {"match": "AGENTDESK:STEP 1", "replies": [{"content": "a summary"}]},
+    {"match": "AGENTDESK:VERIFY", "replies": [verdict()]},
+]
+
+
+def test_a_step_is_shown_the_steps_before_it_and_not_those_after(owner):
+    _, provider, _ = run_with(owner, TWO_STEPS)
+
+    def system_prompt(index):
+        marker = f"AGENTDESK:STEP {index}"
+        return next(
+            r.messages[0]["content"]
+            for r in provider.requests
+            if marker in r.messages[0]["content"]
+        )
+
+    assert "Earlier steps" not in system_prompt(0)
+    assert "Step 0 (completed): gather the notes\nOutput: gathered three notes" in system_prompt(1)
+    assert "Step 1" not in system_prompt(1).split("Earlier steps:")[1]
+
+
+def test_progress_updates_count_the_steps_done_out_of_the_plan(owner):
+    run, _, _ = run_with(owner, TWO_STEPS)
+
+    updates = RunEvent.objects.filter(run=run, type="progress_update").order_by("seq")
+    progress = [
+        (p["current_step"], p["total_steps"], p["percent"])
+        for p in updates.values_list("payload", flat=True)
+    ]
+
+    assert progress == [(0, 2, 0), (1, 2, 50), (2, 2, 100)]
+
+
+def test_an_unexpected_error_fails_the_run_as_an_internal_error_naming_it(owner):
+    def provider_bug(request):
+        raise RuntimeError("the provider has a bug")
+
+    run, provider, outcome = run_with(
+        owner,
+        [
+            # The planner would answer a second time: the run must not get there.
+            {"match": "AGENTDESK:PLAN", "replies": [provider_bug, plan_reply(step("think"))]},
+            {"match": "AGENTDESK:STEP", "replies": [{"content": "thought"}]},
+            {"match": "AGENTDESK:VERIFY", "replies": [verdict()]},
+        ],
+    )
+
+    assert outcome.state == "finished"
+    assert (run.status, run.error_code) == ("failed", "INTERNAL_ERROR")
+    assert run.error_message == "RuntimeError: the provider has a bug"
+    assert len(provider.requests) == 1
+
+
+def test_a_worker_whose_database_connection_dropped_between_tasks_reconnects(owner):
+    from django.db import connection
+
+    run = make_run(owner)
+    # The database server closed the idle connection while the worker waited for its next task.
+    connection.ensure_connection()
+    connection.connection.close()
+
+    execute_run(
+        run.pk,
+        provider=ScriptedProvider(TWO_STEPS),
+        registry=make_registry(),
+    )
+
+    run.refresh_from_db()
+    assert run.status == "succeeded"
