@@ -112,6 +112,7 @@ MODULES = {
             "tests/engine/test_execution.py",
             "tests/approvals/test_engine_flow.py",
             "tests/core/audit/test_agent_actions.py",
+            "tests/worker/test_hooks.py",
         ),
         core=False,
     ),

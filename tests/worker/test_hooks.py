@@ -1,0 +1,161 @@
+"""DatabaseHooks in this process: streamed tokens on the channel layer, the poll for a cancel
+while the model streams, retries and tool calls in the run's rows."""
+
+import asyncio
+from dataclasses import replace
+
+import pytest
+from asgiref.sync import async_to_sync, sync_to_async
+from channels.layers import get_channel_layer
+
+from agents_app.core.errors import ErrorCode
+from agents_app.core.events import publish, run_group
+from agents_app.engine.hooks import StopRun
+from agents_app.engine.llm import RetryNotice
+from agents_app.models import AuditEvent, Run, RunEvent, ToolCall
+from agents_app.runs.lease import Lease
+from agents_app.worker import hooks as hooks_module
+from agents_app.worker.hooks import DatabaseHooks
+from tests.support.runs import add_plan, make_run
+from tools_app.registry import ToolResult
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+MARK = {"type": "test.mark"}
+
+
+def hooks_of(run, step=None) -> DatabaseHooks:
+    """The hooks of a worker that holds the run's lease."""
+    Run.objects.filter(pk=run.pk).update(lease_owner="mine")
+    return DatabaseHooks(run, Lease(run.pk, "mine", 30), step)
+
+
+def published(run, stream) -> list[dict]:
+    """What `stream()` publishes to the run's group, in order, up to a last MARK of its own."""
+
+    async def scenario():
+        layer = get_channel_layer()
+        channel = await layer.new_channel()
+        await layer.group_add(run_group(run.pk), channel)
+        await sync_to_async(stream)()
+        await sync_to_async(publish)(run_group(run.pk), [{"type": "test.end"}])
+        messages = []
+        while (message := await asyncio.wait_for(layer.receive(channel), 10))["type"] != "test.end":
+            messages.append(message)
+        return messages
+
+    return async_to_sync(scenario)()
+
+
+@pytest.fixture
+def only_size_and_context_flush(monkeypatch):
+    """Tokens are also flushed every TOKEN_FLUSH_SECONDS: an hour keeps the clock out of it."""
+    monkeypatch.setattr(hooks_module, "TOKEN_FLUSH_SECONDS", 3600)
+
+
+def test_streamed_tokens_are_published_in_pieces_of_at_least_64_characters(
+    owner, only_size_and_context_flush
+):
+    run = make_run(owner)
+    hooks = DatabaseHooks(run, Lease(run.pk, "mine", 30))
+
+    def stream():
+        for piece in ["a" * 40, "b" * 24, "c" * 10]:
+            hooks.on_token(piece, phase="execution", step_index=0)
+        publish(run_group(run.pk), [MARK])
+        hooks.flush_tokens()
+
+    pieces = [m.get("token", "|") for m in published(run, stream)]
+
+    assert pieces == ["a" * 40 + "b" * 24, "|", "c" * 10]
+
+
+def test_a_token_is_published_with_the_phase_and_step_it_was_streamed_in(
+    owner, only_size_and_context_flush
+):
+    run = make_run(owner)
+    hooks = DatabaseHooks(run, Lease(run.pk, "mine", 30))
+
+    def stream():
+        hooks.on_token("Plan", phase="planning", step_index=None)
+        hooks.on_token("Hm", phase="execution", step_index=0, reasoning=True)
+        hooks.on_token("Done", phase="execution", step_index=0)
+        hooks.flush_tokens()
+
+    token = {"type": "run.token"}
+    assert published(run, stream) == [
+        {**token, "token": "Plan", "phase": "planning", "step_index": None, "reasoning": False},
+        {**token, "token": "Hm", "phase": "execution", "step_index": 0, "reasoning": True},
+        {**token, "token": "Done", "phase": "execution", "step_index": 0, "reasoning": False},
+    ]
+
+
+def test_while_the_model_streams_the_poll_notices_a_cancel(owner, monkeypatch):
+    monkeypatch.setattr(hooks_module, "POLL_SECONDS", 0)
+    run = make_run(owner)
+    hooks = DatabaseHooks(run, Lease(run.pk, "mine", 30))
+    Run.objects.filter(pk=run.pk).update(cancel_requested=True)
+
+    with pytest.raises(StopRun) as stopped:
+        hooks.poll()
+
+    assert stopped.value.code == ErrorCode.CANCELLED
+
+
+def test_the_poll_reads_the_run_only_once_its_interval_has_passed(
+    owner, monkeypatch, django_assert_num_queries
+):
+    monkeypatch.setattr(hooks_module, "POLL_SECONDS", 60)
+    run = make_run(owner)
+    hooks = DatabaseHooks(run, Lease(run.pk, "mine", 30))
+    Run.objects.filter(pk=run.pk).update(cancel_requested=True)
+
+    with django_assert_num_queries(0):
+        hooks.poll()  # not a minute since the hooks began: the cancel waits for a checkpoint
+
+
+def test_a_model_call_about_to_be_retried_is_a_run_event(owner):
+    run = make_run(owner)
+    hooks = hooks_of(run)
+
+    hooks.on_llm_retry(
+        RetryNotice(code="RATE_LIMITED", reason="HTTP 429", delay=1.23456, attempt=2, attempts=3)
+    )
+
+    assert RunEvent.objects.get(run=run, type="llm_retry").payload == {
+        "code": "RATE_LIMITED",
+        "reason": "HTTP 429",
+        "delay": 1.23,
+        "attempt": 2,
+        "attempts": 3,
+        "step_index": None,
+    }
+
+
+def test_a_tool_call_s_duration_is_recorded_in_milliseconds(owner):
+    run = make_run(owner)
+    step = add_plan(run, ["echo"]).steps.get()
+    hooks = hooks_of(run, step)
+    handle = hooks.before_tool_call("echo", {"text": "hi"})
+
+    an_hour_ago = replace(handle, started=handle.started - 3600)
+    hooks.after_tool_call(an_hour_ago, result=ToolResult(ok=True, content={"echo": "hi"}))
+
+    call = ToolCall.objects.get(pk=handle.call_id)
+    assert call.status == "succeeded"
+    assert 3_600_000 <= call.duration_ms < 3_603_000
+    audit = AuditEvent.objects.get(run_id=run.pk, action="tool.call")
+    assert audit.details["duration_ms"] == call.duration_ms
+
+
+def test_a_tool_result_that_is_not_ok_is_recorded_failed_even_without_an_error_code(owner):
+    run = make_run(owner)
+    step = add_plan(run, ["echo"]).steps.get()
+    hooks = hooks_of(run, step)
+    handle = hooks.before_tool_call("echo", {"text": "hi"})
+
+    hooks.after_tool_call(handle, result=ToolResult(ok=False, error="no echo today"))
+
+    assert ToolCall.objects.get(pk=handle.call_id).status == "failed"
+    result = RunEvent.objects.get(run=run, type="tool_result").payload
+    assert (result["status"], result["result"]) == ("failed", None)
