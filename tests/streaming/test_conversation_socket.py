@@ -5,14 +5,20 @@ Answers run in the test's process with the in-process scripted LLM (no Celery)."
 
 import pytest
 from asgiref.sync import async_to_sync, sync_to_async
-from channels.testing import WebsocketCommunicator
 
-from agents_app.conversations.selectors import transcript
 from agents_app.conversations.services import conversation_create, conversation_stop, message_post
 from agents_app.core.events import publish, run_group
 from agents_app.models import Run
 from agents_app.worker.execution import execute_run
-from config.asgi import application
+from tests.support.conversations import (
+    api_socket,
+    idle,
+    of_type,
+    page_socket,
+    receive_until,
+    rows_sent,
+    rows_stored,
+)
 from tests.support.script import tool_call
 from tests.support.scripted_provider import ScriptedProvider
 from tests.support.sockets import (
@@ -38,47 +44,8 @@ ANSWER = [
 ]
 
 
-def api_socket(conversation_id: int, auth: bytes | None, after: int = 0):
-    headers = [(b"authorization", auth)] if auth else []
-    return WebsocketCommunicator(
-        application, f"/ws/api/conversations/{conversation_id}/?after={after}", headers=headers
-    )
-
-
-def page_socket(conversation_id: int, headers, after: int = 0):
-    return WebsocketCommunicator(
-        application, f"/ws/conversations/{conversation_id}/?after={after}", headers=headers
-    )
-
-
-async def receive_until(socket, done, timeout: float = 10.0) -> list[dict]:
-    """Messages until one satisfies `done` (included)."""
-    messages = []
-    while True:
-        message = await receive_json(socket, timeout)
-        messages.append(message)
-        if done(message):
-            return messages
-
-
-def idle(message: dict) -> bool:
-    return message["type"] == "answer" and message["run_id"] is None
-
-
-def of_type(messages: list[dict], kind: str) -> list[dict]:
-    return [m for m in messages if m["type"] == kind]
-
-
 def answer_now(run: Run, rules=ANSWER) -> None:
     execute_run(run.pk, provider=ScriptedProvider(rules), registry=make_registry(EchoTool()))
-
-
-def rows_stored(conversation) -> list[tuple[int, str, str]]:
-    return [(e.seq, e.kind, e.text) for e in transcript(conversation)]
-
-
-def rows_sent(messages: list[dict]) -> list[tuple[int, str, str]]:
-    return [(m["entry"]["seq"], m["entry"]["kind"], m["entry"]["text"]) for m in messages]
 
 
 @pytest.fixture
