@@ -118,7 +118,12 @@ MODULES = {
     ),
     "decisions": Module(
         "agents_app/approvals/decisions.py",
-        ("tests/approvals/test_api_decisions.py", "tests/approvals/test_plan_decisions.py"),
+        (
+            "tests/approvals/test_api_decisions.py",
+            "tests/approvals/test_plan_decisions.py",
+            "tests/approvals/test_api_bulk.py",  # approvals_decide_many
+            "tests/approvals/test_expiry.py",
+        ),
         core=False,
     ),
     "delivery": Module(

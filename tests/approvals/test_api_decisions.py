@@ -1,17 +1,33 @@
 """The approvals REST API: deciding one approval, conflicts, plans, staff, CSRF, bad bodies."""
 
+import json
+from datetime import datetime
+
 import pytest
+import redis
+from django.conf import settings
 from django.test import Client
+from django.utils import timezone
 
 from agents_app.approvals.rules import rule_create
-from agents_app.models import Approval, ApprovalRule, AuditEvent, Step, Task, ToolCall
+from agents_app.models import Approval, ApprovalRule, AuditEvent, RunEvent, Step, Task, ToolCall
 from agents_app.runs.services import run_create
+from config.celery import app as celery_app
 from tests.support.api import assert_error, post_json
 from tests.support.approvals import APPROVALS, SCRIPT, decide, drive, parked, pending
 from tests.support.runs import make_run
 from tests.support.scripted_provider import ScriptedProvider
 
 pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def broker_queue():
+    """The Redis list the workers read, as (client, key), emptied after the test."""
+    broker = redis.Redis.from_url(settings.CELERY_BROKER_URL)
+    queue = celery_app.conf.task_default_queue
+    yield broker, queue
+    broker.delete(queue)
 
 
 def test_approve_runs_the_call_once_and_records_the_api(owner, owner_api, send, registry):
@@ -233,3 +249,33 @@ def test_a_session_decision_needs_the_csrf_token(owner):
         client, f"{APPROVALS}/{approval.pk}", {"decision": "deny"}, headers={"x-csrftoken": token}
     )
     assert response.status_code == 200 and response.json()["decided_via"] == "api"
+
+
+def test_a_decision_is_stamped_with_its_time_and_announced_on_the_run(owner, owner_api, registry):
+    run, _, approval = parked(owner, registry)
+    before = timezone.now()
+
+    body = decide(owner_api, approval.pk, decision="deny").json()
+
+    assert before <= datetime.fromisoformat(body["decided_at"]) <= timezone.now()
+    announced = RunEvent.objects.get(run=run, type="approval_decided").payload
+    assert (announced["id"], announced["status"], announced["decided_at"]) == (
+        approval.pk,
+        "denied",
+        body["decided_at"],
+    )
+
+
+def test_a_decision_that_lets_the_run_go_on_queues_it_for_a_worker(
+    owner, owner_api, registry, broker_queue
+):
+    run, _, approval = parked(owner, registry)
+    broker, queue = broker_queue
+    broker.delete(queue)
+
+    decide(owner_api, approval.pk, decision="approve")
+
+    queued = [json.loads(raw)["headers"] for raw in broker.lrange(queue, 0, -1)]
+    assert [(h["task"], h["argsrepr"]) for h in queued] == [
+        ("agents_app.tasks.execute_run", f"({run.pk},)")
+    ]

@@ -117,6 +117,10 @@ def test_an_edited_plan_runs_as_the_person_wrote_it(owner, send, registry):
         ({"steps": [{"objective": "x", "tool_names": ["nope"]}]}, "No such tool: nope"),
         ({"steps": [{"objective": "  "}]}, "Step 1 has no objective"),
         ({"steps": [{"objective": "a", "depends_on": [0]}]}, "earlier steps only"),
+        (
+            {"steps": [{"objective": "a"}, {"objective": "b", "depends_on": [1]}]},
+            "Step 2 may depend on earlier steps only",
+        ),
         ({"steps": "do it"}, "An edited plan is a JSON object"),
         (None, "An edited plan is a JSON object"),
     ],
@@ -137,6 +141,27 @@ def test_an_edit_that_is_no_plan_is_refused_and_the_plan_still_waits(
     approval.refresh_from_db()
     assert approval.status == "pending"
     assert Plan.objects.filter(run=run).count() == 1
+
+
+def test_an_edit_with_many_problems_is_refused_naming_the_first_three(owner, send, registry):
+    _, _, approval = plan_parked(owner, registry)
+    objectives_that_are_not_text = {"steps": [{"objective": n} for n in range(4)]}
+
+    with pytest.raises(DomainError) as refused:
+        approval_decide(
+            approval_id=approval.pk,
+            decision="modify",
+            arguments=objectives_that_are_not_text,
+            actor=owner,
+            interface="web",
+        )
+
+    problems = refused.value.message.removeprefix("The edited plan is not valid: ").split("; ")
+    assert [problem.split(":")[0] for problem in problems] == [
+        "steps.0.objective",
+        "steps.1.objective",
+        "steps.2.objective",
+    ]
 
 
 def test_a_rejection_needs_feedback(owner, owner_api, send, registry):
