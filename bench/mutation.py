@@ -128,7 +128,11 @@ MODULES = {
     ),
     "delivery": Module(
         "agents_app/webhooks/services.py",
-        ("tests/webhooks/test_delivery.py", "tests/webhooks/test_signing.py"),
+        (
+            "tests/webhooks/test_delivery.py",
+            "tests/webhooks/test_signing.py",
+            "tests/webhooks/test_api.py",  # registering and deleting
+        ),
         core=False,
     ),
 }

@@ -3,6 +3,7 @@ import json
 import pytest
 
 from agents_app.models import AuditEvent, Webhook, WebhookDelivery
+from agents_app.webhooks.services import webhook_create
 from tests.support.addresses import DISGUISED_PRIVATE_HOSTS, PLAIN_PRIVATE_HOSTS
 from tests.support.api import assert_error
 
@@ -64,6 +65,15 @@ def test_it_refuses_a_private_address_spelt_as_ipv6(owner_api, host):
 def test_it_accepts_a_private_url_when_allowed(owner_api, allow_private):
     owner_client = owner_api
     assert post(owner_client, {"url": "http://127.0.0.1:8000/hook"}).status_code == 201
+
+
+def test_a_registration_that_cannot_be_audited_registers_nothing(owner):
+    with pytest.raises(ValueError):
+        webhook_create(
+            owner=owner, interface="carrier pigeon", url=PUBLIC_URL, events=["run.finished"]
+        )
+
+    assert not Webhook.objects.exists()
 
 
 def test_the_owner_deletes_a_webhook(owner_api, owner, hook_for):

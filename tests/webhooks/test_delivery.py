@@ -1,8 +1,14 @@
 """Delivering in this process, to a real local receiver: the service the Celery task calls."""
 
 import json
+import threading
+from datetime import timedelta
 
 import pytest
+import redis
+from django.conf import settings as django_settings
+from django.db import connection
+from django.utils import timezone
 
 from agents_app.models import RunStatus, WebhookDelivery
 from agents_app.runs.lifecycle import finish
@@ -13,6 +19,7 @@ from agents_app.webhooks.services import (
     webhook_deliveries_retry,
     webhooks_notify,
 )
+from config.celery import app as celery_app
 from tests.support.processes import free_port
 from tests.support.runs import make_run
 
@@ -155,3 +162,83 @@ def test_a_finished_run_writes_a_run_finished_delivery(owner, hook_for):
             "websocket": f"/ws/api/runs/{run.pk}/",
         },
     }
+
+
+@pytest.fixture
+def broker_queue():
+    """The Redis list the workers read, as (client, key), emptied before and after the test."""
+    broker = redis.Redis.from_url(django_settings.CELERY_BROKER_URL)
+    queue = celery_app.conf.task_default_queue
+    broker.delete(queue)
+    yield broker, queue
+    broker.delete(queue)
+
+
+def test_a_failed_attempt_is_tried_again_once_its_backoff_has_passed(
+    delivery_to, receiver_factory, settings
+):
+    settings.WEBHOOK_RETRY_BASE_DELAY = 60
+    delivery = delivery_to(receiver_factory(fail_first=1).url)
+    before = timezone.now()
+
+    assert webhook_deliver(delivery.pk).state == "retry"
+
+    delivery.refresh_from_db()
+    backoff = timedelta(seconds=60)
+    assert before + backoff <= delivery.next_attempt_at <= timezone.now() + backoff
+
+
+@pytest.mark.parametrize("status", [200, 299])
+def test_every_2xx_answer_counts_as_delivered(delivery_to, receiver_factory, status):
+    delivery = delivery_to(receiver_factory(status=status).url)
+
+    assert webhook_deliver(delivery.pk).state == "succeeded"
+
+    delivery.refresh_from_db()
+    assert (delivery.status, delivery.last_status_code) == ("succeeded", status)
+
+
+def test_notify_queues_each_delivery_for_a_worker_once_committed(
+    owner, hook_for, broker_queue, django_capture_on_commit_callbacks
+):
+    hook_for(owner, "https://93.184.215.14/a")
+    hook_for(owner, "https://93.184.215.14/b")
+    broker, queue = broker_queue
+
+    with django_capture_on_commit_callbacks(execute=True):
+        ids = webhooks_notify(user_id=owner.pk, event_type="run.finished", payload={"x": 1})
+
+    queued = [json.loads(raw)["headers"] for raw in broker.lrange(queue, 0, -1)]
+    assert len(ids) == 2
+    assert sorted((h["task"], h["argsrepr"]) for h in queued) == sorted(
+        ("agents_app.tasks.deliver_webhook", f"({delivery_id},)") for delivery_id in ids
+    )
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_delivery_another_worker_sends_meanwhile_is_not_sent_again(delivery_to, receiver):
+    delivery = delivery_to(receiver.url)
+    other = []
+
+    def other_worker_delivers():
+        try:
+            other.append(webhook_deliver(delivery.pk))
+        finally:
+            connection.close()  # this thread's own connection (django.db.connection is per thread)
+
+    def another_worker_delivers_once_this_one_has_read_it(execute, sql, params, many, context):
+        result = execute(sql, params, many, context)
+        if not other and sql.lstrip().upper().startswith("SELECT") and "webhookdelivery" in sql:
+            other.append("started")
+            # Another worker: its own thread and database connection.
+            worker = threading.Thread(target=other_worker_delivers)
+            worker.start()
+            worker.join()
+        return result
+
+    with connection.execute_wrapper(another_worker_delivers_once_this_one_has_read_it):
+        outcome = webhook_deliver(delivery.pk)
+
+    assert other[1].state == "succeeded"
+    assert outcome.state == "skipped"
+    assert len(receiver.requests) == 1

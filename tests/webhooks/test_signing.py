@@ -33,3 +33,14 @@ def test_an_old_signature_is_refused_as_a_replay():
     header = sign(SECRET, old, BODY)
     assert not verify_signature(SECRET, old, BODY, header)
     assert verify_signature(SECRET, old, BODY, header, max_age_seconds=None)
+
+
+def test_a_receiver_may_name_the_arguments():
+    timestamp = now()
+    header = sign(SECRET, timestamp, BODY)
+    assert verify_signature(secret=SECRET, timestamp=timestamp, body=BODY, header=header)
+
+
+def test_a_timestamp_that_is_not_a_number_fails_verification():
+    header = sign(SECRET, "yesterday", BODY)
+    assert not verify_signature(SECRET, "yesterday", BODY, header)
