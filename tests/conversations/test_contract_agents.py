@@ -212,3 +212,14 @@ def test_a_log_that_cannot_be_written_is_told_and_the_attempt_goes_on(
     assert run.status == "succeeded"
     failed = RunEvent.objects.filter(run=run, type="log_failed")
     assert failed.count() == 1 and "not-a-dir" in failed.get().payload["path"]
+
+
+def test_an_attempts_transcript_is_no_chat_a_message_could_be_posted_to(owner, llm, logs):
+    from agents_app.conversations.selectors import conversation_get, conversations_for
+
+    agent = agent_create(owner=owner, interface="api", contract="Echo a.")
+    run = agent_start(agent=agent, actor=owner, interface="api")
+    assert not conversations_for(owner).exists()
+    with pytest.raises(DomainError) as missing:
+        conversation_get(user=owner, conversation_id=run.conversation_id)
+    assert missing.value.code == "NOT_FOUND"
