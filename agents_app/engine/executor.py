@@ -85,15 +85,18 @@ class Added:
     steered: list[list[Any]]  # [message index, token]
 
     def without_results(self) -> list[dict[str, Any]]:
-        """The tool calls among `messages` that no tool message answers."""
-        answered = {m.get("tool_call_id") for m in self.messages if m.get("role") == "tool"}
-        return [
-            call
-            for m in self.messages
-            if m.get("role") == "assistant"
-            for call in m.get("tool_calls") or ()
-            if call["id"] not in answered
-        ]
+        """The tool calls among `messages` that no tool message answers (a tool message
+        answers the earliest open call with its id: some servers reuse ids across turns)."""
+        open_calls: list[dict[str, Any]] = []
+        for message in self.messages:
+            if message.get("role") == "assistant":
+                open_calls.extend(message.get("tool_calls") or ())
+            elif message.get("role") == "tool":
+                for position, call in enumerate(open_calls):
+                    if call["id"] == message.get("tool_call_id"):
+                        del open_calls[position]
+                        break
+        return open_calls
 
 
 def wire_name(tool: str) -> str:
@@ -447,6 +450,9 @@ def execute_step(
             return nudge_or_fail("")
         return None
 
+    # The text the model has streamed in the request under way (a chat keeps it if cut).
+    streamed: list[str] = []
+
     def take_turns() -> StepOutcome:
         nonlocal pending, rounds, cut_offs
         decided = resume
@@ -485,8 +491,9 @@ def execute_step(
                 max_tokens=max_tokens,
                 tool_required=lacks_evidence(),
                 interrupt=hooks.poll,
-                on_token=lambda text: hooks.on_token(
-                    text, phase="execution", step_index=step.index
+                on_token=lambda text: (
+                    streamed.append(text),
+                    hooks.on_token(text, phase="execution", step_index=step.index),
                 ),
                 on_reasoning=lambda text: hooks.on_token(
                     text, phase="execution", step_index=step.index, reasoning=True
@@ -498,6 +505,7 @@ def execute_step(
                 if exc.code == ErrorCode.REQUEST_TIMEOUT and time.monotonic() >= deadline - 0.05:
                     return done(timed_out())
                 raise
+            streamed.clear()
             rounds += 1
             thoughts.append(response.reasoning.strip())
             if response.cut_off:
@@ -547,6 +555,9 @@ def execute_step(
     try:
         return take_turns()
     except (StopRun, DomainError) as exc:
+        if chat and "".join(streamed).strip():
+            # Cut while the model was answering: what it had said is kept, marked so.
+            messages.append({"role": "assistant", "content": "".join(streamed) + " …[stopped]"})
         exc.added = added()  # type: ignore[attr-defined]
         raise
 
