@@ -10,9 +10,10 @@ from django.test import Client
 
 from agents_app.conversations.selectors import answer_running, transcript
 from agents_app.conversations.services import conversation_create, message_post
-from agents_app.models import AuditEvent, Conversation, ConversationEntry, Run, RunStatus
+from agents_app.models import Approval, AuditEvent, Conversation, ConversationEntry, Run, RunStatus
 from tests.support.chat import add_rows, class_blocks
 from tests.support.markup import ids
+from tests.support.tools import SendTool
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -347,6 +348,29 @@ def test_a_message_held_by_stop_says_it_was_not_answered(owner, owner_session, c
 
     assert '<p class="chat-note" data-held>stopped before it was answered</p>' in html
     assert "The answer was stopped." in html
+
+
+def test_an_approval_the_answer_waits_for_is_shown_inline_with_approve_and_deny(
+    owner, owner_session, chat
+):
+    run = answering(chat, owner)
+    approval = Approval.objects.create(
+        run=run,
+        owner=owner,
+        tool="send",
+        arguments={"to": "ann", "text": "x" * 100},
+        input_schema=SendTool.spec.input_schema,
+    )
+
+    html = page(owner_session, chat)
+
+    [card] = class_blocks(html, "div", "chat-approvals")
+    assert f'hx-post="/approvals/{approval.pk}/decide/"' in card
+    assert 'value="approve"' in card and 'value="deny"' in card
+    [short, _full] = class_blocks(card, "code", "chat-call-short") + class_blocks(
+        card, "pre", "chat-call-full"
+    )
+    assert unescape(short).endswith("…)") and len(unescape(short)) == len("send(") + 80 + 2
 
 
 def test_a_condensation_is_a_visible_expandable_marker(owner, owner_session, chat):
