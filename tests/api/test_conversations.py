@@ -99,6 +99,15 @@ def test_an_unknown_connection_is_a_400_naming_the_field(owner_api):
     assert not Conversation.objects.exists()
 
 
+def test_creating_a_conversation_without_an_llm_configured_is_a_503(owner_api, settings):
+    settings.LLM_BASE_URL = ""
+
+    error = assert_error(post_json(owner_api, URL, {}), 503, "LLM_NOT_CONFIGURED")
+
+    assert error["details"] == {"missing": ["LLM_BASE_URL"]}
+    assert not Conversation.objects.exists()
+
+
 def test_the_list_is_yours_only_most_recently_active_first_and_paged(
     owner_api, outsider_api, django_assert_max_num_queries
 ):
