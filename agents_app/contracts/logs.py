@@ -35,13 +35,20 @@ def _clip(value: Any) -> str:
     return text if len(text) <= RESULT_CHARS else text[:RESULT_CHARS] + " …"
 
 
-def _event_line(event: RunEvent) -> str | None:
+def _event_line(event: RunEvent, cycle: int) -> str | None:
     p = event.payload
     match event.type:
         case EventType.RUN_STATUS:
             return f"status {p.get('status')}"
         case EventType.STEP_STARTED:
-            return f"cycle {p.get('index', 0) + 1} started"
+            if p.get("resumed_after_interruption"):
+                return (
+                    f"cycle {cycle} started again after an interruption "
+                    f"(attempt {p.get('retry_count', 0) + 1})"
+                )
+            if p.get("resumed_after_approval"):
+                return f"cycle {cycle} resumed after a decision"
+            return f"cycle {cycle} started"
         case EventType.TOOL_CALL:
             return f"[tool] {p.get('tool')} {_clip(p.get('arguments', {}))}"
         case EventType.TOOL_RESULT:
@@ -69,8 +76,11 @@ def _event_line(event: RunEvent) -> str | None:
 def render_log(run: Run) -> str:
     agent = run.conversation.agent
     rows: list[tuple[datetime, int, str]] = []
+    cycle = 0
     for event in RunEvent.objects.filter(run=run).order_by("seq"):
-        line = _event_line(event)
+        if event.type == EventType.PLAN_CREATED:
+            cycle = event.payload.get("version", cycle + 1)
+        line = _event_line(event, cycle)
         if line is not None:
             rows.append((event.created_at, 0, line))
     for entry in ConversationEntry.objects.filter(
