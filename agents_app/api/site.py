@@ -15,6 +15,7 @@ from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.openapi.schema import OpenAPISchema
 from ninja.parser import Parser
 
+from agents_app.api.agents import router as contract_agents_router
 from agents_app.api.approvals import router as approvals_router
 from agents_app.api.auth import ApiKeyAuth, SessionAuth
 from agents_app.api.connections import router as connections_router
@@ -130,6 +131,7 @@ api.add_router("/v1", webhooks_router)
 api.add_router("/v1", approvals_router)
 api.add_router("/v1", connections_router)
 api.add_router("/v1", conversations_router)
+api.add_router("/v1", contract_agents_router)
 
 
 @api.exception_handler(DomainError)

@@ -3,7 +3,7 @@
 from dataclasses import dataclass
 from typing import Any
 
-from django.db.models import QuerySet
+from django.db.models import Max, QuerySet
 
 from agents_app.core.errors import DomainError, ErrorCode
 from agents_app.models import ContractAgent, Run, RunKind, RunStatus
@@ -29,7 +29,37 @@ def attempts(agent: ContractAgent) -> QuerySet[Run]:
 
 
 def latest_attempt(agent: ContractAgent) -> Run | None:
-    return attempts(agent).select_related("conversation").first()
+    return attempts(agent).select_related("conversation__agent", "task").first()
+
+
+def attempt_get(*, agent: ContractAgent, number: int) -> Run:
+    """The agent's attempt `number` (1 is its first Start), or DomainError NOT_FOUND."""
+    run = (
+        attempts(agent)
+        .filter(task__context__attempt=number)
+        .select_related("conversation__agent", "task")
+        .first()
+    )
+    if run is None:
+        raise DomainError(
+            ErrorCode.NOT_FOUND,
+            f"{agent.name} has no attempt {number}",
+            {"agent_id": agent.pk, "attempt": number},
+        )
+    return run
+
+
+def latest_attempts(agents: list[ContractAgent]) -> dict[int, Run]:
+    """For a page of agents, in two queries: each one's latest attempt (the agents never
+    started are missing)."""
+    newest = (
+        Run.objects.filter(kind=RunKind.CONTRACT, conversation__agent__in=agents)
+        .values("conversation__agent")
+        .annotate(last=Max("id"))
+        .values_list("last", flat=True)
+    )
+    runs = Run.objects.filter(pk__in=list(newest)).select_related("conversation__agent", "task")
+    return {run.conversation.agent_id: run for run in runs}
 
 
 @dataclass(frozen=True)
@@ -59,3 +89,14 @@ def agent_state(agent: ContractAgent, run: Run | None = None) -> AgentState:
     if run.error_code == ErrorCode.AGENT_STUCK:
         return AgentState("stopped", f"stuck: {run.error_message}", run)
     return AgentState("failed", f"{run.error_code}: {run.error_message}", run)
+
+
+def agent_states(agents: list[ContractAgent]) -> dict[int, AgentState]:
+    """For a page of agents, in two queries: what agent_state gives for each."""
+    latest = latest_attempts(agents)
+    return {
+        agent.pk: agent_state(agent, latest[agent.pk])
+        if agent.pk in latest
+        else AgentState("ready")
+        for agent in agents
+    }

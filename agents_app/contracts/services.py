@@ -231,3 +231,23 @@ def agent_stop(*, agent: ContractAgent, actor: Any, interface: str) -> Run:
             details={},
         )
         return run_cancel(run=state.run, actor=actor, interface=interface)
+
+
+def agent_restart(*, agent: ContractAgent, actor: Any, interface: str, **changes: Any) -> Run:
+    """Restart after a stop, a failure or completion: apply `changes` (as agent_update: the
+    contract, budgets...) and start a new attempt, both or neither. Raises CONFLICT while an
+    attempt runs and for an agent never started (Start it), SERVICE_UNAVAILABLE while the kill
+    switch is engaged."""
+    refuse_while_halted()
+    with transaction.atomic():
+        state = agent_state(ContractAgent.objects.select_for_update().get(pk=agent.pk))
+        if state.status in ("ready", "running"):
+            verb = "start it" if state.status == "ready" else "stop it first"
+            raise DomainError(
+                ErrorCode.CONFLICT,
+                f"{agent.name} is {state.status}: nothing to restart; {verb}",
+                {"agent_id": agent.pk, "status": state.status},
+            )
+        if changes:
+            agent = agent_update(agent=agent, **changes)
+        return agent_start(agent=agent, actor=actor, interface=interface)
