@@ -24,7 +24,13 @@ from agents_app.conversations.services import (
 )
 from agents_app.core.errors import DomainError
 from agents_app.core.inputs import QUERY_INT_MAX
-from agents_app.models import AuditInterface, Conversation, DoubleTexting
+from agents_app.models import (
+    TERMINAL_STATUSES,
+    AuditInterface,
+    Conversation,
+    DoubleTexting,
+    Run,
+)
 from agents_app.web.chat_rows import chat_update
 from agents_app.web.views import HtmxHttpRequest
 
@@ -100,9 +106,17 @@ def _render_page(
     **panel: Any,
 ) -> HttpResponse:
     owned = conversations_for(request.user)
+    tabs = list(owned.filter(is_open=True).order_by("created_at", "id"))
+    answering = set(
+        Run.objects.filter(conversation__in=tabs)
+        .exclude(status__in=TERMINAL_STATUSES)
+        .values_list("conversation_id", flat=True)
+    )
+    for tab in tabs:
+        tab.answering = tab.pk in answering
     context = {
         "nav": "chat",
-        "tabs": list(owned.filter(is_open=True).order_by("created_at", "id")),
+        "tabs": tabs,
         "history": list(owned.filter(is_open=False)[:HISTORY_SHOWN]),
         "active": conversation,
         "connections": _connection_choices(),

@@ -162,6 +162,19 @@
     if (tab) tab.dataset.running = runId ? "true" : "false";
   }
 
+  // A conversation is named after its first message: the tab and the heading follow.
+  function retitle(panel, title) {
+    if (!title || panel.getAttribute("aria-label") === title) return;
+    panel.setAttribute("aria-label", title);
+    var heading = panel.querySelector(".chat-title");
+    if (heading && heading.firstChild) heading.firstChild.textContent = title + " ";
+    var tab = document.querySelector(
+      '.chat-tab[data-conversation="' + panel.dataset.conversation + '"] .chat-tab-title',
+    );
+    if (tab) tab.textContent = Array.from(title).length > 32 ? Array.from(title).slice(0, 31).join("") + "…" : title;
+    if (!panel.hidden) document.title = title + " · Chat · AgentDesk";
+  }
+
   function placeEnd(panel, end) {
     var rows = panel.querySelector(".chat-rows");
     var mine = rows.querySelectorAll('li[data-run="' + CSS.escape(end.dataset.run) + '"]');
@@ -219,6 +232,7 @@
     replaceRegion(panel, update, ".chat-approvals", "data-approval-id");
     replaceRegion(panel, update, ".chat-waiting", "data-waiting");
     setRunning(panel, update.dataset.running);
+    retitle(panel, update.dataset.title);
     // What was streamed is now stored (and drawn from the rows): the live copy goes.
     if (answered || (liveRun && update.dataset.running !== liveRun)) clearLive(panel);
     if (added) follow(panel);

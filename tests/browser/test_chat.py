@@ -12,12 +12,33 @@ from agents_app.models import Run, RunStatus
 from tests.support.browser import PASSWORD, WAIT_MS, expect, log_in
 from tests.support.chat import add_rows
 from tests.support.worker import Worker
+from tools_app.mcp.discovery import sync_builtin_tools
+from tools_app.models import Tool
+from tools_app.process_registry import get_registry
+from tools_app.registry import ApprovalLevel
 
 pytestmark = pytest.mark.integration
 
 ALPHA = ["Lisbon in ", "three days: ", "Alfama, ", "Belém, ", "Sintra. ", "Alpha done."]
 BRAVO = ["Pack light: ", "layers, ", "a rain jacket, ", "good shoes. ", "Bravo done."]
 PHONE = {"width": 390, "height": 844}
+TRIP = {"path": "trip.md", "content": "# Lisbon\n\nAlfama, Belém, Sintra.\n"}
+# WCAG's contrast ratio of an element's text colour and its background, computed in the page.
+CONTRAST_JS = """
+element => {
+  const channels = c => c.match(/[\\d.]+/g).slice(0, 3).map(Number);
+  const luminance = c => {
+    const [r, g, b] = channels(c).map(v => {
+      v /= 255;
+      return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4;
+    });
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+  };
+  const style = getComputedStyle(element);
+  const [a, b] = [luminance(style.color), luminance(style.backgroundColor)].sort((x, y) => y - x);
+  return (a + 0.05) / (b + 0.05);
+}
+"""
 
 
 def new_chat(page) -> str:
@@ -178,3 +199,52 @@ def test_a_chat_tab_on_a_laptop_and_on_a_phone(page, stack, owner, trip, screens
     )
     assert width <= PHONE["width"]
     screenshot(page, "chat-phone.png")
+
+    # Dark mode: a person's message and the answer stay readable.
+    page.emulate_media(color_scheme="dark")
+    for selector in (".chat-user", ".chat-answer"):
+        element = panel.locator(f".chat-rows {selector}").first
+        if selector == ".chat-answer":
+            element = panel  # the answer's text is on the panel's background
+        assert element.evaluate(CONTRAST_JS) >= 4.5, selector
+
+
+@pytest.fixture
+def write_file_asks():
+    """write_file is auto-approved by default; staff made it `moderate` (their Tool row)."""
+    sync_builtin_tools(get_registry())
+    Tool.objects.filter(name="write_file").update(approval_level=ApprovalLevel.MODERATE)
+
+
+def test_a_call_that_needs_approval_is_approved_in_the_chat_and_the_answer_completes(
+    page, stack, owner, write_file_asks
+):
+    stack.llm.script(
+        [
+            {
+                "match": "AGENTDESK:CHAT",
+                "replies": [
+                    {"tool_calls": [{"name": "write_file", "arguments": TRIP}]},
+                    {"content": "Saved **trip.md**."},
+                ],
+            }
+        ]
+    )
+    log_in(page, "owner", PASSWORD)
+    page.goto("/chat/")
+    chat = new_chat(page)
+    panel = page.locator(f"#chat-panel-{chat}")
+    expect(panel.locator(".live-indicator")).to_have_attribute("data-state", "live")
+    send(page, chat, "Save my Lisbon notes")
+
+    card = panel.locator(".chat-approvals .chat-approval")
+    expect(card).to_contain_text('write_file({"path": "trip.md"')
+    card.locator("button[value=approve]").click()
+
+    expect(panel.locator(".chat-rows .chat-answer")).to_have_text("Saved trip.md.")
+    expect(panel.locator(".chat-rows .chat-answer strong")).to_have_text("trip.md")
+    expect(panel.locator(".chat-approvals .chat-approval")).to_have_count(0)
+    expect(panel.locator(".chat-rows .chat-call .chat-call-short")).to_contain_text("write_file(")
+    run = Run.objects.get(kind="chat")
+    assert run.status == RunStatus.SUCCEEDED
+    assert run.approvals.get().status == "approved"
