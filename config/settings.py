@@ -306,6 +306,13 @@ AGENT_TOOL_ERROR_RETRIES = env_int(
 )
 # A chat answer shows this many failed tool calls to the model before one ends the answer.
 CHAT_TOOL_ERROR_RETRIES = env_int("CHAT_TOOL_ERROR_RETRIES", 3, minimum=0)
+# Long conversations (conversations.condense): the context window of a connection without one;
+# past CHAT_CONDENSE_AT of it an answer masks old tool outputs, then summarises the older turns,
+# until under CHAT_CONDENSE_TO; the person's last CHAT_KEEP_TURNS messages stay verbatim.
+CHAT_CONTEXT_WINDOW = env_int("CHAT_CONTEXT_WINDOW", 8192, minimum=256)
+CHAT_CONDENSE_AT = env_float("CHAT_CONDENSE_AT", 0.8, minimum=0.1)
+CHAT_CONDENSE_TO = env_float("CHAT_CONDENSE_TO", 0.6, minimum=0.1)
+CHAT_KEEP_TURNS = env_int("CHAT_KEEP_TURNS", 4, minimum=1)
 # A contract agent's attempt, unless the agent says otherwise: tool cycles (each judged
 # against the contract), LLM tokens and seconds. Its log files go to AGENT_LOG_DIR.
 CONTRACT_MAX_TURNS = env_int("CONTRACT_MAX_TURNS", 20, minimum=1)

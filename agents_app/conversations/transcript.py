@@ -6,6 +6,7 @@ transaction that records the step's outcome or the cut, so a call never lacks it
 """
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from django.db.models import F
@@ -21,12 +22,73 @@ def conversation_group(conversation_id: int) -> str:
     return f"conversation.{conversation_id}"
 
 
+SUMMARY_HEADING = (
+    "(Summary of the earlier conversation. The requests it marks as done were answered "
+    "already: do not do them again unless the person asks anew.)"
+)
+
+
+def masked_note(tool: str, chars: int) -> str:
+    """What the model is shown instead of an old tool output that a condensation masked."""
+    return f"[output of {tool or 'the tool'} masked: {chars} chars; see the transcript]"
+
+
+@dataclass(frozen=True)
+class Condensed:
+    """What the condensation rows among a transcript's rows say, whatever their own seq: the
+    summaries in force, each standing for the rows of its seq range (a later summary whose
+    range holds an earlier one's replaces it), and the seqs of the tool results masked."""
+
+    summaries: tuple[ConversationEntry, ...]
+    masked: frozenset[int]
+
+    def hidden(self, seq: int | None) -> bool:
+        """Whether the row at `seq` is replaced by a summary."""
+        return seq is not None and any(
+            s.data["first_seq"] <= seq <= s.data["last_seq"] for s in self.summaries
+        )
+
+
+def condensed(entries: list[ConversationEntry]) -> Condensed:
+    summaries: list[ConversationEntry] = []
+    masked: set[int] = set()
+    marks = [e for e in entries if e.kind == EntryKind.CONDENSATION and e.seq is not None]
+    for entry in sorted(marks, key=lambda e: e.seq):
+        data = entry.data
+        if data.get("summary") and "first_seq" in data and "last_seq" in data:
+            first, last = data["first_seq"], data["last_seq"]
+            summaries = [
+                s
+                for s in summaries
+                if not (first <= s.data["first_seq"] and s.data["last_seq"] <= last)
+            ]
+            summaries.append(entry)
+        masked.update(data.get("masked") or ())
+    return Condensed(tuple(summaries), frozenset(masked))
+
+
 def replay(entries: list[ConversationEntry]) -> list[dict[str, Any]]:
     """The rows (in seq order) as OpenAI chat messages. Reasoning is for people and is not
-    sent back; a condensation stands for the rows it covers (see conversations.condense)."""
+    sent back. A condensation stands for the rows it covers (see conversations.condense): a
+    summary is one message where its range begins and the range's rows are left out; a masked
+    tool result keeps its place with a one-line note, so its call still has a result. The
+    original rows are never changed."""
+    view = condensed(entries)
+    pending = sorted(view.summaries, key=lambda s: s.data["first_seq"])
     messages: list[dict[str, Any]] = []
     open_turn: tuple[int | None, int | None] | None = None
+
+    def summary(entry: ConversationEntry) -> None:
+        text = entry.data["summary"]
+        text = text if isinstance(text, str) else entry.text
+        messages.append({"role": "user", "content": f"{SUMMARY_HEADING}\n{text}"})
+
     for entry in entries:
+        while pending and entry.seq is not None and entry.seq >= pending[0].data["first_seq"]:
+            summary(pending.pop(0))
+            open_turn = None
+        if view.hidden(entry.seq):
+            continue
         if entry.kind == EntryKind.USER:
             messages.append({"role": "user", "content": entry.text})
             open_turn = None
@@ -52,14 +114,14 @@ def replay(entries: list[ConversationEntry]) -> list[dict[str, Any]]:
                 messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
                 open_turn = turn
         elif entry.kind == EntryKind.TOOL_RESULT:
+            content = entry.text
+            if entry.seq in view.masked:
+                content = masked_note(entry.data.get("wire_name", ""), len(entry.text))
             messages.append(
-                {"role": "tool", "tool_call_id": entry.data["call_id"], "content": entry.text}
+                {"role": "tool", "tool_call_id": entry.data["call_id"], "content": content}
             )
-        elif entry.kind == EntryKind.CONDENSATION and entry.data.get("summary"):
-            messages.append(
-                {"role": "user", "content": f"(Summary of the earlier conversation)\n{entry.text}"}
-            )
-            open_turn = None
+    for entry in pending:  # a range whose rows are all gone
+        summary(entry)
     return messages
 
 
