@@ -11,7 +11,7 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.responses import JSONResponse
 
-from agents_app.api import mcp_conversations, mcp_tools  # noqa: F401  (register their tools)
+from agents_app.api import mcp_agents, mcp_conversations, mcp_tools  # noqa: F401  (register tools)
 from agents_app.api.errors import error_body
 from agents_app.api.mcp_server import MCP_PATH, SCOPE_USER, server
 from agents_app.core.api_keys import user_for_api_key

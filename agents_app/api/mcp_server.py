@@ -12,7 +12,8 @@ stream to resume), so any daphne process behind a load balancer can answer any r
 
 This module holds the server and how a tool reaches Django (`tool`, `caller`, `in_django`,
 the error mapping); `mcp_tools` the run, approval and tool tools; `mcp_conversations` the
-conversation tools; `mcp_http` the endpoint in front of Django.
+conversation tools; `mcp_agents` the contract agent tools; `mcp_http` the endpoint in front of
+Django.
 """
 
 import inspect
@@ -108,7 +109,9 @@ server = AgentDeskMCP(
         "Hand tasks to AgentDesk's agents and follow their runs. submit_task queues a run; "
         "poll get_run until its status is succeeded, failed or cancelled, then read `result`. "
         "Or converse: create_conversation, send_message, then read_conversation after the last "
-        "seq you hold until its running_answer is null."
+        "seq you hold until its running_answer is null. Or hand a contract agent a goal: "
+        "create_agent, start_agent, then agent_status until it is no longer running and "
+        "read_agent_log."
     ),
 )
 

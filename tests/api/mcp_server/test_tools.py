@@ -24,6 +24,13 @@ AGENTDESK_TOOLS = {
     "send_message",
     "read_conversation",
     "stop_conversation",
+    "list_agents",
+    "create_agent",
+    "start_agent",
+    "stop_agent",
+    "restart_agent",
+    "agent_status",
+    "read_agent_log",
 }
 
 
