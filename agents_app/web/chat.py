@@ -78,12 +78,13 @@ def panel_context(
     composer_text: str = "",
     settings_error: DomainError | None = None,
     saved: bool = False,
+    connections: list[tuple[str, str]] | None = None,
 ) -> dict[str, Any]:
     """What one tab's panel renders."""
     return {
         "conversation": conversation,
         "update": chat_update(conversation),
-        "connections": _connection_choices(),
+        "connections": _connection_choices() if connections is None else connections,
         "connection_value": (
             ""
             if conversation.connection is None or conversation.connection.is_default
@@ -114,17 +115,18 @@ def _render_page(
     )
     for tab in tabs:
         tab.answering = tab.pk in answering
+    connections = _connection_choices()
     context = {
         "nav": "chat",
         "tabs": tabs,
         "history": list(owned.filter(is_open=False)[:HISTORY_SHOWN]),
         "active": conversation,
-        "connections": _connection_choices(),
+        "connections": connections,
         "modes": _modes(),
         "new_error": new_error,
     }
     if conversation is not None:
-        context.update(panel_context(conversation, **panel))
+        context.update(panel_context(conversation, connections=connections, **panel))
     return render(request, "agents/chat.html", context, status=status)
 
 

@@ -444,3 +444,42 @@ def test_an_answer_that_ended_is_no_longer_running_in_the_rows_after(owner, owne
     Run.objects.filter(pk=run.pk).update(status=RunStatus.SUCCEEDED)
     html = owner_session.get(f"/chat/{chat.pk}/entries?after=0").content.decode()
     assert 'data-running=""' in html
+
+
+def test_the_rows_after_a_seq_include_an_answer_that_failed_meanwhile(owner, owner_session, chat):
+    run = answering(chat, owner)
+    before = owner_session.get(f"/chat/{chat.pk}/entries?after=1").content.decode()
+    assert "chat-end" not in before.split('class="chat-ends"')[1].split("</ol>")[0]
+    Run.objects.filter(pk=run.pk).update(
+        status=RunStatus.FAILED, error_code="LLM_TIMEOUT", error_message="The LLM took too long"
+    )
+
+    html = owner_session.get(f"/chat/{chat.pk}/entries?after=1").content.decode()
+
+    [ends] = class_blocks(html, "ol", "chat-ends")
+    assert f'id="chat-{chat.pk}-end-{run.pk}" data-run="{run.pk}" data-failed' in ends
+    assert "The answer failed: The LLM took too long" in ends
+
+
+def test_a_long_transcript_is_read_in_a_fixed_number_of_queries(
+    owner, owner_session, chat, django_assert_max_num_queries
+):
+    run = answering(chat, owner)
+    for number in range(30):
+        call = {"call_id": f"c{number}", "wire_name": "echo", "arguments": {"n": number}}
+        add_rows(
+            chat,
+            [
+                ("reasoning", "thinking", {}),
+                ("tool_call", "", call),
+                ("tool_result", "ok", {**call, "ok": True}),
+                ("assistant", f"answer {number}", {}),
+            ],
+            run=run,
+        )
+    # The same whatever the rows: the page's own reads, the header's, the session's.
+    with django_assert_max_num_queries(17):
+        response = owner_session.get(f"/chat/{chat.pk}/")
+    assert response.content.decode().count('class="chat-call"') == 30
+    with django_assert_max_num_queries(10):
+        owner_session.get(f"/chat/{chat.pk}/entries?after=0")
