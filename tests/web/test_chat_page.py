@@ -483,3 +483,13 @@ def test_a_long_transcript_is_read_in_a_fixed_number_of_queries(
     assert response.content.decode().count('class="chat-call"') == 30
     with django_assert_max_num_queries(10):
         owner_session.get(f"/chat/{chat.pk}/entries?after=0")
+
+
+def test_a_closed_conversation_opened_from_the_history_offers_to_reopen_it(owner_session, chat):
+    owner_session.post(f"/chat/{chat.pk}/close/")
+
+    html = page(owner_session, chat)
+
+    assert "This conversation is closed; its history is kept." in html
+    assert f"chat-panel-{chat.pk}" in ids(html) and f"chat-tab-{chat.pk}" not in ids(html)
+    assert f'action="/chat/{chat.pk}/reopen/"' in html
