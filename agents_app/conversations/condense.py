@@ -242,7 +242,8 @@ def _summarise(
     None once the rows before the recent turns are summarised: nothing is asked twice."""
     if keep_from is None:
         return False
-    older = [r for r in rows if r.seq < keep_from]
+    # The rows before the recent turns, as condensed so far (condensations sit at the end).
+    older = [r for r in rows if r.seq < keep_from or r.kind == EntryKind.CONDENSATION]
     max_tokens = max(128, min(settings.LLM_MAX_TOKENS_STEP, window // 8))
     room = window - max_tokens - estimate_tokens([{"content": CONDENSE_PROMPT}]) - 64
     text = _render(replay(older), room)
@@ -263,14 +264,13 @@ def _summarise(
     summary = response.content.strip()
     if not summary:
         return False
-    asked = sum(1 for r in older if r.kind == EntryKind.USER)
+    # The text is the summary, what a person expands the marker to read (the page says what
+    # it is); data.summary marks it as one.
     _write(
         run,
         hooks,
-        text=f"Summarised the conversation before the last {settings.CHAT_KEEP_TURNS} messages "
-        f"({asked} messages of the person) to fit the model's context window; the rows stay in "
-        "the transcript.",
-        data={"first_seq": rows[0].seq, "last_seq": keep_from - 1, "summary": summary},
+        text=summary,
+        data={"first_seq": rows[0].seq, "last_seq": keep_from - 1, "summary": True},
     )
     return True
 
@@ -284,7 +284,7 @@ def _render(messages: list[dict[str, Any]], room: int) -> str:
         if math.ceil(len(text) / CHARS_PER_TOKEN) <= room:
             return text
     keep = max(room, 0) * CHARS_PER_TOKEN
-    return "[…the oldest part is left out…]\n" + text[-keep:]
+    return "[…the oldest part is left out…]\n" + text[max(len(text) - keep, 0) :]
 
 
 def _line(message: dict[str, Any], cut: int) -> str:

@@ -36,7 +36,8 @@ def masked_note(tool: str, chars: int) -> str:
 @dataclass(frozen=True)
 class Condensed:
     """What the condensation rows among a transcript's rows say, whatever their own seq: the
-    summaries in force, each standing for the rows of its seq range (a later summary whose
+    summaries in force (data.summary true, the summary in text), each standing for the rows of
+    its seq range (a later summary whose
     range holds an earlier one's replaces it), and the seqs of the tool results masked."""
 
     summaries: tuple[ConversationEntry, ...]
@@ -79,9 +80,7 @@ def replay(entries: list[ConversationEntry]) -> list[dict[str, Any]]:
     open_turn: tuple[int | None, int | None] | None = None
 
     def summary(entry: ConversationEntry) -> None:
-        text = entry.data["summary"]
-        text = text if isinstance(text, str) else entry.text
-        messages.append({"role": "user", "content": f"{SUMMARY_HEADING}\n{text}"})
+        messages.append({"role": "user", "content": f"{SUMMARY_HEADING}\n{entry.text}"})
 
     for entry in entries:
         while pending and entry.seq is not None and entry.seq >= pending[0].data["first_seq"]:

@@ -11,7 +11,7 @@ from agents_app.conversations.condense import chat_context, context_usage, estim
 from agents_app.conversations.services import conversation_create, message_post
 from agents_app.conversations.transcript import SUMMARY_HEADING, chat_messages, place, replay
 from agents_app.engine.prompts import chat_system
-from agents_app.models import ConversationEntry, LLMConnection, RunEvent
+from agents_app.models import ConversationEntry, LLMConnection, Run, RunEvent
 from agents_app.worker.execution import execute_run
 from tests.support.scripted_provider import ScriptedProvider
 from tests.support.tools import make_registry
@@ -125,7 +125,7 @@ def test_when_masking_is_not_enough_the_older_turns_are_summarised_by_the_model(
     assert "Person: weather Oslo?" in asked and "Assistant: Il pleut." in asked
     assert "DONE" in request.messages[0]["content"]  # done requests are recorded as done
     (mark,) = condensations(chat)
-    assert mark.data["summary"] == SUMMARY
+    assert (mark.text, mark.data["summary"]) == (SUMMARY, True)
     tromso = ConversationEntry.objects.get(conversation=chat, text="weather Tromso?")
     assert (mark.data["first_seq"], mark.data["last_seq"]) == (1, tromso.seq - 1)
     # The system message, the summary where the older turns were, the recent turns verbatim.
@@ -152,8 +152,11 @@ def test_masking_then_summary_keep_every_call_with_its_result(owner, chat):
     messages = chat_context(run, provider, RecordingHooks())
 
     masked, summary = condensations(chat)
-    assert masked.data["masked"] and summary.data["summary"] == SUMMARY
+    assert masked.data["masked"] and (summary.text, summary.data["summary"]) == (SUMMARY, True)
     assert len(provider.requests) == 1
+    # The summariser reads the older turns as masked.
+    asked = provider.requests[0].messages[1]["content"]
+    assert asked.count("[output of fetch masked: 1200 chars") == len(masked.data["masked"])
     assert_pairs_whole(messages)
     assert_pairs_whole(provider.requests[0].messages)
     call_ids = [c["id"] for m in messages for c in m.get("tool_calls") or ()]
@@ -163,6 +166,48 @@ def test_masking_then_summary_keep_every_call_with_its_result(owner, chat):
     recent = next(i for i, m in enumerate(before) if (m["content"] or "").startswith("job 4 "))
     assert messages[2:] == before[recent:]
     assert OUTPUT in [m["content"] for m in messages]
+
+
+def test_a_later_summary_takes_in_the_earlier_one_and_replaces_it(owner, chat, settings):
+    for n in range(3):
+        exchange(chat, f"q{n} " + "word " * 150, answer=f"a{n}")
+    first_run = ask(chat, owner, "q3 " + "word " * 150)
+    provider = ScriptedProvider(
+        [summariser({"content": "S1: q0 and q1 DONE."}, {"content": "S2: q0 to q3 DONE."})]
+    )
+    chat_context(first_run, provider, RecordingHooks())
+    Run.objects.filter(pk=first_run.pk).update(status="succeeded")  # answered meanwhile
+    for n in range(4, 6):
+        exchange(chat, f"q{n} " + "word " * 150, answer=f"a{n}")
+    run = ask(chat, owner, "last")
+
+    messages = chat_context(run, provider, RecordingHooks())
+
+    assert (
+        "Summary of what came before:\nS1: q0 and q1 DONE."
+        in (provider.requests[1].messages[1]["content"])
+    )
+    first, second = condensations(chat)
+    assert (first.data["first_seq"], second.data["first_seq"]) == (1, 1)
+    assert second.data["last_seq"] > first.data["last_seq"]
+    summaries = [m["content"] for m in messages if m["content"].startswith(SUMMARY_HEADING)]
+    assert summaries == [f"{SUMMARY_HEADING}\nS2: q0 to q3 DONE."]
+    assert messages[1]["content"] == summaries[0]
+
+
+def test_the_summary_request_fits_the_window_however_long_the_older_turns(owner, chat):
+    for n in range(40):
+        exchange(chat, f"q{n} " + "word " * 60, answer=f"a{n} " + "reply " * 60)
+    run = ask(chat, owner, "last")
+    provider = ScriptedProvider([summariser({"content": SUMMARY})])
+
+    chat_context(run, provider, RecordingHooks())
+
+    (request,) = provider.requests
+    assert estimate_tokens(request.messages) + request.max_tokens <= WINDOW
+    asked = request.messages[1]["content"]
+    assert "the oldest part is left out" in asked and "Person: q37 " in asked
+    assert "Person: q0 " not in asked
 
 
 def test_the_summary_never_ends_between_a_call_and_its_result(owner, chat):
@@ -310,7 +355,7 @@ def _rows():
 
 @pytest.mark.parametrize("seq", [8, 50, 0])
 def test_replay_puts_a_summary_where_its_rows_were_whatever_its_own_seq(seq):
-    summary = _entry(seq, "condensation", "note", first_seq=1, last_seq=4, summary="S")
+    summary = _entry(seq, "condensation", "S", first_seq=1, last_seq=4, summary=True)
     rows = sorted([*_rows(), summary], key=lambda e: e.seq)
 
     assert replay(rows) == [
@@ -335,8 +380,8 @@ def test_replay_masks_a_tool_output_but_keeps_its_call_and_a_note():
 
 
 def test_a_later_summary_that_holds_an_earlier_one_replaces_it():
-    first = _entry(8, "condensation", first_seq=1, last_seq=4, summary="S1")
-    second = _entry(9, "condensation", first_seq=1, last_seq=6, summary="S2")
+    first = _entry(8, "condensation", "S1", first_seq=1, last_seq=4, summary=True)
+    second = _entry(9, "condensation", "S2", first_seq=1, last_seq=6, summary=True)
 
     messages = replay([*_rows(), first, second])
 
