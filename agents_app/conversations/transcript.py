@@ -37,8 +37,8 @@ def masked_note(tool: str, chars: int) -> str:
 class Condensed:
     """What the condensation rows among a transcript's rows say, whatever their own seq: the
     summaries in force (data.summary true, the summary in text), each standing for the rows of
-    its seq range (a later summary whose
-    range holds an earlier one's replaces it), and the seqs of the tool results masked."""
+    its seq range (a later summary whose range holds an earlier one's replaces it), and the
+    seqs of the tool results masked."""
 
     summaries: tuple[ConversationEntry, ...]
     masked: frozenset[int]
