@@ -6,6 +6,7 @@ execute_run and a scripted provider."""
 import json
 
 import pytest
+from asgiref.sync import async_to_sync
 
 from agents_app.contracts.logs import log_path
 from agents_app.models import (
@@ -18,8 +19,10 @@ from agents_app.models import (
 )
 from agents_app.worker.execution import execute_run
 from tests.support.api import assert_error, post_json
+from tests.support.conversations import api_socket, idle, of_type, receive_until, rows_sent
 from tests.support.script import json_reply, tool_call
 from tests.support.scripted_provider import ScriptedProvider
+from tests.support.sockets import refusal
 from tests.support.tools import EchoTool, make_registry
 
 URL = "/api/v1/agents"
@@ -410,6 +413,30 @@ def test_a_completed_attempt_is_read_as_status_attempts_entries_and_its_log_file
         response.content,
         response["Content-Disposition"],
     )
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_attempts_output_streams_on_its_conversations_socket_for_its_owner_only(
+    owner_api, owner, outsider, api_key_for
+):
+    agent = create(owner_api, "Echo a.")
+    attempt = start(owner_api, agent["id"]).json()["attempt"]
+    run_to_completion(attempt["run_id"])
+    entries = owner_api.get(f"{URL}/{agent['id']}/attempts/1/entries").json()["entries"]
+
+    async def follow(auth):
+        socket = api_socket(attempt["conversation_id"], auth)
+        assert (await socket.connect())[0]
+        messages = await receive_until(socket, idle)
+        await socket.disconnect()
+        return messages
+
+    async def refused(auth):
+        return await refusal(api_socket(attempt["conversation_id"], auth))
+
+    sent = rows_sent(of_type(async_to_sync(follow)(api_key_for(owner)), "entry"))
+    assert sent == [(e["seq"], e["kind"], e["text"]) for e in entries]
+    assert async_to_sync(refused)(api_key_for(outsider)) == 4403
 
 
 @pytest.mark.django_db(transaction=True)
