@@ -7,7 +7,9 @@ Reasoning is an item of its own (a collapsible panel), never part of the answer:
 block left in an assistant's text is split out into one too."""
 
 from dataclasses import dataclass
+from typing import Any
 
+from agents_app.conversations.condense import context_usage
 from agents_app.conversations.presenters import call_summary
 from agents_app.conversations.selectors import answer_running, entries_after, waiting_messages
 from agents_app.models import (
@@ -72,6 +74,7 @@ class Update:
     approvals: list[Approval]
     ends: list[End]
     last_seq: int
+    context: dict[str, Any]  # condense.context_usage: what the next answer would send
 
 
 def tool_of(entry: ConversationEntry) -> str:
@@ -156,6 +159,7 @@ def chat_update(conversation: Conversation, *, after: int = 0) -> Update:
         approvals=approvals,
         ends=ends,
         last_seq=(entries[-1].seq if entries else after) or 0,
+        context=context_usage(conversation),
     )
 
 

@@ -233,6 +233,9 @@
     replaceRegion(panel, update, ".chat-waiting", "data-waiting");
     setRunning(panel, update.dataset.running);
     retitle(panel, update.dataset.title);
+    var usage = update.querySelector(".chat-context");
+    var shown = panel.querySelector(".chat-context");
+    if (usage && shown) shown.textContent = usage.textContent;
     // What was streamed is now stored (and drawn from the rows): the live copy goes.
     if (answered || (liveRun && update.dataset.running !== liveRun)) clearLive(panel);
     if (added) follow(panel);

@@ -8,6 +8,7 @@ from html import unescape
 import pytest
 from django.test import Client
 
+from agents_app.conversations.condense import context_usage
 from agents_app.conversations.selectors import answer_running, transcript
 from agents_app.conversations.services import conversation_create, message_post
 from agents_app.models import Approval, AuditEvent, Conversation, ConversationEntry, Run, RunStatus
@@ -478,10 +479,10 @@ def test_a_long_transcript_is_read_in_a_fixed_number_of_queries(
             run=run,
         )
     # The same whatever the rows: the page's own reads, the header's, the session's.
-    with django_assert_max_num_queries(17):
+    with django_assert_max_num_queries(19):
         response = owner_session.get(f"/chat/{chat.pk}/")
     assert response.content.decode().count('class="chat-call"') == 30
-    with django_assert_max_num_queries(10):
+    with django_assert_max_num_queries(12):
         owner_session.get(f"/chat/{chat.pk}/entries?after=0")
 
 
@@ -493,3 +494,16 @@ def test_a_closed_conversation_opened_from_the_history_offers_to_reopen_it(owner
     assert "This conversation is closed; its history is kept." in html
     assert f"chat-panel-{chat.pk}" in ids(html) and f"chat-tab-{chat.pk}" not in ids(html)
     assert f'action="/chat/{chat.pk}/reopen/"' in html
+
+
+def test_the_tab_shows_how_much_of_the_model_s_context_the_conversation_uses(
+    owner, owner_session, chat
+):
+    answering(chat, owner)
+    usage = context_usage(chat)
+
+    html = page(owner_session, chat)
+
+    [shown] = class_blocks(html, "p", "chat-context")
+    assert shown == f"Context: {usage['used']} of {usage['window']} tokens ({usage['percent']}%)"
+    assert usage["used"] > 0
