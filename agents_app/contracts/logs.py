@@ -3,6 +3,8 @@ attempt's rows (its events and its transcript), so it is complete whenever it is
 even after a crash; it is written again after every cycle and at the attempt's end."""
 
 import json
+import os
+import threading
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -103,7 +105,8 @@ def write_log(run: Run) -> Path:
     Raises OSError when it cannot be written."""
     path = log_path(run)
     path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_suffix(".log.partial")
+    # Its own temporary name: a download and the worker may write at the same moment.
+    partial = path.with_name(f"{path.name}.{os.getpid()}-{threading.get_ident()}.partial")
     partial.write_text(render_log(run), encoding="utf-8")
     partial.replace(path)
     return path

@@ -16,9 +16,7 @@ from agents_app.models import (
 def conversations_for(user: Any) -> QuerySet[Conversation]:
     """The user's chats. A contract agent's attempt keeps its transcript in a conversation
     too; it is read through its agent (contracts.selectors), and no message may be posted."""
-    return Conversation.objects.filter(owner=user, agent__isnull=True).select_related(
-        "connection"
-    )
+    return Conversation.objects.filter(owner=user, agent__isnull=True).select_related("connection")
 
 
 def conversation_get(*, user: Any, conversation_id: int) -> Conversation:

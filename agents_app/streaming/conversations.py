@@ -176,7 +176,9 @@ class ConversationConsumer(AsyncWebsocketConsumer):
             await self.send_answer(self.feed.run_id, await _run_status(self.feed.run_id))
 
     async def run_token(self, message: dict[str, Any]) -> None:
-        if self.feed is None:
+        # A token of an answer that has just ended (still in flight when the socket moved on
+        # to the next answer) is not shown as the next one's.
+        if self.feed is None or message.get("run_id", self.feed.run_id) != self.feed.run_id:
             return
         await self.send_json(
             {

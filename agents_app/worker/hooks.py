@@ -212,7 +212,8 @@ class DatabaseHooks:
         self._buffer.clear()
         self._buffered = 0
         publish(
-            run_group(self.run_id), [{"type": "run.token", "token": token, **self._token_context}]
+            run_group(self.run_id),
+            [{"type": "run.token", "run_id": self.run_id, "token": token, **self._token_context}],
         )
 
     def before_tool_call(self, tool: str, arguments: dict[str, Any]) -> ToolCallHandle:
