@@ -1,7 +1,9 @@
 """Contract agents on a real Celery worker with the scripted LLM server, driven and read over
 REST as a mobile client does: one started, completed by its own evaluation, then read (status,
-attempts, output, log file); and two started at once, both completed."""
+attempts, output, log file); and two at the same time on two workers."""
 
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -95,15 +97,27 @@ def test_an_agent_started_over_rest_completes_on_a_worker_and_is_read_over_rest(
     assert text.index("[tool] write_file") < text.index("[tool] read_file")
 
 
-def test_two_agents_started_at_once_both_complete(llm, shared_worker, owner_api, logs):
+def test_two_agents_run_at_the_same_time_on_two_workers(llm, start_worker, owner_api, logs):
+    both_asked = threading.Barrier(2, timeout=30)
+
+    def together(body):
+        # Each agent's first request waits for the other's: only two attempts in flight at
+        # once pass (a worker busy with one agent would leave the other unasked).
+        try:
+            both_asked.wait()
+        except threading.BrokenBarrierError:
+            return {"content": "alone"}
+        return {"content": "together"}
+
     llm.script(
         [
             {"match": ["AGENTDESK:EVALUATE", "Say one"], "replies": [evaluation(True, "said one")]},
             {"match": ["AGENTDESK:EVALUATE", "Say two"], "replies": [evaluation(True, "said two")]},
-            {"match": ["AGENTDESK:CONTRACT", "Say one"], "replies": [{"content": "one"}]},
-            {"match": ["AGENTDESK:CONTRACT", "Say two"], "replies": [{"content": "two"}]},
+            {"match": "AGENTDESK:CONTRACT", "replies": [together, together]},
         ]
     )
+    with ThreadPoolExecutor(2) as pool:  # both start at once: half the wait
+        list(pool.map(lambda name: start_worker(name, AGENT_LOG_DIR=str(logs)), ["w1", "w2"]))
     first, first_run = started(owner_api, "Say one.")
     second, second_run = started(owner_api, "Say two.")
 
@@ -115,6 +129,6 @@ def test_two_agents_started_at_once_both_complete(llm, shared_worker, owner_api,
         first: ("completed", "said one"),
         second: ("completed", "said two"),
     }
-    for agent_id, said in ((first, "one"), (second, "two")):
-        assert f"[agent] {said}" in owner_api.get(f"{URL}/{agent_id}/log").content.decode()
+    for agent_id in (first, second):
+        assert "[agent] together" in owner_api.get(f"{URL}/{agent_id}/log").content.decode()
     assert Run.objects.filter(kind="contract").count() == 2
