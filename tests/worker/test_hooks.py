@@ -82,7 +82,7 @@ def test_a_token_is_published_with_the_phase_and_step_it_was_streamed_in(
         hooks.on_token("Done", phase="execution", step_index=0)
         hooks.flush_tokens()
 
-    token = {"type": "run.token"}
+    token = {"type": "run.token", "run_id": run.pk}
     assert published(run, stream) == [
         {**token, "token": "Plan", "phase": "planning", "step_index": None, "reasoning": False},
         {**token, "token": "Hm", "phase": "execution", "step_index": 0, "reasoning": True},
