@@ -226,6 +226,7 @@ def execute_step(
     evidence.setdefault("echoed", False)  # told its answer only repeats the task
     evidence.setdefault("read", [])  # the paths its calls read successfully
     evidence.setdefault("start", len(messages))  # where the messages it adds begin
+    evidence.setdefault("no_tools", False)  # a chat answer asked to answer without tools
     evidence.setdefault("turns", [])  # [message index, model turn] of its assistant messages
     evidence.setdefault("steered", [])  # [message index, token] of the messages steered in
     # A direct step is the whole task: the files the task asks to write are its to write.
@@ -273,6 +274,10 @@ def execute_step(
         limited to those files, and the tools that read the files the task names (until they
         are read); once they are written, only finish_task. Told in prose, small models repeat
         the mistake; a server that constrains answers to the tools' schemas cannot."""
+        if chat and (evidence["no_tools"] or rounds >= max_rounds - 1):
+            # A chat answer that keeps failing or repeating its calls, or on its last turn,
+            # is asked for its answer in words: no tools to call.
+            return []
         missing = missing_files()
         if not owed or not (evidence["nudged"] or evidence["errors"]):
             return schemas
@@ -340,10 +345,14 @@ def execute_step(
     def correct_or_fail(call: ToolCallRequest, code: ErrorCode, error: str) -> StepOutcome | None:
         """A failed or refused call: shown to the model to correct while `error_retries`
         last (None), else the step fails with its code."""
-        if evidence["errors"] >= error_retries:
+        if evidence["errors"] >= error_retries and not chat:
             return StepOutcome(status=StepStatus.FAILED, error_code=code, error=error)
         evidence["errors"] += 1
         report = {"error": error, "note": "Correct the call, or answer if you cannot."}
+        if evidence["errors"] > error_retries:
+            # A chat goes on: the model is told, and answers next without tools.
+            evidence["no_tools"] = True
+            report["note"] = "No more tool calls: answer the person now, in words."
         messages.append({"role": "tool", "tool_call_id": call.id, "content": json.dumps(report)})
         return None
 
@@ -353,6 +362,13 @@ def execute_step(
         for position, call in enumerate(pending):
             name = by_wire.get(call.name, call.name)
             arguments = call.arguments
+            if chat and evidence["no_tools"] and decided is None:
+                # Asked to answer in words, it called again: not made, and it is told so.
+                refusal = {"error": "No more tool calls: answer the person now, in words."}
+                messages.append(
+                    {"role": "tool", "tool_call_id": call.id, "content": json.dumps(refusal)}
+                )
+                continue
             if decided is not None and position == 0:
                 handle = decided.handle
                 if decided.decision == "deny":
@@ -376,7 +392,9 @@ def execute_step(
                     # answering (small models loop so): it is not made again. Told once;
                     # the second time the step ends with that call's result as its answer.
                     evidence["repeats"] += 1
-                    if evidence["repeats"] > 1:
+                    if evidence["repeats"] > 1 and chat:
+                        evidence["no_tools"] = True
+                    elif evidence["repeats"] > 1:
                         return StepOutcome(
                             status=StepStatus.COMPLETED,
                             output=f"{name}: {evidence['result']}",

@@ -469,6 +469,9 @@ def _request_arguments(request: LLMRequest, features: _Features) -> dict[str, An
             # The server's grammar keeps the answer to one of the shapes the prompt names.
             schema = _tools_answer_schema(request.tools, final=not request.tool_required)
             arguments["response_format"] = _response_format(features, "tool_call", schema)
+    elif not features.native_tools:
+        # No tools this time, but the history may hold calls: told as text, as above.
+        messages = _without_tool_roles(messages)
     if request.max_tokens is not None:
         arguments[features.max_tokens_field] = request.max_tokens
     if request.response_schema is not None:

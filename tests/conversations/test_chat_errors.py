@@ -102,26 +102,41 @@ def test_a_failing_tool_is_reported_to_the_model_and_the_answer_goes_on(owner, c
     assert result.data["ok"] is False and "broken" in json.loads(result.text)["error"]
 
 
-def test_more_failed_calls_than_allowed_end_the_answer_with_every_call_answered(
-    owner, chat, settings
-):
+def test_past_its_failed_calls_an_answer_is_asked_for_in_words_and_given(owner, chat, settings):
     settings.CHAT_TOOL_ERROR_RETRIES = 1
+    broken = {"tool_calls": [{"name": "broken"}]}
     provider = SnapshotProvider(
         [
-            {"match": "next", "replies": [{"content": "Still here."}]},
             {
                 "match": "AGENTDESK:CHAT",
-                "replies": [{"tool_calls": [{"name": "broken"}]}],
-                "repeat": True,
+                "replies": [broken, broken, broken, {"content": "The tool is broken today."}],
             },
         ]
     )
-    _, run = send(chat, owner, "break twice")
+    _, run = send(chat, owner, "break it")
     run = answer(run, provider, make_registry(BrokenTool()))
-    assert (run.status, run.error_code) == ("failed", "TOOL_FAILED")
-    _, following = send(chat, owner, "next")
-    assert answer(following, provider, make_registry(BrokenTool())).status == "succeeded"
+    assert (run.status, run.final_response) == ("succeeded", "The tool is broken today.")
+    # Offered the tool twice; after the second failure no tool, and a call made anyway is
+    # refused without running.
+    assert [len(r.tools) for r in provider.requests] == [1, 1, 0, 0]
+    results = [json.loads(e.text) for e in transcript(chat) if e.kind == "tool_result"]
+    assert [r["note"] for r in results[:2]] == [
+        "Correct the call, or answer if you cannot.",
+        "No more tool calls: answer the person now, in words.",
+    ]
+    assert results[2] == {"error": "No more tool calls: answer the person now, in words."}
     assert calls_all_answered(provider.sent[-1])
+
+
+def test_a_call_repeated_again_and_again_gets_an_answer_in_words(owner, chat):
+    echo = {"tool_calls": [{"name": "echo", "arguments": {"text": "x"}}]}
+    provider = SnapshotProvider(
+        [{"match": "AGENTDESK:CHAT", "replies": [echo, echo, echo, {"content": "It says x."}]}]
+    )
+    _, run = send(chat, owner, "echo x")
+    run = answer(run, provider, make_registry(EchoTool()))
+    assert (run.status, run.final_response) == ("succeeded", "It says x.")
+    assert [len(r.tools) for r in provider.requests] == [1, 1, 1, 0]
 
 
 def test_stop_during_the_models_answer_keeps_what_it_had_said(owner, chat):
