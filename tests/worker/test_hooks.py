@@ -17,7 +17,7 @@ from agents_app.runs.lease import Lease
 from agents_app.worker import hooks as hooks_module
 from agents_app.worker.hooks import DatabaseHooks
 from tests.support.runs import add_plan, make_run
-from tools_app.registry import ToolResult
+from tools_app.registry import ToolResult, ToolSpec
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -60,14 +60,15 @@ def test_streamed_tokens_are_published_in_pieces_of_at_least_64_characters(
     hooks = DatabaseHooks(run, Lease(run.pk, "mine", 30))
 
     def stream():
-        for piece in ["a" * 40, "b" * 24, "c" * 10]:
+        for piece in ["a" * 40, "b" * 24, "c" * 63]:
             hooks.on_token(piece, phase="execution", step_index=0)
         publish(run_group(run.pk), [MARK])
         hooks.flush_tokens()
 
     pieces = [m.get("token", "|") for m in published(run, stream)]
 
-    assert pieces == ["a" * 40 + "b" * 24, "|", "c" * 10]
+    # After a piece the count starts again: 63 more characters wait for the next flush.
+    assert pieces == ["a" * 40 + "b" * 24, "|", "c" * 63]
 
 
 def test_a_token_is_published_with_the_phase_and_step_it_was_streamed_in(
@@ -88,6 +89,30 @@ def test_a_token_is_published_with_the_phase_and_step_it_was_streamed_in(
         {**token, "token": "Hm", "phase": "execution", "step_index": 0, "reasoning": True},
         {**token, "token": "Done", "phase": "execution", "step_index": 0, "reasoning": False},
     ]
+
+
+def test_the_reasoning_streamed_in_a_phase_is_kept_for_the_rows(owner):
+    run = make_run(owner)
+    hooks = DatabaseHooks(run, Lease(run.pk, "mine", 30))
+
+    hooks.on_token("Two steps will do.", phase="planning", step_index=None, reasoning=True)
+    hooks.on_token('{"steps": []}', phase="planning", step_index=None)
+    hooks.on_token("Is it done?", phase="verification", step_index=None, reasoning=True)
+
+    assert hooks.streamed_reasoning("analysis", "planning") == "Two steps will do."
+    assert hooks.streamed_reasoning("verification") == "Is it done?"
+
+
+def test_a_worker_that_lost_its_lease_stops_at_the_next_checkpoint(owner):
+    run = make_run(owner)
+    lease = Lease(run.pk, "mine", 30)
+    hooks = DatabaseHooks(run, lease)
+    lease.lost.set()
+
+    with pytest.raises(StopRun) as stopped:
+        hooks.checkpoint()
+
+    assert stopped.value.code == ErrorCode.LEASE_LOST
 
 
 def test_while_the_model_streams_the_poll_notices_a_cancel(owner, monkeypatch):
@@ -159,3 +184,24 @@ def test_a_tool_result_that_is_not_ok_is_recorded_failed_even_without_an_error_c
     assert ToolCall.objects.get(pk=handle.call_id).status == "failed"
     result = RunEvent.objects.get(run=run, type="tool_result").payload
     assert (result["status"], result["result"]) == ("failed", None)
+
+
+def test_a_server_tool_s_path_outside_the_run_s_workspace_asks_a_person(owner, tmp_path):
+    notes = ToolSpec(
+        name="notes_read",
+        description="Read a note.",
+        input_schema={"type": "object", "properties": {"path": {"type": "string"}}},
+        capabilities=frozenset(),
+        domain="notes",
+        source="mcp",
+    )
+    run = make_run(owner)
+    workspace = tmp_path / f"run-{run.pk}"
+    hooks = DatabaseHooks(
+        run, Lease(run.pk, "mine", 30), specs={"notes_read": notes}, workspace=workspace
+    )
+
+    assert hooks.approval_needed("notes_read", {"path": str(workspace / "todo.md")}) is None
+    ask = hooks.approval_needed("notes_read", {"path": "/etc/passwd"})
+    assert ask is not None
+    assert "argument 'path' points outside the workspace" in ask.classification.reasons
