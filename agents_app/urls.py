@@ -1,7 +1,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from agents_app.web import api_keys, approvals, chat, files, views
+from agents_app.web import agent_tabs, api_keys, approvals, chat, files, views
 from agents_app.web.dashboard import dashboard
 from tools_app.views import tool_list
 
@@ -34,6 +34,19 @@ urlpatterns = [
     path("chat/<int:conversation_id>/settings/", chat.chat_settings, name="chat_settings"),
     path("chat/<int:conversation_id>/close/", chat.chat_close, name="chat_close"),
     path("chat/<int:conversation_id>/reopen/", chat.chat_reopen, name="chat_reopen"),
+    path("chat/agents/new/", agent_tabs.agent_new, name="agent_new"),
+    path("chat/agents/start/", agent_tabs.agent_create_start, name="agent_create_start"),
+    path("chat/agents/<int:agent_id>/", agent_tabs.agent_tab, name="agent_tab"),
+    path("chat/agents/<int:agent_id>/output", agent_tabs.agent_output, name="agent_output"),
+    path("chat/agents/<int:agent_id>/start/", agent_tabs.agent_start_view, name="agent_start"),
+    path("chat/agents/<int:agent_id>/stop/", agent_tabs.agent_stop_view, name="agent_stop"),
+    path("chat/agents/<int:agent_id>/close/", agent_tabs.agent_close, name="agent_close"),
+    path("chat/agents/<int:agent_id>/reopen/", agent_tabs.agent_reopen, name="agent_reopen"),
+    path(
+        "chat/agents/<int:agent_id>/attempts/<int:number>/log",
+        agent_tabs.agent_log,
+        name="agent_log",
+    ),
     path("tools/", tool_list, name="tool_list"),
     path("approvals/", approvals.approval_list, name="approval_list"),
     path("approvals/bulk/", approvals.approvals_bulk, name="approvals_bulk"),

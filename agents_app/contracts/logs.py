@@ -127,3 +127,15 @@ def keep_log(w: RunWriter) -> None:
                 EventType.LOG_FAILED,
                 {"path": str(log_path(run)), "error": f"{type(exc).__name__}: {exc}"},
             )
+
+
+def log_text(run: Run) -> tuple[str, str | None]:
+    """The attempt's log, rendered from its rows now, and why its file could not be written
+    (None when it was). The file is written only once the attempt ended: while it runs, it is
+    the worker's to write. (The chat page's download; api.agents.log_text is the same.)"""
+    if not run.is_terminal:
+        return render_log(run), None
+    try:
+        return write_log(run).read_text(encoding="utf-8"), None
+    except OSError as exc:
+        return render_log(run), f"{type(exc).__name__}: {exc}"

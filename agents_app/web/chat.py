@@ -15,6 +15,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from agents_app.connections.selectors import connections_enabled
+from agents_app.contracts.selectors import agent_states, agents_for
 from agents_app.conversations.selectors import conversation_get, conversations_for
 from agents_app.conversations.services import (
     conversation_create,
@@ -27,10 +28,12 @@ from agents_app.core.inputs import QUERY_INT_MAX
 from agents_app.models import (
     TERMINAL_STATUSES,
     AuditInterface,
+    ContractAgent,
     Conversation,
     DoubleTexting,
     Run,
 )
+from agents_app.web.agent_tabs import agent_context, form_context
 from agents_app.web.chat_rows import chat_update
 from agents_app.web.views import HtmxHttpRequest
 
@@ -55,7 +58,7 @@ def chat_url(conversation: Conversation) -> str:
     return reverse("chat", args=[conversation.pk])
 
 
-def _connection_choices() -> list[tuple[str, str]]:
+def connection_choices() -> list[tuple[str, str]]:
     """The enabled connections, the default first with the value "" (a conversation on it
     follows the default when staff change it)."""
     return [
@@ -84,7 +87,7 @@ def panel_context(
     return {
         "conversation": conversation,
         "update": chat_update(conversation),
-        "connections": _connection_choices() if connections is None else connections,
+        "connections": connection_choices() if connections is None else connections,
         "connection_value": (
             ""
             if conversation.connection is None or conversation.connection.is_default
@@ -98,14 +101,20 @@ def panel_context(
     }
 
 
-def _render_page(
+def render_page(
     request: HtmxHttpRequest,
     conversation: Conversation | None,
     *,
     status: int = 200,
     new_error: DomainError | None = None,
+    agent: ContractAgent | None = None,
+    draft: str = "",
+    agent_error: DomainError | None = None,
+    agent_form: dict[str, str] | None = None,
     **panel: Any,
 ) -> HttpResponse:
+    """The page with `conversation`'s tab shown, or `agent`'s, or a new agent's tab named
+    `draft` (web.agent_tabs)."""
     owned = conversations_for(request.user)
     tabs = list(owned.filter(is_open=True).order_by("created_at", "id"))
     answering = set(
@@ -115,10 +124,19 @@ def _render_page(
     )
     for tab in tabs:
         tab.answering = tab.pk in answering
-    connections = _connection_choices()
+    connections = connection_choices()
+    agents = agents_for(request.user)
+    agent_tabs = list(agents.filter(is_open=True).order_by("created_at", "id"))
+    states = agent_states(agent_tabs)
+    for agent_tab in agent_tabs:
+        agent_tab.running = states[agent_tab.pk].status == "running"
     context = {
         "nav": "chat",
         "tabs": tabs,
+        "agent_tabs": agent_tabs,
+        "agent_history": list(agents.filter(is_open=False)[:HISTORY_SHOWN]),
+        "active_agent": agent,
+        "draft": draft,
         "history": list(owned.filter(is_open=False)[:HISTORY_SHOWN]),
         "active": conversation,
         "connections": connections,
@@ -127,6 +145,14 @@ def _render_page(
     }
     if conversation is not None:
         context.update(panel_context(conversation, connections=connections, **panel))
+    elif agent is not None or draft:
+        context["agent_error"] = agent_error
+        if agent is not None:
+            context.update(
+                agent_context(agent, error=agent_error, form=agent_form, connections=connections)
+            )
+        else:
+            context.update(form_context(agent_form or {"connection": ""}))
     return render(request, "agents/chat.html", context, status=status)
 
 
@@ -140,9 +166,13 @@ def chat_page(request: HtmxHttpRequest, conversation_id: int | None = None) -> H
     else:
         owned = conversations_for(request.user).filter(is_open=True)
         conversation = owned.order_by("created_at", "id").first()
+        if conversation is None:
+            agent = agents_for(request.user).filter(is_open=True).order_by("created_at", "id")
+            if first_agent := agent.first():
+                return render_page(request, None, agent=first_agent)
     if conversation is not None and request.GET.get("panel"):
         return render(request, "agents/partials/chat_panel.html", panel_context(conversation))
-    return _render_page(request, conversation)
+    return render_page(request, conversation)
 
 
 @login_required
@@ -168,7 +198,7 @@ def chat_new(request: HtmxHttpRequest) -> HttpResponse:
             double_texting=request.POST.get("double_texting") or DoubleTexting.ENQUEUE,
         )
     except DomainError as error:
-        return _render_page(request, None, status=error.http_status, new_error=error)
+        return render_page(request, None, status=error.http_status, new_error=error)
     return redirect(chat_url(conversation))
 
 
@@ -185,7 +215,7 @@ def _composer(
     if not request.htmx:
         if error is None:
             return redirect(chat_url(conversation))
-        return _render_page(
+        return render_page(
             request, conversation, status=status, composer_error=error, composer_text=text
         )
     context = {"conversation": conversation, "composer_error": error, "composer_text": text}
@@ -241,7 +271,7 @@ def chat_settings(request: HtmxHttpRequest, conversation_id: int) -> HttpRespons
     if not request.htmx:
         if error is None:
             return redirect(chat_url(conversation))
-        return _render_page(request, conversation, status=status, settings_error=error)
+        return render_page(request, conversation, status=status, settings_error=error)
     context = panel_context(conversation, settings_error=error, saved=error is None)
     return render(request, "agents/partials/chat_settings.html", context, status=status)
 

@@ -401,6 +401,8 @@
   document.addEventListener("click", function (event) {
     var link = event.target.closest(".chat-tab-link");
     if (!link || event.ctrlKey || event.metaKey || event.shiftKey || event.button !== 0) return;
+    // An agent's tab, or any tab while an agent's is shown, is a page of its own (agent.js).
+    if (!link.closest(".chat-tab").dataset.conversation || !document.querySelector(".chat-panel")) return;
     event.preventDefault();
     open(link.closest(".chat-tab").dataset.conversation, link.getAttribute("href"), true);
   });

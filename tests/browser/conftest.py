@@ -64,8 +64,13 @@ def browser():
 @pytest.fixture(scope="module")
 def stack_processes(django_db_setup, llm_server, tmp_path_factory):
     # Both need the LLM: daphne refuses a task when none is configured, the worker calls it.
-    env = {"LLM_BASE_URL": llm_server.base_url, "LLM_MODEL": "scripted"}
     log_dir = tmp_path_factory.mktemp("stack")
+    env = {
+        "LLM_BASE_URL": llm_server.base_url,
+        "LLM_MODEL": "scripted",
+        # Contract agents' logs, written by both, out of the checkout.
+        "AGENT_LOG_DIR": str(log_dir / "agent-logs"),
+    }
     web = WebServer(log_dir, **env).start()
     try:
         worker = Worker("browser-1", log_dir, **env).start()

@@ -478,8 +478,9 @@ def test_a_long_transcript_is_read_in_a_fixed_number_of_queries(
             ],
             run=run,
         )
-    # The same whatever the rows: the page's own reads, the header's, the session's.
-    with django_assert_max_num_queries(19):
+    # The same whatever the rows: the page's own reads (the agent tabs and their history: two),
+    # the header's, the session's.
+    with django_assert_max_num_queries(21):
         response = owner_session.get(f"/chat/{chat.pk}/")
     assert response.content.decode().count('class="chat-call"') == 30
     with django_assert_max_num_queries(12):

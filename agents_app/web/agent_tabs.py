@@ -1,0 +1,405 @@
+"""Contract agent tabs on the chat page (seed 002): [+ Agent] opens a tab with the contract, the
+model and the budgets, and [Start]; a running agent shows its attempt's output live, [Stop] and
+its status; a stopped, completed or failed one [Restart] with the contract editable again, its
+earlier attempts and each attempt's log file.
+
+Views: form → contracts service → the page again (a redirect, or the page with the error and
+its HTTP status). The output is the attempt's transcript drawn by the chat rows' templates (one
+renderer), with the attempt's evaluations and log problems between them; agent.js fetches what
+follows a seq from `agent_output` whenever the attempt's conversation socket says something
+changed."""
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
+
+from agents_app.contracts.logs import log_path, log_text
+from agents_app.contracts.presenters import BUDGET_SETTINGS, budgets_payload
+from agents_app.contracts.selectors import (
+    AgentState,
+    agent_get,
+    agent_state,
+    agents_for,
+    attempt_get,
+    attempts,
+)
+from agents_app.contracts.services import (
+    BUDGETS,
+    agent_create,
+    agent_restart,
+    agent_start,
+    agent_stop,
+    agent_update,
+)
+from agents_app.conversations.selectors import entries_after
+from agents_app.core.errors import DomainError, ErrorCode
+from agents_app.core.events import EventType
+from agents_app.core.inputs import QUERY_INT_MAX, STORED_INT_MAX
+from agents_app.models import AuditInterface, ContractAgent, Run, RunEvent
+from agents_app.web.chat_rows import Item, items_of
+from agents_app.web.views import HtmxHttpRequest
+
+# The contract is shown cut to this many characters while it runs (expandable).
+CONTRACT_SHOWN = 60
+ATTEMPTS_SHOWN = 20
+NOTE_EVENTS = (EventType.CONTRACT_EVALUATION, EventType.LOG_FAILED)
+
+
+def _owned(request: HtmxHttpRequest, agent_id: int) -> ContractAgent:
+    try:
+        return agent_get(user=request.user, agent_id=agent_id)
+    except DomainError as error:
+        raise Http404(error.message) from None
+
+
+def agent_url(agent: ContractAgent) -> str:
+    return reverse("agent_tab", args=[agent.pk])
+
+
+@dataclass
+class Note:
+    """An event of the attempt shown between its rows: an evaluation, or a log not written."""
+
+    event: RunEvent
+    text: str
+    kind: str  # "evaluation" | "log_failed"
+    met: bool = False
+
+    @property
+    def created_at(self) -> datetime:
+        return self.event.created_at
+
+
+def note_of(event: RunEvent) -> Note:
+    payload = event.payload
+    if event.type == EventType.LOG_FAILED:
+        return Note(
+            event,
+            f"The log file could not be written ({payload.get('error')}); the output is "
+            "kept and the download is rendered from it.",
+            "log_failed",
+        )
+    met = bool(payload.get("met"))
+    verdict = "met" if met else "not met"
+    return Note(
+        event,
+        f"Evaluation after cycle {payload.get('cycle')}: {verdict} — {payload.get('reason')}",
+        "evaluation",
+        met,
+    )
+
+
+@dataclass
+class Output:
+    """An attempt's output after (`last_seq`, `last_event`): rows and notes in time order."""
+
+    lines: list[Item | Note]
+    last_seq: int
+    last_event: int
+
+
+def attempt_output(run: Run, *, after: int = 0, events_after: int = 0) -> Output:
+    """The attempt's transcript rows after seq `after` and its evaluations and log problems
+    after event seq `events_after`, interleaved by time (an evaluation follows its cycle)."""
+    entries = entries_after(run.conversation, after=after, limit=2000)
+    events = list(
+        RunEvent.objects.filter(run=run, type__in=NOTE_EVENTS, seq__gt=events_after).order_by("seq")
+    )
+    items: list[Item | Note] = list(items_of(entries))
+    notes = [note_of(event) for event in events]
+    lines = sorted(
+        items + notes,
+        key=lambda line: line.entry.created_at if isinstance(line, Item) else line.created_at,
+    )
+    return Output(
+        lines=lines,
+        last_seq=(entries[-1].seq if entries else after) or 0,
+        last_event=events[-1].seq if events else events_after,
+    )
+
+
+STATUS_LABELS = {
+    "ready": "Ready",
+    "running": "Running",
+    "stopped": "Stopped",
+    "completed": "Completed",
+    "failed": "Failed",
+}
+
+
+def _number(run: Run) -> int:
+    return int(run.task.context.get("attempt", run.attempt))
+
+
+def agent_context(
+    agent: ContractAgent,
+    *,
+    error: DomainError | None = None,
+    form: dict[str, str] | None = None,
+    connections: list[tuple[str, str]],
+) -> dict[str, Any]:
+    """What an agent's tab renders: its state, the latest attempt's output, the earlier
+    attempts, and the form (the contract and budgets as posted when there is an error)."""
+    state = agent_state(agent)
+    run = state.run
+    earlier: list[tuple[int, AgentState, Run]] = []
+    if run is not None:
+        for old in (
+            attempts(agent)
+            .exclude(pk=run.pk)
+            .select_related("conversation__agent", "task")[:ATTEMPTS_SHOWN]
+        ):
+            earlier.append((_number(old), agent_state(agent, old), old))
+    values = form or {
+        "contract": agent.contract,
+        "connection": "" if agent.connection_id is None else str(agent.connection_id),
+        **{
+            field: "" if getattr(agent, field) is None else str(getattr(agent, field))
+            for field in BUDGETS
+        },
+    }
+    return {
+        "agent": agent,
+        "state": state,
+        "status_label": STATUS_LABELS[state.status],
+        "attempt": run,
+        "attempt_number": _number(run) if run is not None else None,
+        "output": attempt_output(run) if run is not None else None,
+        "earlier": earlier,
+        "budgets": budgets_payload(agent),
+        **form_context(values),
+        "agent_error": error,
+        "contract_shown": CONTRACT_SHOWN,
+        "connections": connections,
+    }
+
+
+BUDGET_LABELS = {
+    "max_turns": ("Turns", "cycles"),
+    "max_tokens": ("Tokens", "tokens"),
+    "max_seconds": ("Seconds", "s"),
+}
+
+
+def form_context(form: dict[str, str]) -> dict[str, Any]:
+    """The contract form's values, and each budget as (field, label, unit, default, value)."""
+    return {
+        "form": form,
+        "budget_fields": [
+            (
+                field,
+                *BUDGET_LABELS[field],
+                getattr(settings, BUDGET_SETTINGS[field]),
+                form.get(field, ""),
+            )
+            for field in BUDGETS
+        ],
+    }
+
+
+def _form(request: HtmxHttpRequest) -> dict[str, str]:
+    return {field: request.POST.get(field, "") for field in ("contract", "connection", *BUDGETS)}
+
+
+def _budgets(form: dict[str, str]) -> dict[str, int | None]:
+    """The budgets as posted: empty is the setting's default (None)."""
+    values: dict[str, int | None] = {}
+    for field in BUDGETS:
+        raw = form[field].strip()
+        if raw == "":
+            values[field] = None
+        elif raw.isascii() and raw.isdigit() and 1 <= int(raw) <= STORED_INT_MAX:
+            values[field] = int(raw)
+        else:
+            raise DomainError(
+                ErrorCode.VALIDATION_ERROR,
+                f"{field.replace('_', ' ')} is a whole number from 1 to {STORED_INT_MAX}, "
+                "or empty for the default",
+                {"field": field},
+            )
+    return values
+
+
+def _page(request: HtmxHttpRequest, **context: Any) -> HttpResponse:
+    # The chat page draws the tabs; it imports this module for an agent's part of it.
+    from agents_app.web.chat import render_page
+
+    return render_page(request, None, **context)
+
+
+def _agent_page(
+    request: HtmxHttpRequest,
+    agent: ContractAgent,
+    *,
+    error: DomainError | None = None,
+    form: dict[str, str] | None = None,
+) -> HttpResponse:
+    agent.refresh_from_db()
+    status = error.http_status if error else 200
+    return _page(request, status=status, agent=agent, agent_error=error, agent_form=form)
+
+
+@login_required
+@require_GET
+def agent_tab(request: HtmxHttpRequest, agent_id: int) -> HttpResponse:
+    return _agent_page(request, _owned(request, agent_id))
+
+
+@login_required
+@require_GET
+def agent_new(request: HtmxHttpRequest) -> HttpResponse:
+    """[+ Agent]: a new tab, Agent-N, with an empty contract (the agent exists once it has one:
+    [Start] creates and starts it)."""
+    return _page(request, draft=_draft_name(request))
+
+
+def _draft_name(request: HtmxHttpRequest) -> str:
+    return f"Agent-{agents_for(request.user).count() + 1}"
+
+
+@login_required
+@require_POST
+def agent_create_start(request: HtmxHttpRequest) -> HttpResponse:
+    """[Start] in a new tab: the agent is created with the contract, the model and the budgets
+    and started. A refused start leaves it Ready in its tab with the reason."""
+    form = _form(request)
+    try:
+        agent = agent_create(
+            owner=request.user,
+            interface=AuditInterface.WEB,
+            contract=form["contract"],
+            connection=form["connection"] or None,
+            **_budgets(form),
+        )
+    except DomainError as error:
+        return _page(
+            request,
+            status=error.http_status,
+            draft=_draft_name(request),
+            agent_error=error,
+            agent_form=form,
+        )
+    try:
+        agent_start(agent=agent, actor=request.user, interface=AuditInterface.WEB)
+    except DomainError as error:
+        return _agent_page(request, agent, error=error)
+    return redirect(agent_url(agent))
+
+
+def _changes(request: HtmxHttpRequest) -> tuple[dict[str, str], dict[str, Any]]:
+    """The form and the changes it asks for (none for a field it does not carry)."""
+    form = _form(request)
+    changes: dict[str, Any] = {}
+    if "contract" in request.POST:
+        changes["contract"] = form["contract"]
+    if "connection" in request.POST:
+        changes["connection"] = form["connection"] or None
+    if all(field in request.POST for field in BUDGETS):
+        changes.update(_budgets(form))
+    return form, changes
+
+
+@login_required
+@require_POST
+def agent_start_view(request: HtmxHttpRequest, agent_id: int) -> HttpResponse:
+    """[Start] of a Ready agent (its contract as edited), or [Restart] after a stop, a failure
+    or completion: a new attempt. 409 while it runs, 503 under the kill switch."""
+    agent = _owned(request, agent_id)
+    form: dict[str, str] | None = None
+    try:
+        form, changes = _changes(request)
+        if agent_state(agent).status == "ready":
+            if changes:
+                agent = agent_update(agent=agent, **changes)
+            agent_start(agent=agent, actor=request.user, interface=AuditInterface.WEB)
+        else:
+            agent_restart(agent=agent, actor=request.user, interface=AuditInterface.WEB, **changes)
+    except DomainError as error:
+        return _agent_page(request, agent, error=error, form=form)
+    return redirect(agent_url(agent))
+
+
+@login_required
+@require_POST
+def agent_stop_view(request: HtmxHttpRequest, agent_id: int) -> HttpResponse:
+    """[Stop]: the request in flight finishes, no further one is made, the output stays."""
+    agent = _owned(request, agent_id)
+    try:
+        agent_stop(agent=agent, actor=request.user, interface=AuditInterface.WEB)
+    except DomainError as error:
+        return _agent_page(request, agent, error=error)
+    if request.htmx:
+        return HttpResponse(status=204)
+    return redirect(agent_url(agent))
+
+
+@login_required
+@require_POST
+def agent_close(request: HtmxHttpRequest, agent_id: int) -> HttpResponse:
+    """Close the tab; an attempt running goes on (reopen it from the history)."""
+    agent = _owned(request, agent_id)
+    agent_update(agent=agent, is_open=False)
+    return redirect("chat_home")
+
+
+@login_required
+@require_POST
+def agent_reopen(request: HtmxHttpRequest, agent_id: int) -> HttpResponse:
+    agent = _owned(request, agent_id)
+    agent_update(agent=agent, is_open=True)
+    return redirect(agent_url(agent))
+
+
+@login_required
+@require_GET
+def agent_output(request: HtmxHttpRequest, agent_id: int) -> HttpResponse:
+    """The latest attempt's output after `?after=SEQ` (rows) and `?events=SEQ` (evaluations),
+    with its status: what agent.js merges into the tab. A new attempt has another run: the
+    tab sees `data-run` change and reloads."""
+    agent = _owned(request, agent_id)
+    state = agent_state(agent)
+    output = None
+    if state.run is not None:
+        output = attempt_output(
+            state.run,
+            after=_query_int(request, "after"),
+            events_after=_query_int(request, "events"),
+        )
+    context = {
+        "agent": agent,
+        "state": state,
+        "status_label": STATUS_LABELS[state.status],
+        "attempt": state.run,
+        "output": output,
+    }
+    return render(request, "agents/partials/agent_update.html", context)
+
+
+def _query_int(request: HtmxHttpRequest, name: str) -> int:
+    raw = request.GET.get(name, "0")
+    return int(raw) if raw.isascii() and raw.isdigit() and int(raw) <= QUERY_INT_MAX else 0
+
+
+@login_required
+@require_GET
+def agent_log(request: HtmxHttpRequest, agent_id: int, number: int) -> HttpResponse:
+    """Attempt `number`'s log file as a text/plain download (rendered from the rows when the
+    file cannot be written, with the reason in X-Log-Write-Error, as REST does)."""
+    agent = _owned(request, agent_id)
+    try:
+        run = attempt_get(agent=agent, number=number)
+    except DomainError as error:
+        raise Http404(error.message) from None
+    text, problem = log_text(run)
+    response = HttpResponse(text, content_type="text/plain; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{log_path(run).name}"'
+    if problem is not None:
+        response["X-Log-Write-Error"] = problem.encode("ascii", "replace").decode()[:500]
+    return response
