@@ -103,7 +103,13 @@ MODULES = {
     ),
     "execution": Module(
         "agents_app/worker/execution.py",
-        ("tests/engine/test_execution.py", "tests/approvals/test_engine_flow.py"),
+        (
+            "tests/engine/test_execution.py",
+            "tests/approvals/test_engine_flow.py",
+            # chat answers and contract cycles run through the executor too
+            "tests/conversations/test_chat_answers.py",
+            "tests/conversations/test_contract_agents.py",
+        ),
         core=False,
     ),
     "hooks": Module(
@@ -113,6 +119,9 @@ MODULES = {
             "tests/approvals/test_engine_flow.py",
             "tests/core/audit/test_agent_actions.py",
             "tests/worker/test_hooks.py",
+            # steering a chat answer, a contract cycle's Stop
+            "tests/conversations/test_chat_answers.py",
+            "tests/conversations/test_contract_agents.py",
         ),
         core=False,
     ),

@@ -496,3 +496,26 @@ def test_a_worker_whose_database_connection_dropped_between_tasks_reconnects(own
 
     run.refresh_from_db()
     assert run.status == "succeeded"
+
+
+def test_a_replan_shows_the_planner_the_first_2000_characters_of_each_step(owner):
+    long_output = "y" * 1999 + "z" + "w" * 500
+    _, provider, _ = run_with(
+        owner,
+        [
+            {
+                "match": "AGENTDESK:PLAN",
+                "replies": [plan_reply(step("first try")), plan_reply(step("second try"))],
+            },
+            {"match": "AGENTDESK:STEP", "replies": [{"content": long_output}, {"content": "ok"}]},
+            {
+                "match": "AGENTDESK:VERIFY",
+                "replies": [verdict(False, replan=True), verdict(True, "done")],
+            },
+        ],
+    )
+
+    plans = [r for r in provider.requests if "AGENTDESK:PLAN" in r.messages[0]["content"]]
+    asked = "\n".join(m["content"] for m in plans[1].messages)
+    assert "Step 0 (completed): first try\n  " + "y" * 1999 + "z\n" in asked
+    assert "zw" not in asked
