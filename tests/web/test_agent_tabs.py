@@ -286,6 +286,19 @@ def test_stop_cancels_the_attempt_and_the_badge_says_stopped_by_the_person(
     assert ">Restart</button>" in html and 'class="agent-stop"' not in html
 
 
+def test_stop_while_the_model_answers_says_it_is_stopping_until_the_attempt_ends(
+    owner, owner_session, agent
+):
+    run = started(agent, owner)
+    Run.objects.filter(pk=run.pk).update(status=RunStatus.RUNNING, lease_owner="worker-1")
+
+    post(owner_session, f"/chat/agents/{agent.pk}/stop/")
+
+    assert Run.objects.get().cancel_requested
+    html = page(owner_session, agent)
+    assert badge(html) == ("Running", "stopping: the request in flight finishes first")
+
+
 def test_stop_when_nothing_runs_is_a_409(owner_session, agent):
     response = post(owner_session, f"/chat/agents/{agent.pk}/stop/")
 
@@ -476,6 +489,29 @@ def test_the_output_fragment_has_the_rows_and_evaluations_after_the_seqs_given(
         f"/chat/agents/{agent.pk}/output?after={last_seq}&events={last_event}"
     ).content.decode()
     assert more.count("<li") == 1 and "One more <strong>line</strong>." in more
+
+
+def test_a_long_output_is_read_in_a_fixed_number_of_queries(
+    owner, owner_session, agent, django_assert_max_num_queries
+):
+    run = started(agent, owner)
+    for number in range(30):
+        call = {"call_id": f"c{number}", "wire_name": "echo", "arguments": {"n": number}}
+        add_rows(
+            run.conversation,
+            [
+                ("tool_call", "", call),
+                ("tool_result", "ok", {**call, "ok": True}),
+                ("assistant", f"answer {number}", {}),
+            ],
+            run=run,
+        )
+    # The same whatever the rows: the page's reads, the header's, the session's.
+    with django_assert_max_num_queries(20):
+        response = owner_session.get(f"/chat/agents/{agent.pk}/")
+    assert response.content.decode().count('class="chat-call"') == 30
+    with django_assert_max_num_queries(8):
+        owner_session.get(f"/chat/agents/{agent.pk}/output?after=0")
 
 
 def test_an_agent_tab_closed_goes_to_the_history_and_reopens(owner, owner_session, agent):
