@@ -12,7 +12,13 @@ from agents_app.contracts.selectors import agent_state, attempts
 from agents_app.conversations.transcript import place
 from agents_app.core.audit import AGENT_CREATE, AGENT_START, AGENT_STOP, audit_record
 from agents_app.core.errors import DomainError, ErrorCode
-from agents_app.core.inputs import STORED_INT_MAX, text_problem
+from agents_app.core.inputs import (
+    STORED_INT_MAX,
+    flag_field,
+    refuse_unknown,
+    text_field,
+    text_problem,
+)
 from agents_app.models import (
     ContractAgent,
     Conversation,
@@ -32,21 +38,9 @@ BUDGETS = ("max_turns", "max_tokens", "max_seconds")
 
 
 def _contract(value: Any) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise DomainError(
-            ErrorCode.VALIDATION_ERROR, "The contract is empty", {"field": "contract"}
-        )
-    if problem := text_problem(value):
-        raise DomainError(
-            ErrorCode.VALIDATION_ERROR, f"The contract {problem}", {"field": "contract"}
-        )
-    if len(value) > CONTRACT_MAX_CHARS:
-        raise DomainError(
-            ErrorCode.VALIDATION_ERROR,
-            f"The contract is {len(value)} characters; at most {CONTRACT_MAX_CHARS} are allowed",
-            {"field": "contract", "length": len(value), "max_length": CONTRACT_MAX_CHARS},
-        )
-    return value
+    return text_field(
+        value, "contract", max_chars=CONTRACT_MAX_CHARS, empty="The contract is empty"
+    )
 
 
 def _name(value: Any) -> str:
@@ -85,13 +79,7 @@ def agent_create(
 ) -> ContractAgent:
     """A new agent, Ready. `name` defaults to Agent-N; budgets (max_turns, max_tokens,
     max_seconds) default to the CONTRACT_MAX_* settings at each start."""
-    unknown = set(budgets) - set(BUDGETS)
-    if unknown:
-        raise DomainError(
-            ErrorCode.VALIDATION_ERROR,
-            f"Unknown field(s): {', '.join(sorted(unknown))}",
-            {"fields": sorted(unknown)},
-        )
+    refuse_unknown(budgets, BUDGETS)
     contract = _contract(contract)
     if name in (None, ""):
         name = f"Agent-{ContractAgent.objects.filter(owner=owner).count() + 1}"
@@ -118,13 +106,7 @@ def agent_update(*, agent: ContractAgent, **changes: Any) -> ContractAgent:
     """Edit name, contract, connection, budgets or is_open. The contract and the budgets are
     fixed while an attempt runs (CONFLICT); they apply from the next start."""
     allowed = {"name", "contract", "connection", "is_open", *BUDGETS}
-    unknown = set(changes) - allowed
-    if unknown:
-        raise DomainError(
-            ErrorCode.VALIDATION_ERROR,
-            f"Unknown field(s): {', '.join(sorted(unknown))}",
-            {"fields": sorted(unknown), "allowed": sorted(allowed)},
-        )
+    refuse_unknown(changes, allowed)
     agent = ContractAgent.objects.select_for_update().get(pk=agent.pk)
     if set(changes) - {"name", "is_open"} and agent_state(agent).status == "running":
         raise DomainError(
@@ -140,11 +122,7 @@ def agent_update(*, agent: ContractAgent, **changes: Any) -> ContractAgent:
         value = changes["connection"]
         agent.connection = None if value in (None, "") else connection_for_task(value)
     if "is_open" in changes:
-        if not isinstance(changes["is_open"], bool):
-            raise DomainError(
-                ErrorCode.VALIDATION_ERROR, "is_open must be true or false", {"field": "is_open"}
-            )
-        agent.is_open = changes["is_open"]
+        agent.is_open = flag_field(changes["is_open"], "is_open")
     for field in BUDGETS:
         if field in changes:
             setattr(agent, field, _budget(field, changes[field]))

@@ -22,7 +22,7 @@ from agents_app.core.audit import (
     audit_record,
 )
 from agents_app.core.errors import DomainError, ErrorCode
-from agents_app.core.inputs import text_problem
+from agents_app.core.inputs import flag_field, refuse_unknown, text_field
 from agents_app.models import (
     Conversation,
     ConversationEntry,
@@ -40,26 +40,6 @@ from agents_app.runs.writer import RunWriter
 TITLE_CHARS = 200
 MESSAGE_MAX_CHARS = 100_000
 INSTRUCTIONS_MAX_CHARS = 20_000
-
-
-def _text(value: Any, field: str, *, max_chars: int, required: bool) -> str:
-    if value is None and not required:
-        return ""
-    if not isinstance(value, str) or (required and not value.strip()):
-        raise DomainError(
-            ErrorCode.VALIDATION_ERROR,
-            f"{field} must be {'a non-empty' if required else 'a'} string",
-            {"field": field},
-        )
-    if problem := text_problem(value):
-        raise DomainError(ErrorCode.VALIDATION_ERROR, f"{field} {problem}", {"field": field})
-    if len(value) > max_chars:
-        raise DomainError(
-            ErrorCode.VALIDATION_ERROR,
-            f"{field} is {len(value)} characters; at most {max_chars} are allowed",
-            {"field": field, "length": len(value), "max_length": max_chars},
-        )
-    return value
 
 
 def _mode(value: Any, field: str = "double_texting") -> str:
@@ -85,8 +65,8 @@ def conversation_create(
     """A new, empty conversation. `connection` is the id or name of an enabled LLM connection
     (None: the default). Raises DomainError VALIDATION_ERROR for bad input, LLM_NOT_CONFIGURED
     without a usable LLM."""
-    title = _text(title, "title", max_chars=TITLE_CHARS, required=False)
-    instructions = _text(
+    title = text_field(title, "title", max_chars=TITLE_CHARS, required=False)
+    instructions = text_field(
         instructions, "instructions", max_chars=INSTRUCTIONS_MAX_CHARS, required=False
     )
     chosen = connection_for_task(connection)
@@ -112,21 +92,15 @@ def conversation_create(
 def conversation_update(*, conversation: Conversation, **changes: Any) -> Conversation:
     """Change title, connection, double_texting, instructions or is_open (the keys given)."""
     allowed = {"title", "connection", "double_texting", "instructions", "is_open"}
-    unknown = set(changes) - allowed
-    if unknown:
-        raise DomainError(
-            ErrorCode.VALIDATION_ERROR,
-            f"Unknown field(s): {', '.join(sorted(unknown))}",
-            {"fields": sorted(unknown), "allowed": sorted(allowed)},
-        )
+    refuse_unknown(changes, allowed)
     fields = ["updated_at"]
     if "title" in changes:
-        conversation.title = _text(
+        conversation.title = text_field(
             changes["title"], "title", max_chars=TITLE_CHARS, required=False
         ).strip()
         fields.append("title")
     if "instructions" in changes:
-        conversation.instructions = _text(
+        conversation.instructions = text_field(
             changes["instructions"],
             "instructions",
             max_chars=INSTRUCTIONS_MAX_CHARS,
@@ -141,11 +115,7 @@ def conversation_update(*, conversation: Conversation, **changes: Any) -> Conver
         conversation.connection = None if value in (None, "") else connection_for_task(value)
         fields.append("connection")
     if "is_open" in changes:
-        if not isinstance(changes["is_open"], bool):
-            raise DomainError(
-                ErrorCode.VALIDATION_ERROR, "is_open must be true or false", {"field": "is_open"}
-            )
-        conversation.is_open = changes["is_open"]
+        conversation.is_open = flag_field(changes["is_open"], "is_open")
         fields.append("is_open")
     conversation.updated_at = timezone.now()
     conversation.save(update_fields=fields)
@@ -167,7 +137,7 @@ def message_post(
     (answered next if that answer ends first). Returns the stored row and the run that answers
     it now (None while it waits). Raises VALIDATION_ERROR, CONFLICT, SERVICE_UNAVAILABLE (the
     kill switch), LLM_NOT_CONFIGURED."""
-    text = _text(text, "text", max_chars=MESSAGE_MAX_CHARS, required=True)
+    text = text_field(text, "text", max_chars=MESSAGE_MAX_CHARS, required=True)
     mode = _mode(conversation.double_texting if mode in (None, "") else mode, "mode")
     refuse_while_halted()
     with transaction.atomic():

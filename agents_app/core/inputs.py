@@ -13,6 +13,8 @@ same things with the same 400 instead of one of them raising deep in the driver.
 import math
 from typing import Any
 
+from agents_app.core.errors import DomainError, ErrorCode
+
 # A PositiveIntegerField's column (PostgreSQL `integer`).
 STORED_INT_MAX = 2_147_483_647
 # An id, a seq, anything a query compares (`bigint`; BigAutoField ids).
@@ -56,3 +58,45 @@ def json_problem(value: Any, path: str = "") -> tuple[str, str] | None:
             if found:
                 return found
     return None
+
+
+def text_field(
+    value: Any, field: str, *, max_chars: int, required: bool = True, empty: str = ""
+) -> str:
+    """`value` as text to store, or DomainError VALIDATION_ERROR naming `field`: a string (None
+    is "" when not `required`), non-blank when `required` (`empty` is then the message), that
+    text_problem accepts, of at most `max_chars` characters."""
+    if value is None and not required:
+        return ""
+    if not isinstance(value, str) or (required and not value.strip()):
+        message = empty or f"{field} must be {'a non-empty' if required else 'a'} string"
+        raise DomainError(ErrorCode.VALIDATION_ERROR, message, {"field": field})
+    if problem := text_problem(value):
+        raise DomainError(ErrorCode.VALIDATION_ERROR, f"{field} {problem}", {"field": field})
+    if len(value) > max_chars:
+        raise DomainError(
+            ErrorCode.VALIDATION_ERROR,
+            f"{field} is {len(value)} characters; at most {max_chars} are allowed",
+            {"field": field, "length": len(value), "max_length": max_chars},
+        )
+    return value
+
+
+def refuse_unknown(given: Any, allowed: Any) -> None:
+    """DomainError VALIDATION_ERROR when `given` names a field that is not `allowed`."""
+    unknown = set(given) - set(allowed)
+    if unknown:
+        raise DomainError(
+            ErrorCode.VALIDATION_ERROR,
+            f"Unknown field(s): {', '.join(sorted(unknown))}",
+            {"fields": sorted(unknown), "allowed": sorted(allowed)},
+        )
+
+
+def flag_field(value: Any, field: str) -> bool:
+    """`value` if it is true or false, else DomainError VALIDATION_ERROR naming `field`."""
+    if not isinstance(value, bool):
+        raise DomainError(
+            ErrorCode.VALIDATION_ERROR, f"{field} must be true or false", {"field": field}
+        )
+    return value
