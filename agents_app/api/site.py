@@ -22,6 +22,7 @@ from agents_app.api.connections import router as connections_router
 from agents_app.api.conversations import router as conversations_router
 from agents_app.api.errors import error_response
 from agents_app.api.files import router as files_router
+from agents_app.api.profiles import router as profiles_router
 from agents_app.api.runs import router as agents_router
 from agents_app.api.schemas import ErrorEnvelope
 from agents_app.api.webhooks import router as webhooks_router
@@ -132,6 +133,7 @@ api.add_router("/v1", approvals_router)
 api.add_router("/v1", connections_router)
 api.add_router("/v1", conversations_router)
 api.add_router("/v1", contract_agents_router)
+api.add_router("/v1", profiles_router)
 
 
 @api.exception_handler(DomainError)

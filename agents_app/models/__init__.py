@@ -27,6 +27,7 @@ from agents_app.models.conversations import (
     EntryKind,
 )
 from agents_app.models.keys import API_KEY_PREFIX, ApiKey
+from agents_app.models.profiles import PROFILE_BUDGETS, AgentProfile, AgentRole
 from agents_app.models.runs import (
     ACTIVE_STATUSES,
     PARKED_STATUSES,
@@ -64,6 +65,9 @@ __all__ = [
     "TimeoutStrategy",
     "UserPreferences",
     "ACTIVE_STATUSES",
+    "AgentProfile",
+    "AgentRole",
+    "PROFILE_BUDGETS",
     "API_KEY_PREFIX",
     "PARKED_STATUSES",
     "RUN_TRANSITIONS",
