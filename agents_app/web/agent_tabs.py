@@ -4,13 +4,11 @@ its status; a stopped, completed or failed one [Restart] with the contract edita
 earlier attempts and each attempt's log file.
 
 Views: form → contracts service → the page again (a redirect, or the page with the error and
-its HTTP status). The output is the attempt's transcript drawn by the chat rows' templates (one
-renderer), with the attempt's evaluations and log problems between them; agent.js fetches what
-follows a seq from `agent_output` whenever the attempt's conversation socket says something
-changed."""
+its HTTP status). The output (web.agent_output) is the attempt's transcript drawn by the chat
+rows' templates (one renderer), with its evaluations and log problems between them; agent.js
+fetches what follows a seq from the `agent_output` view whenever the attempt's conversation
+socket says something changed."""
 
-from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 from django.conf import settings
@@ -38,18 +36,15 @@ from agents_app.contracts.services import (
     agent_stop,
     agent_update,
 )
-from agents_app.conversations.selectors import entries_after
 from agents_app.core.errors import DomainError, ErrorCode
-from agents_app.core.events import EventType
 from agents_app.core.inputs import QUERY_INT_MAX, STORED_INT_MAX
-from agents_app.models import AuditInterface, ContractAgent, Run, RunEvent
-from agents_app.web.chat_rows import Item, items_of
+from agents_app.models import AuditInterface, ContractAgent, Run
+from agents_app.web.agent_output import attempt_output
 from agents_app.web.views import HtmxHttpRequest
 
 # The contract is shown cut to this many characters while it runs (expandable).
 CONTRACT_SHOWN = 60
 ATTEMPTS_SHOWN = 20
-NOTE_EVENTS = (EventType.CONTRACT_EVALUATION, EventType.LOG_FAILED)
 
 
 def _owned(request: HtmxHttpRequest, agent_id: int) -> ContractAgent:
@@ -61,68 +56,6 @@ def _owned(request: HtmxHttpRequest, agent_id: int) -> ContractAgent:
 
 def agent_url(agent: ContractAgent) -> str:
     return reverse("agent_tab", args=[agent.pk])
-
-
-@dataclass
-class Note:
-    """An event of the attempt shown between its rows: an evaluation, or a log not written."""
-
-    event: RunEvent
-    text: str
-    kind: str  # "evaluation" | "log_failed"
-    met: bool = False
-
-    @property
-    def created_at(self) -> datetime:
-        return self.event.created_at
-
-
-def note_of(event: RunEvent) -> Note:
-    payload = event.payload
-    if event.type == EventType.LOG_FAILED:
-        return Note(
-            event,
-            f"The log file could not be written ({payload.get('error')}); the output is "
-            "kept and the download is rendered from it.",
-            "log_failed",
-        )
-    met = bool(payload.get("met"))
-    verdict = "met" if met else "not met"
-    return Note(
-        event,
-        f"Evaluation after cycle {payload.get('cycle')}: {verdict} — {payload.get('reason')}",
-        "evaluation",
-        met,
-    )
-
-
-@dataclass
-class Output:
-    """An attempt's output after (`last_seq`, `last_event`): rows and notes in time order."""
-
-    lines: list[Item | Note]
-    last_seq: int
-    last_event: int
-
-
-def attempt_output(run: Run, *, after: int = 0, events_after: int = 0) -> Output:
-    """The attempt's transcript rows after seq `after` and its evaluations and log problems
-    after event seq `events_after`, interleaved by time (an evaluation follows its cycle)."""
-    entries = entries_after(run.conversation, after=after, limit=2000)
-    events = list(
-        RunEvent.objects.filter(run=run, type__in=NOTE_EVENTS, seq__gt=events_after).order_by("seq")
-    )
-    items: list[Item | Note] = list(items_of(entries))
-    notes = [note_of(event) for event in events]
-    lines = sorted(
-        items + notes,
-        key=lambda line: line.entry.created_at if isinstance(line, Item) else line.created_at,
-    )
-    return Output(
-        lines=lines,
-        last_seq=(entries[-1].seq if entries else after) or 0,
-        last_event=events[-1].seq if events else events_after,
-    )
 
 
 STATUS_LABELS = {
