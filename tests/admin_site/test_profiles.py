@@ -63,7 +63,9 @@ def test_a_tool_name_no_tool_has_is_refused(superuser_admin):
     assert not AgentProfile.objects.filter(name="reviewer").exists()
 
 
-def test_a_stored_tool_that_has_gone_is_shown_and_must_be_removed_to_save(superuser_admin):
+def test_a_stored_tool_that_has_gone_is_shown_and_must_be_removed_to_save(
+    superuser_admin, seeded_profiles
+):
     AgentProfile.objects.filter(name="builder_agent").update(allowed_tools=["gone_tool"])
     builder = AgentProfile.objects.get(name="builder_agent")
     change = f"{PROFILES}{builder.pk}/change/"
@@ -86,7 +88,7 @@ def test_a_tool_both_allowed_and_excluded_is_refused_on_the_form(superuser_admin
     assert "Both allowed and excluded: read_file" in response.content.decode()
 
 
-def test_a_profile_named_like_another_in_other_letters_is_refused(superuser_admin):
+def test_a_profile_named_like_another_in_other_letters_is_refused(superuser_admin, seeded_profiles):
     response = superuser_admin.post(f"{PROFILES}add/", form(name="Builder_Agent"))
 
     assert response.status_code == 200
@@ -94,7 +96,7 @@ def test_a_profile_named_like_another_in_other_letters_is_refused(superuser_admi
 
 
 def test_the_listing_shows_the_connection_and_model_each_profile_comes_to(
-    superuser_admin, llm_configured
+    superuser_admin, llm_configured, seeded_profiles
 ):
     hosted = LLMConnection.objects.create(
         name="hosted", base_url="https://api.example/v1", model="big-model"
@@ -109,7 +111,7 @@ def test_the_listing_shows_the_connection_and_model_each_profile_comes_to(
     assert "hosted" in change and "coder-1" in change
 
 
-def test_staff_search_profiles_by_specialisation(superuser_admin):
+def test_staff_search_profiles_by_specialisation(superuser_admin, seeded_profiles):
     listing = superuser_admin.get(PROFILES, {"q": "security_analysis"}).content.decode()
 
     assert "synthesis_agent" in listing and "builder_agent" not in listing

@@ -28,7 +28,7 @@ def reviewer(db, hosted):
 
 
 def test_the_listing_shows_every_profile_with_the_connection_and_model_it_comes_to(
-    outsider_api, llm_configured, reviewer
+    outsider_api, llm_configured, reviewer, seeded_profiles
 ):
     response = outsider_api.get("/api/v1/profiles")
 
@@ -56,7 +56,7 @@ def test_the_listing_shows_every_profile_with_the_connection_and_model_it_comes_
     assert mine["budgets"] == {"max_tokens": None, "max_tool_calls": None, "max_seconds": 600}
 
 
-def test_the_listing_narrows_to_one_role(owner_api, reviewer):
+def test_the_listing_narrows_to_one_role(owner_api, reviewer, seeded_profiles):
     response = owner_api.get("/api/v1/profiles", {"role": "custom"})
 
     assert [p["name"] for p in response.json()["profiles"]] == ["reviewer"]

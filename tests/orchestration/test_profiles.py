@@ -1,16 +1,10 @@
 """Agent profiles as rows: what a profile may hold, and the four seed 001 brings."""
 
-import importlib
-
 import pytest
-from django.apps import apps
 from django.core.exceptions import ValidationError
 
 from agents_app.models import AgentProfile, AgentRole, LLMConnection
-
-seeding = importlib.import_module("agents_app.migrations.0012_seed_agent_profiles")
-
-SEEDED = ["builder_agent", "head_node", "research_agent", "synthesis_agent"]
+from tests.support.profiles import SEEDED, seed_profiles, seeding
 
 
 def profile(**fields) -> AgentProfile:
@@ -109,9 +103,18 @@ def test_a_budget_is_positive_or_left_to_the_default(budget):
 
 @pytest.mark.django_db
 def test_the_migration_brings_seed_001s_head_node_and_three_specialists_on_the_default_connection():
-    seeded = {p.name: p for p in AgentProfile.objects.filter(name__in=SEEDED)}
+    AgentProfile.objects.all().delete()
 
-    assert sorted(seeded) == SEEDED
+    seeded = seed_profiles()
+
+    assert [operation.code for operation in seeding.Migration.operations] == [
+        seeding.create_profiles
+    ]
+    assert (
+        sorted(seeded)
+        == SEEDED
+        == ["builder_agent", "head_node", "research_agent", "synthesis_agent"]
+    )
     assert {name: p.role for name, p in seeded.items()} == {
         "head_node": "orchestrator",
         "research_agent": "research",
@@ -137,15 +140,14 @@ def test_the_migration_brings_seed_001s_head_node_and_three_specialists_on_the_d
         seeded_profile.full_clean()  # what staff will save from the admin must be valid as is
 
 
-@pytest.mark.django_db
-def test_seeding_again_leaves_profiles_staff_changed_as_they_are():
+def test_seeding_again_leaves_profiles_staff_changed_as_they_are(seeded_profiles):
     hosted = LLMConnection.objects.create(
         name="hosted", base_url="https://api.example/v1", model="big-model"
     )
     AgentProfile.objects.filter(name="builder_agent").update(connection=hosted, model="coder-1")
     AgentProfile.objects.filter(name="head_node").delete()
 
-    seeding.create_profiles(apps, None)
+    seed_profiles()
 
     builder = AgentProfile.objects.get(name="builder_agent")
     assert (builder.connection_id, builder.model) == (hosted.pk, "coder-1")

@@ -21,7 +21,7 @@ def test_everyone_signed_in_reads_the_same_profiles_by_name(owner, outsider, sco
     assert names == [p.name for p in profiles_for(outsider)]
 
 
-def test_profiles_of_one_role_are_only_those(owner, scout):
+def test_profiles_of_one_role_are_only_those(owner, scout, seeded_profiles):
     assert [p.name for p in profiles_for(owner, role=AgentRole.RESEARCH)] == [
         "research_agent",
         "scout",

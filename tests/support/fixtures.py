@@ -3,6 +3,7 @@ for every test by `pytest_plugins` in tests/conftest.py."""
 
 import pytest
 
+from tests.support.profiles import seed_profiles
 from tests.support.tools import SendTool
 
 
@@ -12,6 +13,13 @@ def llm_configured(settings):
     settings.LLM_BASE_URL = "http://127.0.0.1:9/v1"
     settings.LLM_MODEL = "scripted"
     return settings
+
+
+@pytest.fixture
+def seeded_profiles(db):
+    """Seed 001's four agent profiles by name. Asked for, not taken from the migration's rows:
+    a transactional test's flush empties the tables, and those tests run first."""
+    return seed_profiles()
 
 
 @pytest.fixture
