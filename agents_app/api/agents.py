@@ -5,7 +5,7 @@ service or selector, presenter out; another user's agent is a 404 like a missing
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest
 from ninja import Field, Query, Router, Schema, Status
 from pydantic import ConfigDict, StrictInt
 
@@ -18,11 +18,11 @@ from agents_app.api.conversations import (
 from agents_app.api.pagination import page_of
 from agents_app.api.schemas import Count, Flag, NonBlankText, Page, PageSize, Text, errors
 from agents_app.contracts import selectors, services
-from agents_app.contracts.logs import log_path, render_log, write_log
 from agents_app.contracts.presenters import agent_payload, attempt_payload
 from agents_app.core.errors import DomainError, ErrorCode
 from agents_app.core.inputs import QUERY_INT_MAX
 from agents_app.models import AuditInterface, ContractAgent, Run
+from agents_app.web.agent_tabs import log_download
 
 router = Router(tags=["agents"])
 
@@ -182,18 +182,6 @@ def attempt_of(agent: ContractAgent, number: int | None) -> Run:
     return run
 
 
-def log_text(run: Run) -> tuple[str, str | None]:
-    """The attempt's log, rendered from its rows now, and why its file could not be written
-    (None when it was). The file is written only once the attempt ended: while it runs, it is
-    the worker's to write."""
-    if not run.is_terminal:
-        return render_log(run), None
-    try:
-        return write_log(run).read_text(encoding="utf-8"), None
-    except OSError as exc:
-        return render_log(run), f"{type(exc).__name__}: {exc}"
-
-
 LOG_RESPONSE = {
     "responses": {
         200: {
@@ -204,16 +192,6 @@ LOG_RESPONSE = {
         }
     }
 }
-
-
-def log_download(run: Run) -> HttpResponse:
-    text, problem = log_text(run)
-    response = HttpResponse(text, content_type="text/plain; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="{log_path(run).name}"'
-    if problem is not None:
-        # A header is Latin-1; the path in the message may not be.
-        response["X-Log-Write-Error"] = problem.encode("ascii", "replace").decode()[:500]
-    return response
 
 
 @router.get("/agents", response=AgentPage, summary="List your contract agents")

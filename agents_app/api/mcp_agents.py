@@ -20,13 +20,12 @@ from agents_app.api.agents import (
     Name,
     agent_page,
     attempt_of,
-    log_text,
     present,
 )
 from agents_app.api.mcp_server import caller, in_django, tool
 from agents_app.api.schemas import Id, Page, PageSize
 from agents_app.contracts import selectors, services
-from agents_app.contracts.logs import log_path
+from agents_app.contracts.logs import log_path, log_text
 from agents_app.contracts.presenters import agent_payload, attempt_payload
 from agents_app.models import AuditInterface
 

@@ -132,7 +132,7 @@ def keep_log(w: RunWriter) -> None:
 def log_text(run: Run) -> tuple[str, str | None]:
     """The attempt's log, rendered from its rows now, and why its file could not be written
     (None when it was). The file is written only once the attempt ended: while it runs, it is
-    the worker's to write. (The chat page's download; api.agents.log_text is the same.)"""
+    the worker's to write."""
     if not run.is_terminal:
         return render_log(run), None
     try:

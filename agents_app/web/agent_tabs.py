@@ -330,9 +330,17 @@ def agent_log(request: HtmxHttpRequest, agent_id: int, number: int) -> HttpRespo
         run = attempt_get(agent=agent, number=number)
     except DomainError as error:
         raise Http404(error.message) from None
+    return log_download(run)
+
+
+def log_download(run: Run) -> HttpResponse:
+    """An attempt's log as a text/plain attachment named like its file; when the file could not
+    be written, the text rendered from the rows with the reason in X-Log-Write-Error. The page
+    and REST (api.agents) serve it alike."""
     text, problem = log_text(run)
     response = HttpResponse(text, content_type="text/plain; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="{log_path(run).name}"'
     if problem is not None:
+        # A header is Latin-1; the path in the message may not be.
         response["X-Log-Write-Error"] = problem.encode("ascii", "replace").decode()[:500]
     return response
