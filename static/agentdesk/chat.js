@@ -274,6 +274,8 @@
   function setLive(panel, state) {
     var indicator = panel.querySelector(".live-indicator");
     if (indicator) indicator.dataset.state = state;
+    var notice = panel.querySelector(".chat-offline");
+    if (notice) notice.hidden = state !== "offline";
   }
 
   function onMessage(panel, message) {

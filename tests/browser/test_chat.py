@@ -11,6 +11,7 @@ from agents_app.conversations.services import conversation_create
 from agents_app.models import Run, RunStatus
 from tests.support.browser import PASSWORD, WAIT_MS, expect, log_in
 from tests.support.chat import add_rows
+from tests.support.waiting import wait_for_run
 from tests.support.worker import Worker
 from tools_app.mcp.discovery import sync_builtin_tools
 from tools_app.models import Tool
@@ -248,3 +249,48 @@ def test_a_call_that_needs_approval_is_approved_in_the_chat_and_the_answer_compl
     run = Run.objects.get(kind="chat")
     assert run.status == RunStatus.SUCCEEDED
     assert run.approvals.get().status == "approved"
+
+
+def test_a_dropped_socket_is_told_in_the_tab_and_the_answer_arrives_once_it_is_back(
+    page, stack, owner
+):
+    stack.llm.script(
+        [{"match": "AGENTDESK:CHAT", "replies": [{"content": "Answered while you were away."}]}]
+    )
+    blocked = {"on": False}
+    routes = []
+
+    def socket(route):
+        # While "blocked", every socket to a conversation is dropped at once, as by a network
+        # that went away; otherwise it goes through to daphne.
+        if blocked["on"]:
+            route.close()
+            return
+        routes.append(route)
+        route.connect_to_server()
+
+    page.route_web_socket(re.compile(r"/ws/conversations/\d+/"), socket)
+    log_in(page, "owner", PASSWORD)
+    page.goto("/chat/")
+    chat = new_chat(page)
+    panel = page.locator(f"#chat-panel-{chat}")
+    expect(panel.locator(".live-indicator")).to_have_attribute("data-state", "live")
+    expect(panel.locator(".chat-offline")).to_be_hidden()
+
+    blocked["on"] = True
+    for route in routes:  # Playwright's own objects: called in the browser's thread
+        page._thread.call(route.close)
+    expect(panel.locator(".chat-offline")).to_be_visible()
+    expect(panel.locator(".chat-offline")).to_contain_text("Connection lost: reconnecting")
+    # The message is sent over HTTP and answered on the server while the tab has no socket.
+    send(page, chat, "are you there?")
+    run = wait_for_run(Run.objects.get(conversation_id=chat).pk)
+    assert run.status == RunStatus.SUCCEEDED, (run.error_code, run.error_message)
+    expect(panel.locator(".chat-offline")).to_be_visible()
+
+    blocked["on"] = False
+    expect(panel.locator(".chat-offline")).to_be_hidden(timeout=WAIT_MS)
+    expect(panel.locator(".chat-rows")).to_contain_text("Answered while you were away.")
+    expect(panel.locator(".chat-rows li", has_text="Answered while you were away.")).to_have_count(
+        1
+    )
