@@ -241,8 +241,9 @@ class _Handler(BaseHTTPRequestHandler):
             send(json.dumps(_chunk(completion_id, [choice])))
 
         chunk({"role": "assistant", "content": ""})
+        # `reasoning_field`: the delta's name for it ("reasoning" on some servers).
         for piece in _pieces(reply.get("reasoning", "")):
-            chunk({"reasoning_content": piece})
+            chunk({reply.get("reasoning_field", "reasoning_content"): piece})
         if reply.get("garbled"):
             send('{"id": "broken", "choices": [{"delta": {"content": "unterminated')
             return

@@ -43,7 +43,7 @@ from typing import Any
 DEFAULT_USAGE = {"prompt_tokens": 11, "completion_tokens": 7}
 WIRE_ONLY = frozenset(
     ["chunks", "status", "error", "retry_after", "delay", "chunk_delay", "drop", "truncate"]
-    + ["garbled"]
+    + ["garbled", "reasoning_field"]
 )
 
 
