@@ -33,7 +33,12 @@ def log_path(run: Run) -> Path:
 
 
 def _clip(value: Any) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    # Keys sorted: PostgreSQL's jsonb keeps its own key order, and a log reads the same on both.
+    text = (
+        value
+        if isinstance(value, str)
+        else json.dumps(value, ensure_ascii=False, default=str, sort_keys=True)
+    )
     return text if len(text) <= RESULT_CHARS else text[:RESULT_CHARS] + " …"
 
 

@@ -63,9 +63,9 @@ def test_a_worker_killed_mid_attempt_leaves_a_complete_log(
     assert log.startswith(written_before.rstrip("\n").split("\n")[0])
     for expected in (
         "[contract] Write a, then b, to log.txt.",
-        '[tool] write_file {"path": "log.txt", "content": "a\\n", "append": true}',
+        '[tool] write_file {"append": true, "content": "a\\n", "path": "log.txt"}',
         "[evaluation] contract not met: b is missing",
-        '[tool] write_file {"path": "log.txt", "content": "b\\n", "append": true}',
+        '[tool] write_file {"append": true, "content": "b\\n", "path": "log.txt"}',
         "[evaluation] contract met: a and b are written",
         "status succeeded",
     ):
