@@ -227,7 +227,12 @@ def change_agent(request: HttpRequest, agent_id: int, payload: AgentChange):
     """Only the fields sent. 409 for the contract, connection or budgets while it runs."""
     agent = selectors.agent_get(user=request.user, agent_id=agent_id)
     return agent_payload(
-        services.agent_update(agent=agent, **payload.model_dump(exclude_unset=True))
+        services.agent_update(
+            agent=agent,
+            actor=request.user,
+            interface=AuditInterface.API,
+            **payload.model_dump(exclude_unset=True),
+        )
     )
 
 

@@ -10,7 +10,13 @@ from django.utils import timezone
 from agents_app.connections.services import connection_for_task
 from agents_app.contracts.selectors import agent_state, attempts
 from agents_app.conversations.transcript import place
-from agents_app.core.audit import AGENT_CREATE, AGENT_START, AGENT_STOP, audit_record
+from agents_app.core.audit import (
+    AGENT_CREATE,
+    AGENT_START,
+    AGENT_STOP,
+    AGENT_UPDATE,
+    audit_record,
+)
 from agents_app.core.errors import DomainError, ErrorCode
 from agents_app.core.inputs import (
     STORED_INT_MAX,
@@ -102,9 +108,12 @@ def agent_create(
 
 
 @transaction.atomic
-def agent_update(*, agent: ContractAgent, **changes: Any) -> ContractAgent:
+def agent_update(
+    *, agent: ContractAgent, actor: Any, interface: str, **changes: Any
+) -> ContractAgent:
     """Edit name, contract, connection, budgets or is_open. The contract and the budgets are
-    fixed while an attempt runs (CONFLICT); they apply from the next start."""
+    fixed while an attempt runs (CONFLICT); they apply from the next start. Audited with the
+    fields changed."""
     allowed = {"name", "contract", "connection", "is_open", *BUDGETS}
     refuse_unknown(changes, allowed)
     agent = ContractAgent.objects.select_for_update().get(pk=agent.pk)
@@ -128,6 +137,13 @@ def agent_update(*, agent: ContractAgent, **changes: Any) -> ContractAgent:
             setattr(agent, field, _budget(field, changes[field]))
     agent.updated_at = timezone.now()
     agent.save()
+    audit_record(
+        action=AGENT_UPDATE,
+        interface=interface,
+        actor=actor,
+        target=str(agent.pk),
+        details={"fields": sorted(changes)},
+    )
     return agent
 
 
@@ -227,5 +243,5 @@ def agent_restart(*, agent: ContractAgent, actor: Any, interface: str, **changes
                 {"agent_id": agent.pk, "status": state.status},
             )
         if changes:
-            agent = agent_update(agent=agent, **changes)
+            agent = agent_update(agent=agent, actor=actor, interface=interface, **changes)
         return agent_start(agent=agent, actor=actor, interface=interface)

@@ -41,6 +41,7 @@ Actions so far (a new act adds its name here and calls audit_record; no migratio
 - `agent.create`: target the contract agent's id; details name, connection_id.
 - `agent.start`: the attempt's run; target the agent's id; details attempt, restart.
 - `agent.stop`: the attempt's run; target the agent's id.
+- `agent.update`: target the agent's id; details fields (the names of those changed).
 """
 
 import hashlib
@@ -83,6 +84,7 @@ CONVERSATION_STOP = "conversation.stop"
 AGENT_CREATE = "agent.create"
 AGENT_START = "agent.start"
 AGENT_STOP = "agent.stop"
+AGENT_UPDATE = "agent.update"
 
 WORKER_LABEL = "worker"
 SYSTEM_LABEL = "system"

@@ -250,7 +250,9 @@ def agent_start_view(request: HtmxHttpRequest, agent_id: int) -> HttpResponse:
         form, changes = _changes(request)
         if agent_state(agent).status == "ready":
             if changes:
-                agent = agent_update(agent=agent, **changes)
+                agent = agent_update(
+                    agent=agent, actor=request.user, interface=AuditInterface.WEB, **changes
+                )
             agent_start(agent=agent, actor=request.user, interface=AuditInterface.WEB)
         else:
             agent_restart(agent=agent, actor=request.user, interface=AuditInterface.WEB, **changes)
@@ -278,7 +280,7 @@ def agent_stop_view(request: HtmxHttpRequest, agent_id: int) -> HttpResponse:
 def agent_close(request: HtmxHttpRequest, agent_id: int) -> HttpResponse:
     """Close the tab; an attempt running goes on (reopen it from the history)."""
     agent = _owned(request, agent_id)
-    agent_update(agent=agent, is_open=False)
+    agent_update(agent=agent, actor=request.user, interface=AuditInterface.WEB, is_open=False)
     return redirect("chat_home")
 
 
@@ -286,7 +288,7 @@ def agent_close(request: HtmxHttpRequest, agent_id: int) -> HttpResponse:
 @require_POST
 def agent_reopen(request: HtmxHttpRequest, agent_id: int) -> HttpResponse:
     agent = _owned(request, agent_id)
-    agent_update(agent=agent, is_open=True)
+    agent_update(agent=agent, actor=request.user, interface=AuditInterface.WEB, is_open=True)
     return redirect(agent_url(agent))
 
 

@@ -10,7 +10,7 @@ from agents_app.contracts.selectors import agent_state, attempts
 from agents_app.contracts.services import agent_create, agent_start, agent_stop, agent_update
 from agents_app.conversations.selectors import transcript
 from agents_app.core.errors import DomainError
-from agents_app.models import RunEvent
+from agents_app.models import AuditEvent, RunEvent
 from agents_app.worker.execution import execute_run
 from tests.support.script import json_reply, tool_call
 from tests.support.tools import BrokenTool, EchoTool, make_registry
@@ -181,12 +181,18 @@ def test_restart_starts_a_new_attempt_with_the_edited_contract(owner, llm, logs)
         agent_start(agent=agent, actor=owner, interface="api")
     assert busy.value.code == "CONFLICT"
     with pytest.raises(DomainError) as fixed:
-        agent_update(agent=agent, contract="Echo b.")
+        agent_update(agent=agent, actor=owner, interface="api", contract="Echo b.")
     assert fixed.value.code == "CONFLICT"
     agent_stop(agent=agent, actor=owner, interface="api")
     first.refresh_from_db()
     assert first.status == "cancelled"
-    agent_update(agent=agent, contract="Echo b.")
+    agent_update(agent=agent, actor=owner, interface="api", contract="Echo b.")
+    edit = AuditEvent.objects.get(action="agent.update")
+    assert (edit.actor_id, edit.target, edit.details) == (
+        owner.pk,
+        str(agent.pk),
+        {"fields": ["contract"]},
+    )
     second = agent_start(agent=agent, actor=owner, interface="api")
     assert [r.pk for r in attempts(agent)] == [second.pk, first.pk]
     assert second.task.text == "Echo b." and second.conversation_id != first.conversation_id
