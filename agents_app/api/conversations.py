@@ -239,7 +239,10 @@ def change_conversation(request: HttpRequest, conversation_id: int, payload: Con
     """Title, connection, double_texting, instructions or is_open: only the fields sent."""
     conversation = selectors.conversation_get(user=request.user, conversation_id=conversation_id)
     changed = services.conversation_update(
-        conversation=conversation, **payload.model_dump(exclude_unset=True)
+        conversation=conversation,
+        actor=request.user,
+        interface=AuditInterface.API,
+        **payload.model_dump(exclude_unset=True),
     )
     return present(changed)
 

@@ -19,6 +19,7 @@ from agents_app.core.audit import (
     CONVERSATION_CREATE,
     CONVERSATION_MESSAGE,
     CONVERSATION_STOP,
+    CONVERSATION_UPDATE,
     audit_record,
 )
 from agents_app.core.errors import DomainError, ErrorCode
@@ -89,8 +90,11 @@ def conversation_create(
 
 
 @transaction.atomic
-def conversation_update(*, conversation: Conversation, **changes: Any) -> Conversation:
-    """Change title, connection, double_texting, instructions or is_open (the keys given)."""
+def conversation_update(
+    *, conversation: Conversation, actor: Any, interface: str, **changes: Any
+) -> Conversation:
+    """Change title, connection, double_texting, instructions or is_open (the keys given);
+    audited with the fields changed."""
     allowed = {"title", "connection", "double_texting", "instructions", "is_open"}
     refuse_unknown(changes, allowed)
     fields = ["updated_at"]
@@ -119,6 +123,13 @@ def conversation_update(*, conversation: Conversation, **changes: Any) -> Conver
         fields.append("is_open")
     conversation.updated_at = timezone.now()
     conversation.save(update_fields=fields)
+    audit_record(
+        action=CONVERSATION_UPDATE,
+        interface=interface,
+        actor=actor,
+        target=str(conversation.pk),
+        details={"fields": sorted(changes)},
+    )
     return conversation
 
 

@@ -38,6 +38,7 @@ Actions so far (a new act adds its name here and calls audit_record; no migratio
   the conversation id; details entry_id, mode, outcome answered | queued | steered.
 - `conversation.stop`: the running answer (None when idle); target the conversation id;
   details held (the waiting messages that will not be answered).
+- `conversation.update`: target the conversation id; details fields (the names changed).
 - `agent.create`: target the contract agent's id; details name, connection_id.
 - `agent.start`: the attempt's run; target the agent's id; details attempt, restart.
 - `agent.stop`: the attempt's run; target the agent's id.
@@ -81,6 +82,7 @@ API_KEY_REVOKE = "api_key.revoke"
 CONVERSATION_CREATE = "conversation.create"
 CONVERSATION_MESSAGE = "conversation.message"
 CONVERSATION_STOP = "conversation.stop"
+CONVERSATION_UPDATE = "conversation.update"
 AGENT_CREATE = "agent.create"
 AGENT_START = "agent.start"
 AGENT_STOP = "agent.stop"

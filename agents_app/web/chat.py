@@ -261,6 +261,8 @@ def chat_settings(request: HtmxHttpRequest, conversation_id: int) -> HttpRespons
     try:
         conversation_update(
             conversation=conversation,
+            actor=request.user,
+            interface=AuditInterface.WEB,
             double_texting=request.POST.get("double_texting", ""),
             connection=request.POST.get("connection") or None,
         )
@@ -282,7 +284,9 @@ def chat_close(request: HtmxHttpRequest, conversation_id: int) -> HttpResponse:
     """Close the tab; the conversation and any answer running in it go on (reopen it from the
     history)."""
     conversation = _owned(request, conversation_id)
-    conversation_update(conversation=conversation, is_open=False)
+    conversation_update(
+        conversation=conversation, actor=request.user, interface=AuditInterface.WEB, is_open=False
+    )
     return redirect("chat_home")
 
 
@@ -290,5 +294,7 @@ def chat_close(request: HtmxHttpRequest, conversation_id: int) -> HttpResponse:
 @require_POST
 def chat_reopen(request: HtmxHttpRequest, conversation_id: int) -> HttpResponse:
     conversation = _owned(request, conversation_id)
-    conversation_update(conversation=conversation, is_open=True)
+    conversation_update(
+        conversation=conversation, actor=request.user, interface=AuditInterface.WEB, is_open=True
+    )
     return redirect(chat_url(conversation))

@@ -286,6 +286,9 @@ def test_patch_changes_only_the_fields_sent(owner_api):
     assert response.status_code == 200
     assert (body["title"], body["is_open"], body["instructions"]) == ("New", False, "Be brief.")
     assert body["double_texting"] == "enqueue"
+    change = AuditEvent.objects.get(action="conversation.update")
+    assert (change.interface, change.target) == ("api", str(chat["id"]))
+    assert change.details == {"fields": ["connection", "is_open", "title"]}
 
 
 @pytest.mark.parametrize(
