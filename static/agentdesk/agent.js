@@ -9,16 +9,10 @@
 (function () {
   "use strict";
 
-  var RECONNECT_MAX_MS = 10000;
   var AT_BOTTOM_PX = 40;
 
   function atBottom(box) {
     return box.scrollHeight - box.scrollTop - box.clientHeight < AT_BOTTOM_PX;
-  }
-
-  function setLive(panel, state) {
-    var indicator = panel.querySelector(".live-indicator");
-    if (indicator) indicator.dataset.state = state;
   }
 
   function merge(panel, html) {
@@ -51,64 +45,34 @@
     if (following) box.scrollTop = box.scrollHeight;
   }
 
-  // One fetch at a time; a request for more while one runs fetches once more after it.
   function refresh(panel) {
-    if (panel._fetching) {
-      panel._again = true;
-      return;
-    }
-    panel._fetching = true;
-    panel._again = false;
-    var url =
-      panel.dataset.outputUrl +
-      "?after=" + (panel.dataset.lastSeq || 0) +
-      "&events=" + (panel.dataset.lastEvent || 0);
-    fetch(url, { credentials: "same-origin", headers: { "HX-Request": "true" } })
-      .then(function (response) {
-        if (response.redirected || !response.ok) throw new Error("HTTP " + response.status);
-        return response.text();
-      })
-      .then(function (html) {
-        merge(panel, html);
-      })
-      .catch(function () {
-        setLive(panel, "offline");
-      })
-      .finally(function () {
-        panel._fetching = false;
-        if (panel._again) refresh(panel);
-      });
+    window.AgentDeskLive.fetchNew(
+      panel,
+      function () {
+        return (
+          panel.dataset.outputUrl +
+          "?after=" + (panel.dataset.lastSeq || 0) +
+          "&events=" + (panel.dataset.lastEvent || 0)
+        );
+      },
+      merge,
+    );
   }
 
   function connect(panel) {
-    var scheme = window.location.protocol === "https:" ? "wss://" : "ws://";
-    var socket = new WebSocket(
-      scheme + window.location.host + panel.dataset.socket + "?after=" + (panel.dataset.lastSeq || 0),
+    window.AgentDeskLive.connect(
+      panel,
+      function () {
+        return panel.dataset.socket + "?after=" + (panel.dataset.lastSeq || 0);
+      },
+      function () {
+        refresh(panel); // whatever happened while it was away
+      },
+      function (message) {
+        // Tokens are drawn once stored, as rows: everything else may have changed the output.
+        if (message.type !== "token" && message.type !== "pong") refresh(panel);
+      },
     );
-    socket.addEventListener("open", function () {
-      panel._retry = 0;
-      setLive(panel, "live");
-      refresh(panel); // whatever happened while it was away
-    });
-    socket.addEventListener("message", function (event) {
-      var message;
-      try {
-        message = JSON.parse(event.data);
-      } catch (error) {
-        return;
-      }
-      // Tokens are drawn once stored, as rows: everything else may have changed the output.
-      if (message.type !== "token" && message.type !== "pong") refresh(panel);
-    });
-    socket.addEventListener("close", function () {
-      setLive(panel, "offline");
-      if (!panel.isConnected) return;
-      var delay = Math.min(RECONNECT_MAX_MS, 500 * Math.pow(2, panel._retry || 0));
-      panel._retry = (panel._retry || 0) + 1;
-      window.setTimeout(function () {
-        if (panel.isConnected) connect(panel);
-      }, delay);
-    });
   }
 
   function init() {

@@ -9,7 +9,6 @@
   "use strict";
 
   var ARGUMENTS_SHOWN = 80; // conversations.presenters.CALL_ARGUMENTS_CHARS
-  var RECONNECT_MAX_MS = 10000;
   var ENDED = ["succeeded", "failed", "cancelled", "idle"];
   var REFRESH_EVENTS = [
     "approval_required",
@@ -241,42 +240,17 @@
     if (added) follow(panel);
   }
 
-  // One fetch at a time per tab; a request for more while one runs fetches once more after it.
   function refresh(panel) {
-    if (panel._fetching) {
-      panel._again = true;
-      return;
-    }
-    panel._fetching = true;
-    panel._again = false;
-    fetch(panel.dataset.entriesUrl + "?after=" + lastSeq(panel), {
-      credentials: "same-origin",
-      headers: { "HX-Request": "true" },
-    })
-      .then(function (response) {
-        if (response.redirected || !response.ok) throw new Error("HTTP " + response.status);
-        return response.text();
-      })
-      .then(function (html) {
-        merge(panel, html);
-      })
-      .catch(function () {
-        setLive(panel, "offline");
-      })
-      .finally(function () {
-        panel._fetching = false;
-        if (panel._again) refresh(panel);
-      });
+    window.AgentDeskLive.fetchNew(
+      panel,
+      function () {
+        return panel.dataset.entriesUrl + "?after=" + lastSeq(panel);
+      },
+      merge,
+    );
   }
 
   // --- the socket ---------------------------------------------------------------------------
-
-  function setLive(panel, state) {
-    var indicator = panel.querySelector(".live-indicator");
-    if (indicator) indicator.dataset.state = state;
-    var notice = panel.querySelector(".chat-offline");
-    if (notice) notice.hidden = state !== "offline";
-  }
 
   function onMessage(panel, message) {
     switch (message.type) {
@@ -303,34 +277,18 @@
   }
 
   function connect(panel) {
-    var scheme = window.location.protocol === "https:" ? "wss://" : "ws://";
-    var url = scheme + window.location.host + panel.dataset.socket + "?after=" + lastSeq(panel);
-    var socket = new WebSocket(url);
-    panel._socket = socket;
-    socket.addEventListener("open", function () {
-      panel._retry = 0;
-      setLive(panel, "live");
-      refresh(panel); // whatever happened while it was away
-    });
-    socket.addEventListener("message", function (event) {
-      var message;
-      try {
-        message = JSON.parse(event.data);
-      } catch (error) {
-        return; // not ours to show
-      }
-      onMessage(panel, message);
-    });
-    socket.addEventListener("close", function () {
-      setLive(panel, "offline");
-      if (!panel.isConnected) return;
-      // Back with the last seq this tab holds: nothing twice, nothing missed.
-      var delay = Math.min(RECONNECT_MAX_MS, 500 * Math.pow(2, panel._retry || 0));
-      panel._retry = (panel._retry || 0) + 1;
-      window.setTimeout(function () {
-        if (panel.isConnected) connect(panel);
-      }, delay);
-    });
+    window.AgentDeskLive.connect(
+      panel,
+      function () {
+        return panel.dataset.socket + "?after=" + lastSeq(panel);
+      },
+      function () {
+        refresh(panel); // whatever happened while it was away
+      },
+      function (message) {
+        onMessage(panel, message);
+      },
+    );
   }
 
   function start(panel) {
