@@ -139,6 +139,29 @@ def test_a_call_repeated_again_and_again_gets_an_answer_in_words(owner, chat):
     assert [len(r.tools) for r in provider.requests] == [1, 1, 1, 0]
 
 
+def test_an_answer_that_fails_keeps_the_calls_it_made_with_their_results(owner, chat):
+    too_long = {"content": "Lorem ipsum", "finish_reason": "length"}
+    provider = SnapshotProvider(
+        [
+            {
+                "match": "AGENTDESK:CHAT",
+                "replies": [
+                    {"tool_calls": [{"name": "echo", "arguments": {"text": "x"}}]},
+                    too_long,
+                    too_long,
+                ],
+            }
+        ]
+    )
+    _, run = send(chat, owner, "echo then ramble")
+    run = answer(run, provider, make_registry(EchoTool()))
+    assert (run.status, run.error_code) == ("failed", "ANSWER_TOO_LONG")
+    assert [(e.kind, e.text) for e in transcript(chat) if e.kind != "tool_call"] == [
+        ("user", "echo then ramble"),
+        ("tool_result", '{"echo": "x"}'),
+    ]
+
+
 def test_stop_during_the_models_answer_keeps_what_it_had_said(owner, chat):
     def stopped_midway(request):
         run_cancel(run=Run.objects.get(conversation=chat), actor=owner, interface="web")

@@ -66,7 +66,8 @@ def test_an_agent_works_in_cycles_until_it_judges_its_contract_met(owner, llm, l
     )
     state = agent_state(agent)
     assert (state.status, state.reason) == ("completed", "a and b were echoed")
-    # The second cycle heard why the first was not enough.
+    # The first cycle began with the contract; the second heard why the first was not enough.
+    assert provider.sent[0][-1] == {"role": "user", "content": "Echo a then b."}
     second_cycle = [m for m in provider.sent if "AGENTDESK:EVALUATE" not in str(m[-1])][1]
     assert second_cycle[-1]["content"].startswith("The contract is not met yet: b is not echoed")
     evaluations = [e.payload for e in RunEvent.objects.filter(run=run, type="contract_evaluation")]
@@ -229,3 +230,18 @@ def test_an_attempts_transcript_is_no_chat_a_message_could_be_posted_to(owner, l
     with pytest.raises(DomainError) as missing:
         conversation_get(user=owner, conversation_id=run.conversation_id)
     assert missing.value.code == "NOT_FOUND"
+
+
+def test_an_evaluation_records_the_results_it_cites_cut_to_500_characters(owner, llm, logs):
+    agent = agent_create(owner=owner, interface="api", contract="Echo a long text.")
+    run = agent_start(agent=agent, actor=owner, interface="api")
+    provider = SnapshotProvider(
+        [
+            {"match": "AGENTDESK:EVALUATE", "replies": [evaluation(True, "echoed", 1)]},
+            {"match": "AGENTDESK:CONTRACT", "replies": [tool_call("echo", text="x" * 700)]},
+        ]
+    )
+    run = run_attempt(run, provider, make_registry(EchoTool()))
+    cited = RunEvent.objects.get(run=run, type="contract_evaluation").payload["evidence"]
+    assert [(c["number"], c["tool"], len(c["result"])) for c in cited] == [(1, "echo", 500)]
+    assert cited[0]["result"].startswith('{"echo": "xxx')

@@ -127,6 +127,24 @@ def test_while_the_model_streams_the_poll_notices_a_cancel(owner, monkeypatch):
     assert stopped.value.code == ErrorCode.CANCELLED
 
 
+def test_a_contract_attempt_s_poll_lets_the_answer_finish_after_a_stop_but_not_a_lost_lease(
+    owner, monkeypatch
+):
+    monkeypatch.setattr(hooks_module, "POLL_SECONDS", 0)
+    run = make_run(owner)
+    Run.objects.filter(pk=run.pk).update(kind="contract", cancel_requested=True)
+    run = Run.objects.select_related("task").get(pk=run.pk)
+    lease = Lease(run.pk, "mine", 30)
+    hooks = DatabaseHooks(run, lease)
+
+    hooks.poll()  # stopped, but the request in flight goes on (seed 002's Stop)
+    lease.lost.set()
+    with pytest.raises(StopRun) as stopped:
+        hooks.poll()
+
+    assert stopped.value.code == ErrorCode.LEASE_LOST
+
+
 def test_the_poll_reads_the_run_only_once_its_interval_has_passed(
     owner, monkeypatch, django_assert_num_queries
 ):
