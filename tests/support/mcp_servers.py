@@ -5,12 +5,14 @@ and our own tiny stdio echo server (echo_mcp_server.py, run as a script)."""
 import fcntl
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 
 from config.env import BASE_DIR
-from tests.support.processes import ManagedProcess, free_port, port_open
+from tests.support.processes import ManagedProcess, free_port, pid_with_env, port_open
 
 NODE_DIR = BASE_DIR / ".mcp-servers"
 NPM_PACKAGES = [
@@ -68,6 +70,34 @@ def filesystem_js() -> str:
 
 def everything_stdio_args() -> list[str]:
     return ["--require", str(LOOPBACK), everything_js(), "stdio"]
+
+
+class KillableEverything:
+    """A stdio server-everything configured in the database whose process a test can find and
+    kill (SIGKILL), and which logs every request it reads (tests/support/loopback.cjs)."""
+
+    def __init__(self, directory: Path) -> None:
+        from tools_app.models import MCPServer
+
+        self.marker = uuid.uuid4().hex
+        self.requests = directory / "requests.log"
+        self.server = MCPServer.objects.create(
+            name="everything",
+            transport="stdio",
+            command=node(),
+            args=everything_stdio_args(),
+            env={
+                "AGENTDESK_TEST_SERVER": self.marker,
+                "AGENTDESK_TEST_REQUEST_LOG": str(self.requests),
+            },
+        )
+
+    def has_read(self, text: str) -> bool:
+        """Whether a request holding `text` has reached the server."""
+        return self.requests.exists() and text in self.requests.read_text()
+
+    def kill(self) -> None:
+        os.kill(pid_with_env("AGENTDESK_TEST_SERVER", self.marker), signal.SIGKILL)
 
 
 def python_server(name: str) -> str:

@@ -3,19 +3,14 @@ call fails that call with a clear result the model is shown, the answer goes on,
 next message's call reaches the reconnected server. Real worker, real MCP server."""
 
 import json
-import os
-import signal
-import uuid
 
 import pytest
 
 from agents_app.conversations.selectors import transcript
 from agents_app.conversations.services import conversation_create, message_post
-from tests.support.mcp_servers import everything_stdio_args, node
-from tests.support.processes import pid_with_env
+from tests.support.mcp_servers import KillableEverything
 from tests.support.runs import allow_every_call
 from tests.support.waiting import wait_for, wait_for_run
-from tools_app.models import MCPServer
 
 pytestmark = pytest.mark.integration
 
@@ -24,15 +19,7 @@ def test_a_server_killed_mid_call_is_told_in_the_chat_and_the_next_message_works
     llm, start_worker, owner, tmp_path
 ):
     allow_every_call(owner)
-    marker = uuid.uuid4().hex
-    requests = tmp_path / "requests.log"
-    MCPServer.objects.create(
-        name="everything",
-        transport="stdio",
-        command=node(),
-        args=everything_stdio_args(),
-        env={"AGENTDESK_TEST_SERVER": marker, "AGENTDESK_TEST_REQUEST_LOG": str(requests)},
-    )
+    everything = KillableEverything(tmp_path)
     long_call = {
         "name": "everything__trigger-long-running-operation",
         "arguments": {"duration": 30, "steps": 3},
@@ -51,11 +38,11 @@ def test_a_server_killed_mid_call_is_told_in_the_chat_and_the_next_message_works
     chat = conversation_create(owner=owner, interface="web")
     _, first = message_post(conversation=chat, actor=owner, interface="web", text="wait long")
     wait_for(
-        lambda: requests.exists() and "trigger-long-running-operation" in requests.read_text(),
+        lambda: everything.has_read("trigger-long-running-operation"),
         60,
         message="the call's request to reach the server",
     )
-    os.kill(pid_with_env("AGENTDESK_TEST_SERVER", marker), signal.SIGKILL)
+    everything.kill()
     first = wait_for_run(first.pk, 60)
     assert first.status == "succeeded", (first.error_code, first.error_message)
     result = next(e for e in transcript(chat) if e.kind == "tool_result")

@@ -2,16 +2,12 @@
 broken with its stderr, and the same worker (not restarted) reconnects for the next call."""
 
 import json
-import os
-import signal
-import uuid
 
 import pytest
 
 from agents_app.models import Step, ToolCall
 from agents_app.tasks import execute_run
-from tests.support.mcp_servers import everything_stdio_args, node
-from tests.support.processes import pid_with_env
+from tests.support.mcp_servers import KillableEverything
 from tests.support.runs import allow_every_call, make_run
 from tests.support.script import plan_reply, step, verdict
 from tests.support.waiting import wait_for, wait_for_run
@@ -24,15 +20,8 @@ def test_a_killed_server_breaks_one_call_and_the_same_worker_reconnects(
     llm, start_worker, owner, tmp_path
 ):
     allow_every_call(owner)  # MCP tools act outside the workspace: moderate, they would ask
-    marker = uuid.uuid4().hex
-    requests = tmp_path / "requests.log"  # what the server reads (tests/support/loopback.cjs)
-    server = MCPServer.objects.create(
-        name="everything",
-        transport="stdio",
-        command=node(),
-        args=everything_stdio_args(),
-        env={"AGENTDESK_TEST_SERVER": marker, "AGENTDESK_TEST_REQUEST_LOG": str(requests)},
-    )
+    everything = KillableEverything(tmp_path)
+    server = everything.server
     long_call = {
         "name": "everything__trigger-long-running-operation",
         "arguments": {"duration": 30, "steps": 3},
@@ -75,11 +64,11 @@ def test_a_killed_server_breaks_one_call_and_the_same_worker_reconnects(
     # request reaches it would let the call reconnect to a fresh server and run its whole
     # 30 s. The operation lasts 30 s: once the server has read the request, it is under way.
     wait_for(
-        lambda: requests.exists() and "trigger-long-running-operation" in requests.read_text(),
+        lambda: everything.has_read("trigger-long-running-operation"),
         30,
         message="the call's request to reach the server",
     )
-    os.kill(pid_with_env("AGENTDESK_TEST_SERVER", marker), signal.SIGKILL)
+    everything.kill()
 
     first = wait_for_run(first.pk, 60)
     call = ToolCall.objects.get(run=first)
