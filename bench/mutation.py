@@ -108,6 +108,7 @@ MODULES = {
             "tests/approvals/test_engine_flow.py",
             # chat answers and contract cycles run through the executor too
             "tests/conversations/test_chat_answers.py",
+            "tests/conversations/test_chat_errors.py",
             "tests/conversations/test_contract_agents.py",
         ),
         core=False,
