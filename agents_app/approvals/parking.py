@@ -32,7 +32,6 @@ from tools_app.registry import ApprovalLevel
 
 def _request(w: RunWriter, approval: Approval) -> None:
     """The parking common to calls and plans: run state, event, audit, webhooks, expiry."""
-    w.set(parked_at=timezone.now())
     w.transition(RunStatus.WAITING_APPROVAL, approval_id=approval.pk)
     payload = approval_payload(approval)
     w.event(EventType.APPROVAL_REQUIRED, payload)
