@@ -176,7 +176,7 @@ def run_all(tasks: list[BenchTask]) -> list[Result]:
     results = []
     for number, bench_task in enumerate(tasks, 1):
         run = run_create(task=Task.objects.create(owner=user, text=bench_task.text))
-        workspace = workspace_for(run.pk)
+        workspace = workspace_for(run)
         workspace.mkdir(parents=True, exist_ok=True)
         for name, text in bench_task.seed.items():
             (workspace / name).write_text(text)
