@@ -13,7 +13,7 @@ from agents_app.engine.states import RunStatus, StepStatus
 DONE = frozenset({StepStatus.COMPLETED, StepStatus.FAILED, StepStatus.SKIPPED, StepStatus.TIMEOUT})
 BLOCKING = frozenset({StepStatus.FAILED, StepStatus.SKIPPED, StepStatus.TIMEOUT})
 ENDED = frozenset({RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.CANCELLED})
-PARKED = frozenset({RunStatus.PAUSED, RunStatus.WAITING_APPROVAL})
+PARKED = frozenset({RunStatus.PAUSED, RunStatus.WAITING_APPROVAL, RunStatus.WAITING_CHILDREN})
 
 
 class ActionKind(StrEnum):
@@ -24,6 +24,8 @@ class ActionKind(StrEnum):
     PLAN = "plan"
     SKIP = "skip"  # the pending steps whose dependency did not complete
     EXECUTE = "execute"  # one step
+    DELEGATE = "delegate"  # a head node: every step that can start, each to a child run
+    WAIT = "wait"  # a head node whose children work: park until one ends
     BEGIN_VERIFY = "begin_verify"  # running → verifying
     VERIFY = "verify"
     CANCEL = "cancel"
@@ -44,7 +46,12 @@ class RunState:
     cancel_requested: bool = False
     # The kill switch is engaged: stop at this step boundary.
     halted: bool = False
+    # A person paused this run: park at this step boundary until they resume it.
+    pause_requested: bool = False
     steps: tuple[StepState, ...] = ()
+    # Its steps are done by child runs (a team's head node): a running step is a child at
+    # work, and every step that can start starts at once.
+    delegates: bool = False
 
 
 @dataclass(frozen=True)
@@ -52,6 +59,7 @@ class Action:
     kind: ActionKind
     step_index: int | None = None
     skip: tuple[int, ...] = ()
+    delegate: tuple[int, ...] = ()
 
 
 def next_action(state: RunState) -> Action:
@@ -62,7 +70,7 @@ def next_action(state: RunState) -> Action:
     if state.status in PARKED:
         # parked until the kill switch is released or a person decides
         return Action(ActionKind.NONE)
-    if state.halted:
+    if state.halted or state.pause_requested:
         return Action(ActionKind.PAUSE)
     if state.status == RunStatus.QUEUED:
         return Action(ActionKind.START)
@@ -81,6 +89,18 @@ def next_action(state: RunState) -> Action:
     )
     if blocked:
         return Action(ActionKind.SKIP, skip=blocked)
+    if state.delegates:
+        ready = tuple(
+            s.index
+            for s in state.steps
+            if s.status == StepStatus.PENDING
+            and all(by_index[d].status == StepStatus.COMPLETED for d in s.depends_on)
+        )
+        if ready:
+            return Action(ActionKind.DELEGATE, delegate=ready)
+        if any(s.status not in DONE for s in state.steps):
+            return Action(ActionKind.WAIT)
+        return Action(ActionKind.BEGIN_VERIFY)
     for step in state.steps:
         if step.status in DONE:
             continue

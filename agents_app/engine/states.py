@@ -18,6 +18,9 @@ class RunStatus(StrEnum):
     PAUSED = "paused"
     # Parked on a person's decision (an Approval); the decision queues it again.
     WAITING_APPROVAL = "waiting_approval"
+    # Parked while its child runs work (a team's head node, a step's micro agent); the child
+    # whose end lets it go on queues it again.
+    WAITING_CHILDREN = "waiting_children"
     SUCCEEDED = "succeeded"
     FAILED = "failed"
     CANCELLED = "cancelled"

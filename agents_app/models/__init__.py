@@ -34,6 +34,7 @@ from agents_app.models.runs import (
     RUN_TRANSITIONS,
     STEP_DONE_STATUSES,
     TERMINAL_STATUSES,
+    ClosePolicy,
     Plan,
     Run,
     RunEvent,
@@ -45,6 +46,7 @@ from agents_app.models.runs import (
     ToolCall,
     ToolCallStatus,
 )
+from agents_app.models.teams import AgentMessage, MessageType
 from agents_app.models.webhooks import (
     WEBHOOK_SECRET_PREFIX,
     DeliveryStatus,
@@ -65,6 +67,9 @@ __all__ = [
     "TimeoutStrategy",
     "UserPreferences",
     "ACTIVE_STATUSES",
+    "AgentMessage",
+    "ClosePolicy",
+    "MessageType",
     "AgentProfile",
     "AgentRole",
     "PROFILE_BUDGETS",

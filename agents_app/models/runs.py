@@ -51,6 +51,13 @@ class Task(models.Model):
         blank=True,
         related_name="tasks",
     )
+    # Done by a team: a head node splits it and agent profiles do the parts (orchestration).
+    team = models.BooleanField(default=False)
+    # A child's or micro agent's: who it speaks as (its system prompt starts with it) and the
+    # tools it may use (null: every tool; `excluded_tools` are left out either way).
+    persona = models.TextField(blank=True)
+    allowed_tools = models.JSONField(null=True, blank=True)
+    excluded_tools = models.JSONField(default=list, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -58,6 +65,11 @@ class Task(models.Model):
 
     def __str__(self) -> str:
         return self.text[:60]
+
+    def allows_tool(self, name: str) -> bool:
+        if name in (self.excluded_tools or ()):
+            return False
+        return self.allowed_tools is None or name in self.allowed_tools
 
 
 def _choices_of(vocabulary: type[StrEnum]) -> type[models.TextChoices]:
@@ -74,7 +86,9 @@ RunStatus = _choices_of(states.RunStatus)
 
 TERMINAL_STATUSES = frozenset({RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.CANCELLED})
 # No worker holds a parked run; the release of the kill switch or a decision queues it again.
-PARKED_STATUSES = frozenset({RunStatus.PAUSED, RunStatus.WAITING_APPROVAL})
+PARKED_STATUSES = frozenset(
+    {RunStatus.PAUSED, RunStatus.WAITING_APPROVAL, RunStatus.WAITING_CHILDREN}
+)
 
 # The one table of allowed status changes; nothing else decides what may follow what.
 ACTIVE_STATUSES = frozenset(
@@ -84,12 +98,19 @@ _ENDS = frozenset({RunStatus.FAILED, RunStatus.CANCELLED, RunStatus.PAUSED})
 RUN_TRANSITIONS: dict[str, frozenset[str]] = {
     RunStatus.QUEUED: frozenset({RunStatus.PLANNING}) | _ENDS,
     RunStatus.PLANNING: frozenset({RunStatus.RUNNING, RunStatus.WAITING_APPROVAL}) | _ENDS,
-    RunStatus.RUNNING: frozenset({RunStatus.VERIFYING, RunStatus.WAITING_APPROVAL}) | _ENDS,
+    RunStatus.RUNNING: frozenset(
+        {RunStatus.VERIFYING, RunStatus.WAITING_APPROVAL, RunStatus.WAITING_CHILDREN}
+    )
+    | _ENDS,
     RunStatus.VERIFYING: frozenset({RunStatus.SUCCEEDED, RunStatus.PLANNING}) | _ENDS,
     RunStatus.PAUSED: ACTIVE_STATUSES | {RunStatus.FAILED, RunStatus.CANCELLED},
     # PLANNING: a person rejected the plan, the planner makes a new one with their feedback.
     RunStatus.WAITING_APPROVAL: frozenset(
         {RunStatus.RUNNING, RunStatus.PLANNING, RunStatus.FAILED, RunStatus.CANCELLED}
+    ),
+    # RUNNING: a child ended and the head node takes its result (or starts what it unblocked).
+    RunStatus.WAITING_CHILDREN: frozenset(
+        {RunStatus.RUNNING, RunStatus.FAILED, RunStatus.CANCELLED, RunStatus.PAUSED}
     ),
     RunStatus.SUCCEEDED: frozenset(),
     RunStatus.FAILED: frozenset(),
@@ -103,6 +124,16 @@ class RunKind(models.TextChoices):
     TASK = "task"  # plan, execute, verify, replan
     CHAT = "chat"  # one answer in a conversation: the transcript is its input
     CONTRACT = "contract"  # a contract agent's attempt: tool cycles, each self-evaluated
+    TEAM = "team"  # a head node: its plan's steps are subtasks, each done by a child run
+    CHILD = "child"  # a subtask of a head node, done by one agent profile; returns an envelope
+    MICRO = "micro"  # a step's micro agent: a temporary persona, ended by finish_task
+
+
+class ClosePolicy(models.TextChoices):
+    """What becomes of a run's children when it ends before them."""
+
+    CANCEL = "cancel", "cancel its children"
+    FINISH = "finish", "let them finish"
 
 
 class Run(models.Model):
@@ -118,6 +149,41 @@ class Run(models.Model):
         blank=True,
         related_name="runs",
     )
+    # A child run (kinds child and micro): the run that started it, the step it does, the head
+    # of its tree (whose budget the whole tree spends) and how deep it is (the root is 0).
+    parent = models.ForeignKey(
+        "self", on_delete=models.CASCADE, null=True, blank=True, related_name="children"
+    )
+    parent_step = models.ForeignKey(
+        "agents_app.Step",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="children",
+    )
+    root = models.ForeignKey(
+        "self", on_delete=models.CASCADE, null=True, blank=True, related_name="descendants"
+    )
+    depth = models.PositiveSmallIntegerField(default=0)
+    # The agent profile it runs as (a head node's is the orchestrator's).
+    profile = models.ForeignKey(
+        "agents_app.AgentProfile",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="runs",
+    )
+    close_policy = models.CharField(
+        max_length=10, choices=ClosePolicy.choices, default=ClosePolicy.CANCEL
+    )
+    # A child's (from, to, subtask): a parent never gives the same subtask to the same agent
+    # twice (orchestration.children.subtask_key).
+    delegation = models.CharField(max_length=120, blank=True, db_index=True)
+    # A child's bounded result for its parent (orchestration.envelopes), written as it ends.
+    envelope = models.JSONField(null=True, blank=True)
+    # A head node's shared context: decisions, artifacts and intermediate results its children
+    # read when they start and add to through it (orchestration.messages).
+    shared = models.JSONField(default=dict, blank=True)
     # Denormalised from task.owner so every scoped read is one indexed filter.
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="runs"
@@ -147,6 +213,9 @@ class Run(models.Model):
     llm_model = models.CharField("model", max_length=200, blank=True)
 
     cancel_requested = models.BooleanField(default=False)
+    # A person paused it (seed 001's lifecycle): it parks at its next step boundary and stays
+    # paused, the kill switch's release aside, until they resume it.
+    pause_requested = models.BooleanField(default=False)
     # While paused: the status to go back to when the kill switch is released.
     resume_status = models.CharField(max_length=20, choices=RunStatus.choices, blank=True)
     # While parked (paused or waiting for approval): since when; the time parked so far does not
@@ -165,10 +234,17 @@ class Run(models.Model):
 
     class Meta:
         ordering = ["-created_at", "-id"]
-        indexes = [models.Index(fields=["owner", "status", "-created_at"])]
+        indexes = [
+            models.Index(fields=["owner", "status", "-created_at"]),
+            models.Index(fields=["profile", "status"]),
+        ]
 
     def __str__(self) -> str:
         return f"Run {self.pk} ({self.status})"
+
+    @property
+    def tree_root_id(self) -> int:
+        return self.root_id or self.pk
 
     @property
     def is_terminal(self) -> bool:
