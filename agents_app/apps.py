@@ -9,10 +9,17 @@ class AgentsAppConfig(AppConfig):
         from agents_app.contracts.logs import keep_log
         from agents_app.conversations.services import answer_next
         from agents_app.core import checks  # noqa: F401  registers the system checks
+        from agents_app.orchestration.children import on_run_finished, on_run_transition
         from agents_app.runs.lifecycle import FINISH_HOOKS
+        from agents_app.runs.writer import TRANSITION_HOOKS
 
         # A chat answer's end answers the message waiting next (conversations/services.py).
         # A contract attempt's end writes its log file (contracts/logs.py).
-        for hook in (answer_next, keep_log):
+        # A child's end hands its envelope to its parent; a parent's cancels its children
+        # (orchestration/children.py).
+        for hook in (answer_next, keep_log, on_run_finished):
             if hook not in FINISH_HOOKS:
                 FINISH_HOOKS.append(hook)
+        # A child tells its parent how it is (orchestration/children.py).
+        if on_run_transition not in TRANSITION_HOOKS:
+            TRANSITION_HOOKS.append(on_run_transition)

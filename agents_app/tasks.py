@@ -11,6 +11,7 @@ from celery.signals import worker_process_init, worker_ready
 from django.db import DatabaseError, transaction
 
 from agents_app.approvals.decisions import approval_expire
+from agents_app.core import task_metrics
 from agents_app.core.dispatch import TaskName
 from agents_app.runs.control import runs_recover
 from agents_app.webhooks.services import webhook_deliver
@@ -61,6 +62,10 @@ def expire_approval(self, approval_id: int) -> str:
         raise self.retry(countdown=remaining, max_retries=None)
     return "done"
 
+
+# Every process that receives or runs these tasks counts them for Prometheus, in the Redis all
+# of them share (core.task_metrics), so /metrics sees every worker on every machine.
+task_metrics.connect()
 
 # Every process that executes runs connects to the MCP servers as it starts (worker.mcp_startup).
 worker_process_init.connect(on_worker_process_init)

@@ -327,6 +327,15 @@ AGENT_ANALYSIS_MIN_TOOLS = env_int("AGENT_ANALYSIS_MIN_TOOLS", 10, minimum=1)
 AGENT_FAST_PATH_MAX_CHARS = env_int(
     "AGENT_FAST_PATH_MAX_CHARS", 200 if LOCAL_MODEL_IN_USE else 0, minimum=0
 )
+# Teams (orchestration): how many subtasks a head node may make, how deep children may
+# delegate again, how long a child's summary may be (tokens, about 4 characters each), how
+# much of the head node's context its children's summaries may fill together, and how many
+# times an iterative team refines its work.
+TEAM_MAX_SUBTASKS = env_int("TEAM_MAX_SUBTASKS", 8, minimum=1)
+TEAM_MAX_DEPTH = env_int("TEAM_MAX_DEPTH", 2, minimum=1)
+TEAM_SUMMARY_TOKENS = env_int("TEAM_SUMMARY_TOKENS", 400, minimum=16)
+TEAM_CONTEXT_TOKENS = env_int("TEAM_CONTEXT_TOKENS", 4000, minimum=64)
+TEAM_MAX_ITERATIONS = env_int("TEAM_MAX_ITERATIONS", 2, minimum=0)
 RUN_MAX_TOKENS = env_int("RUN_MAX_TOKENS", 200_000, minimum=1)
 RUN_MAX_TOOL_CALLS = env_int("RUN_MAX_TOOL_CALLS", 100, minimum=1)
 RUN_LEASE_SECONDS = env_float("RUN_LEASE_SECONDS", 30.0, minimum=1.0)
@@ -388,6 +397,14 @@ WEBHOOK_MAX_ATTEMPTS = env_int("WEBHOOK_MAX_ATTEMPTS", 6, minimum=1)
 WEBHOOK_RETRY_BASE_DELAY = env_float("WEBHOOK_RETRY_BASE_DELAY", 5.0, minimum=0.0)
 # Users configure webhooks, so loopback and private targets are refused unless this is on.
 WEBHOOK_ALLOW_PRIVATE = env_bool("WEBHOOK_ALLOW_PRIVATE", False)
+
+# --- Metrics ---------------------------------------------------------------------------
+# The token Prometheus sends to GET /metrics (`Authorization: Bearer <token>`). Empty: only
+# staff signed in to the site may read it.
+METRICS_TOKEN = env_str("METRICS_TOKEN")
+# Where every worker adds up its Celery task counters in Redis (core.task_metrics): under the
+# channel prefix, so deployments and test sessions sharing one Redis keep theirs apart.
+METRICS_REDIS_PREFIX = env_str("CHANNEL_PREFIX", "agentdesk") + ":metrics"
 
 LOG_LEVEL = env_str("LOG_LEVEL", "INFO")
 LOGGING = {

@@ -53,6 +53,10 @@ class ErrorCode(StrEnum):
     LEASE_LOST = "LEASE_LOST"
     # a contract agent repeating itself (the same call and result, the same error)
     AGENT_STUCK = "AGENT_STUCK"
+    # a head node's delegation its guards refused (too deep, or the same one a second time)
+    DELEGATION_REFUSED = "DELEGATION_REFUSED"
+    # a child run failed and its parent could not go on without it
+    CHILD_FAILED = "CHILD_FAILED"
 
 
 # code -> HTTP status. Seed 000's hierarchy plus the platform's own codes; a DomainError must

@@ -39,6 +39,13 @@ class EventType(StrEnum):
     MESSAGE_STEERED = "message_steered"  # a chat answer took a person's message mid-answer
     CONTRACT_EVALUATION = "contract_evaluation"  # a contract agent judged its work
     LOG_FAILED = "log_failed"  # an agent's log file could not be written
+    # a team: the head node's children
+    CHILD_STARTED = "child_started"  # a subtask went to a child run
+    CHILD_FINISHED = "child_finished"  # a child ended; its envelope
+    CHILD_RETRIED = "child_retried"  # a failed child tried again (seed 001's recovery table)
+    SUBTASK_QUEUED = "subtask_queued"  # every profile that suits it is at its limit
+    DELEGATION_REFUSED = "delegation_refused"  # a guard refused it
+    ENVELOPES_TRIMMED = "envelopes_trimmed"  # the children's results were cut to fit
     # the end
     VERIFICATION = "verification"
     ERROR = "error"
@@ -89,9 +96,35 @@ LISTED_EVENT_TYPES = frozenset(
 STATUS_EVENT_TYPES = frozenset({EventType.RUN_QUEUED, EventType.RUN_STATUS})
 
 
+def tree_group(root_id: int) -> str:
+    """Where the pages showing a team's tree hear that it changed (the head node's and every
+    child's run page). Not `run.<id>`: that group carries one run's numbered events, which its
+    API socket and SSE stream read in order."""
+    return f"tree.{root_id}"
+
+
+# Events after which a tree of runs looks different: a run of it changed status or was
+# queued, a child started or ended (and with it a message was added to the timeline).
+TREE_EVENT_TYPES = frozenset(
+    {
+        EventType.RUN_QUEUED,
+        EventType.RUN_STATUS,
+        EventType.CHILD_STARTED,
+        EventType.CHILD_FINISHED,
+        EventType.SUBTASK_QUEUED,
+        EventType.DELEGATION_REFUSED,
+    }
+)
+
+
 def publish_events(run: Any, events: list[Any]) -> None:
     messages = [event_message(e) for e in events]
     publish(run_group(run.pk), messages)
+    # A run of a tree (a child, or the head node itself, kind "team": RunKind.TEAM, which core
+    # cannot import): one small notice for the whole commit; pages read the tree from the tables.
+    root_id = run.root_id or (run.pk if run.kind == "team" else None)
+    if root_id is not None and any(e.type in TREE_EVENT_TYPES for e in events):
+        publish(tree_group(root_id), [{"type": "run.tree", "root_id": root_id, "run_id": run.pk}])
     if any(e.type in LISTED_EVENT_TYPES for e in events):
         status_changed = any(e.type in STATUS_EVENT_TYPES for e in events)
         publish(

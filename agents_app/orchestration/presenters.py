@@ -1,8 +1,9 @@
-"""The JSON shape of an agent profile, built once for REST and the pages to come."""
+"""The JSON shapes of teams, built once for REST and MCP: an agent profile, a run of a tree,
+a message between two runs."""
 
 from typing import Any
 
-from agents_app.models import PROFILE_BUDGETS, AgentProfile, LLMConnection
+from agents_app.models import PROFILE_BUDGETS, AgentMessage, AgentProfile, LLMConnection, Run
 
 
 def effective_connection(
@@ -49,4 +50,47 @@ def profile_payload(profile: AgentProfile, default: LLMConnection | None) -> dic
         "budgets": {field: getattr(profile, field) for field in PROFILE_BUDGETS},
         "created_at": profile.created_at.isoformat(),
         "updated_at": profile.updated_at.isoformat(),
+    }
+
+
+def tree_node(run: Run) -> dict[str, Any]:
+    """A run as its team's tree shows it (`task`, `profile` and `parent_step` selected): its
+    place (parent, depth, the index of the parent's step it does), its subtask (the root: the
+    team's task), its status, what it spent and its link."""
+    return {
+        "id": run.pk,
+        "kind": run.kind,
+        "status": run.status,
+        "profile": run.profile.name if run.profile is not None else None,
+        "parent_id": run.parent_id,
+        "root_id": run.root_id,
+        "depth": run.depth,
+        "step_index": run.parent_step.index if run.parent_step is not None else None,
+        "subtask": run.task.text,
+        "created_at": run.created_at,
+        "started_at": run.started_at,
+        "finished_at": run.finished_at,
+        "usage": {
+            "prompt_tokens": run.prompt_tokens,
+            "completion_tokens": run.completion_tokens,
+            "tool_calls": run.tool_calls_made,
+        },
+        "link": f"/api/v1/runs/{run.pk}",
+    }
+
+
+def message_payload(message: AgentMessage) -> dict[str, Any]:
+    """A message of a tree's timeline: who sent it to whom (runs and display names), its type,
+    payload and correlation id (an assignment and its result share one)."""
+    return {
+        "id": message.pk,
+        "root_id": message.root_id,
+        "sender_id": message.sender_id,
+        "recipient_id": message.recipient_id,
+        "from_agent": message.from_agent,
+        "to_agent": message.to_agent,
+        "type": message.type,
+        "payload": message.payload,
+        "correlation_id": str(message.correlation_id),
+        "created_at": message.created_at,
     }

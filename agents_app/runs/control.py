@@ -46,7 +46,8 @@ def kill_switch_set(*, engaged: bool, actor: Any, interface: str, reason: str = 
     if was and not engaged:
         for run_id in Run.objects.filter(status=RunStatus.PAUSED).values_list("pk", flat=True):
             with locked_run(run_id) as w:
-                if w.run.status != RunStatus.PAUSED:
+                # A run a person paused stays paused until they resume it.
+                if w.run.status != RunStatus.PAUSED or w.run.pause_requested:
                     continue
                 w.transition(w.run.resume_status or RunStatus.QUEUED, reason="kill switch released")
                 w.set(resume_status="")

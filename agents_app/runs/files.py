@@ -51,10 +51,11 @@ class FileListing:
 
 def workspace_name(run: Run) -> str:
     """A run's directory under WORKSPACE_ROOT: a chat answer shares its conversation's, so the
-    files of one answer are there for the next."""
+    files of one answer are there for the next, and a child its tree's root's."""
     if run.conversation_id:
         return f"conversation-{run.conversation_id}"
-    return f"run-{run.pk}"
+    # A team's children work in their head node's directory: one's files are the next one's.
+    return f"run-{run.root_id or run.pk}"
 
 
 def workspace_dir(run: Run) -> Path:

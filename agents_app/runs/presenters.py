@@ -100,6 +100,11 @@ RUN_FIELDS = (
     "tool_calls_made",
     "max_tokens",
     "max_tool_calls",
+    "kind",
+    "parent_id",
+    "root_id",
+    "depth",
+    "envelope",
 )
 STEP_FIELDS = (
     "index",
@@ -117,9 +122,11 @@ STEP_FIELDS = (
 
 
 def run_summary(run: Run) -> dict[str, Any]:
-    """A run as lists show it: its own fields, the task's text and its links."""
+    """A run as lists show it: its own fields, the task's text, its profile's name (select
+    `task` and `profile` with it: `runs.selectors.runs_for` does) and its links."""
     return {
         **{field: getattr(run, field) for field in RUN_FIELDS},
+        "profile": run.profile.name if run.profile is not None else None,
         "task": run.task.text,
         "fast_path": run.task.fast_path,
         "connection_id": run.connection_id,

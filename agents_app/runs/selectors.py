@@ -15,7 +15,7 @@ from agents_app.models import (
 
 
 def runs_for(user: Any) -> QuerySet[Run]:
-    return Run.objects.filter(owner=user).select_related("task")
+    return Run.objects.filter(owner=user).select_related("task", "profile")
 
 
 def run_get(*, user: Any, run_id: int) -> Run:

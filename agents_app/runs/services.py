@@ -2,6 +2,7 @@
 each records its AuditEvent in it: `interface` says where the person acted, and is required
 so that no caller can leave it silently wrong."""
 
+import contextlib
 import json
 from typing import Any
 
@@ -12,7 +13,9 @@ from agents_app.connections.services import connection_ensure_default, connectio
 from agents_app.connections.services import llm_missing_settings as llm_missing_settings
 from agents_app.core.audit import (
     RUN_CANCEL,
+    RUN_PAUSE,
     RUN_RESTART,
+    RUN_RESUME,
     TASK_SUBMIT,
     audit_record,
 )
@@ -20,6 +23,9 @@ from agents_app.core.errors import DomainError, ErrorCode
 from agents_app.core.events import EventType
 from agents_app.core.inputs import STORED_INT_MAX, json_problem, text_problem
 from agents_app.models import (
+    AgentProfile,
+    AgentRole,
+    KillSwitch,
     Run,
     RunKind,
     RunStatus,
@@ -114,6 +120,7 @@ def task_submit(
     approval_on_timeout: str | None = None,
     fast_path: bool | None = None,
     connection: int | str | None = None,
+    team: bool = False,
 ) -> Run:
     """Create a Task and its first Run and queue it for a worker. Returns the Run. The owner is
     the actor of the audit event: a task is always submitted by the person it belongs to.
@@ -121,7 +128,8 @@ def task_submit(
     `approval_on_timeout` (deny | skip | cancel) override APPROVAL_TIMEOUT and its strategy.
     `fast_path` True runs the task as one direct step, False always plans, None leaves it to
     AGENT_FAST_PATH_MAX_CHARS. `connection` is the id or name of an enabled LLM connection;
-    None: the default.
+    None: the default. `team` has a head node split the task among the agent profiles
+    (orchestration) instead of one agent doing it.
     Raises DomainError VALIDATION_ERROR for bad input (an unknown or disabled connection too),
     LLM_NOT_CONFIGURED without a usable LLM."""
     context = {} if context is None else context
@@ -133,6 +141,10 @@ def task_submit(
             ErrorCode.VALIDATION_ERROR,
             "fast_path must be true, false or null",
             {"field": "fast_path"},
+        )
+    if not isinstance(team, bool):
+        raise DomainError(
+            ErrorCode.VALIDATION_ERROR, "team must be true or false", {"field": "team"}
         )
     refuse_while_halted()
     chosen = connection_for_task(connection)
@@ -147,6 +159,7 @@ def task_submit(
         approval_on_timeout=approval_on_timeout or "",
         fast_path=fast_path,
         connection=chosen,
+        team=team,
     )
     run = run_create(task=task)
     audit_record(
@@ -157,10 +170,11 @@ def task_submit(
 
 
 @transaction.atomic
-def run_create(*, task: Task, kind: str = RunKind.TASK, conversation: Any = None) -> Run:
+def run_create(*, task: Task, kind: str | None = None, conversation: Any = None) -> Run:
     """A new queued Run of `task` with the task's budgets (or the defaults) and its first
     event. The caller enqueues it (run_enqueue) once it should start. A chat answer (`kind`
     chat) names its `conversation`."""
+    kind = kind or (RunKind.TEAM if task.team else RunKind.TASK)
     # The task row is locked so two restarts at once cannot both take the same attempt number.
     Task.objects.select_for_update().filter(pk=task.pk).first()
     # The task's connection while it is enabled, else the default of the moment (which the
@@ -178,10 +192,17 @@ def run_create(*, task: Task, kind: str = RunKind.TASK, conversation: Any = None
         llm_model=connection.model if connection is not None else "",
         kind=kind,
         conversation=conversation,
+        profile=head_node_profile() if kind == RunKind.TEAM else None,
     )
     with locked_run(run.pk) as w:
         w.event(EventType.RUN_QUEUED, {"task": task.text, "attempt": run.attempt})
     return run
+
+
+def head_node_profile() -> Any:
+    """The orchestrator profile a team's head node runs as (its persona, model and budget),
+    or None when staff removed every one."""
+    return AgentProfile.objects.filter(role=AgentRole.ORCHESTRATOR).order_by("name").first()
 
 
 def run_cancel(*, run: Run, actor: Any, interface: str) -> Run:
@@ -201,7 +222,13 @@ def run_cancel(*, run: Run, actor: Any, interface: str) -> Run:
             w.event(EventType.CANCEL_REQUESTED, {})
         # Nobody is executing a queued or paused run: it ends now, not at a checkpoint.
         ended_at_once = (
-            w.run.status in (RunStatus.QUEUED, RunStatus.PAUSED, RunStatus.WAITING_APPROVAL)
+            w.run.status
+            in (
+                RunStatus.QUEUED,
+                RunStatus.PAUSED,
+                RunStatus.WAITING_APPROVAL,
+                RunStatus.WAITING_CHILDREN,
+            )
             and not w.run.lease_owner
         )
         if ended_at_once:
@@ -214,6 +241,85 @@ def run_cancel(*, run: Run, actor: Any, interface: str) -> Run:
             details={"status_before": status_before, "ended_at_once": ended_at_once},
         )
     return w.run
+
+
+# Parked without a lease: nobody would see a pause at a step boundary, so it pauses now; the
+# status it goes back to when resumed.
+_PAUSE_NOW = {
+    RunStatus.QUEUED: RunStatus.QUEUED,
+    RunStatus.WAITING_CHILDREN: RunStatus.RUNNING,
+}
+
+
+def run_pause(*, run: Run, actor: Any, interface: str) -> Run:
+    """Pause the run (seed 001's lifecycle): a running one parks at its next step boundary,
+    a queued one or a head node waiting for its children at once, one waiting for a person
+    after the decision; a team's children pause too. It stays paused until `run_resume`,
+    whatever the kill switch does. Raises DomainError CONFLICT when finished."""
+    with locked_run(run.pk) as w:
+        if w.run.is_terminal:
+            raise DomainError(
+                ErrorCode.CONFLICT,
+                f"Run {run.pk} already finished ({w.run.status})",
+                {"status": w.run.status},
+            )
+        status_before = w.run.status
+        w.set(pause_requested=True)
+        if w.run.status in _PAUSE_NOW and not w.run.lease_owner:
+            w.set(resume_status=_PAUSE_NOW[w.run.status])
+            w.transition(RunStatus.PAUSED, reason="paused by request")
+        audit_record(
+            action=RUN_PAUSE,
+            interface=interface,
+            actor=actor,
+            run=w.run,
+            details={"status_before": status_before},
+        )
+    _children_too(run.pk, run_pause, actor, interface)
+    return w.run
+
+
+def run_resume(*, run: Run, actor: Any, interface: str) -> Run:
+    """Let a paused run go on from where it stopped (while the kill switch is engaged it
+    stays parked until the release); its paused children too. Raises DomainError CONFLICT
+    unless it was paused by a person."""
+    with locked_run(run.pk) as w:
+        if not w.run.pause_requested:
+            raise DomainError(
+                ErrorCode.CONFLICT,
+                f"Run {run.pk} is not paused ({w.run.status})",
+                {"status": w.run.status},
+            )
+        w.set(pause_requested=False)
+        resumed = w.run.status == RunStatus.PAUSED and not KillSwitch.is_engaged()
+        if resumed:
+            w.transition(w.run.resume_status or RunStatus.QUEUED, reason="resumed by request")
+            w.set(resume_status="")
+            run_enqueue(run_id=run.pk)
+        audit_record(
+            action=RUN_RESUME,
+            interface=interface,
+            actor=actor,
+            run=w.run,
+            details={"resumed": resumed},
+        )
+    _children_too(run.pk, run_resume, actor, interface)
+    return w.run
+
+
+def _children_too(run_id: int, change: Any, actor: Any, interface: str) -> None:
+    """After the parent's commit (a child's lock is never taken under its parent's), the
+    same change for each child still working that it applies to."""
+
+    def apply() -> None:
+        for child in Run.objects.filter(parent_id=run_id).exclude(
+            status__in=(RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.CANCELLED)
+        ):
+            # It may have ended, or not be paused, meanwhile.
+            with contextlib.suppress(DomainError):
+                change(run=child, actor=actor, interface=interface)
+
+    transaction.on_commit(apply)
 
 
 @transaction.atomic

@@ -1,6 +1,6 @@
 """Changing a run: the row lock, the lease check, the state change and its events, one transaction."""
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import partial
 from typing import Any
@@ -10,6 +10,12 @@ from django.utils import timezone
 
 from agents_app.core.events import EventType, publish_events
 from agents_app.models import PARKED_STATUSES, TERMINAL_STATUSES, Run, RunEvent, RunStatus
+
+# Called by `transition` with the writer, the status before and the status after, inside the
+# run's transaction: how a package above this one (orchestration: a child tells its parent
+# how it is) follows a run's status without this layer importing it. Registered once, in
+# AgentsAppConfig.ready; each must be cheap for a run it is not about.
+TRANSITION_HOOKS: list[Callable[["RunWriter", str, str], None]] = []
 
 
 class LeaseLost(Exception):
@@ -58,8 +64,11 @@ class RunWriter:
             changes["finished_at"] = now
             changes["lease_owner"] = ""
             changes["lease_expires_at"] = None
+        before = self.run.status
         self.set(**changes)
         self.event(EventType.RUN_STATUS, {"status": status, **payload})
+        for hook in TRANSITION_HOOKS:
+            hook(self, before, status)
 
     def flush(self) -> None:
         if self._fields:

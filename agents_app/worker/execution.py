@@ -52,7 +52,8 @@ from agents_app.runs.lifecycle import finish, skip_step, workspace_for
 from agents_app.runs.writer import LeaseLost, locked_run
 from agents_app.worker.evidence import call_records, evidence_problem
 from agents_app.worker.hooks import DatabaseHooks, ToolCallHandle
-from agents_app.worker.llm import provider_for_run
+from agents_app.worker.llm import as_itself, provider_for_run
+from agents_app.worker.team import delegate, plan_team, verify_team, wait
 from tools_app.process_registry import get_registry
 from tools_app.registry import ToolRegistry, ToolSpec
 from tools_app.selectors import configured_specs
@@ -106,6 +107,8 @@ class RunExecutor:
             ActionKind.EXECUTE: self.perform_execute,
             ActionKind.BEGIN_VERIFY: self.perform_begin_verify,
             ActionKind.VERIFY: self.perform_verify,
+            ActionKind.DELEGATE: self.perform_delegate,
+            ActionKind.WAIT: self.perform_wait,
         }
 
     def load(self) -> RunRows:
@@ -124,7 +127,9 @@ class RunExecutor:
             status=rows.run.status,
             cancel_requested=rows.run.cancel_requested,
             halted=KillSwitch.is_engaged(),
+            pause_requested=rows.run.pause_requested,
             steps=tuple(StepState(s.index, s.status, tuple(s.depends_on)) for s in rows.steps),
+            delegates=rows.run.kind == RunKind.TEAM,
         )
         action = next_action(state)
         if action.kind == ActionKind.NONE:
@@ -170,7 +175,10 @@ class RunExecutor:
     def perform_pause(self, action: Action, rows: RunRows) -> None:
         with self.lock() as w:
             w.set(resume_status=w.run.status)
-            w.transition(RunStatus.PAUSED, reason="kill switch engaged")
+            w.transition(
+                RunStatus.PAUSED,
+                reason="paused by request" if w.run.pause_requested else "kill switch engaged",
+            )
         self.parked = True
 
     def perform_start(self, action: Action, rows: RunRows) -> None:
@@ -178,7 +186,16 @@ class RunExecutor:
             w.transition(RunStatus.PLANNING)
 
     def perform_plan(self, action: Action, rows: RunRows) -> None:
-        self.plan(rows.run, rows.plan, rows.steps)
+        if rows.run.kind == RunKind.TEAM:
+            plan_team(self, rows.run, rows.plan, rows.steps)
+        else:
+            self.plan(rows.run, rows.plan, rows.steps)
+
+    def perform_delegate(self, action: Action, rows: RunRows) -> None:
+        delegate(self, action, rows)
+
+    def perform_wait(self, action: Action, rows: RunRows) -> None:
+        wait(self, rows)
 
     def perform_skip(self, action: Action, rows: RunRows) -> None:
         with self.lock() as w:
@@ -198,9 +215,14 @@ class RunExecutor:
 
     # --- the work behind plan, execute and verify -------------------------------------------
 
+    def specs(self, run: Run) -> list[ToolSpec]:
+        """The tools this run may use: every configured one its task allows (a profile's or a
+        micro agent's list, never its excluded ones)."""
+        return [s for s in configured_specs(self.registry) if run.task.allows_tool(s.name)]
+
     def offered_tools(self, run: Run, hooks: DatabaseHooks) -> list[ToolSpec]:
         """Every tool, or with many tools only those the task analysis asks for."""
-        tools = configured_specs(self.registry)
+        tools = self.specs(run)
         if len(tools) < settings.AGENT_ANALYSIS_MIN_TOOLS:
             return tools
         try:
@@ -243,7 +265,7 @@ class RunExecutor:
             )
         )
         if fast:
-            tool_names = [t.name for t in configured_specs(self.registry)]
+            tool_names = [t.name for t in self.specs(run)]
             output = fast_plan(task=run.task.text, tool_names=tool_names)
         else:
             output = make_plan(
@@ -328,7 +350,7 @@ class RunExecutor:
             run,
             self.lease,
             step,
-            specs={spec.name: spec for spec in configured_specs(self.registry)},
+            specs={spec.name: spec for spec in self.specs(run)},
             workspace=workspace,
         )
         if resume is not None:
@@ -359,7 +381,9 @@ class RunExecutor:
                 workspace=workspace,
                 run_id=run.pk,
                 timeout=settings.AGENT_STEP_TIMEOUT,
-                max_rounds=settings.AGENT_MAX_TOOL_ROUNDS,
+                max_rounds=int(run.task.context.get("max_steps") or settings.AGENT_MAX_TOOL_ROUNDS)
+                if run.kind == RunKind.MICRO
+                else settings.AGENT_MAX_TOOL_ROUNDS,
                 resume=resume,
                 max_tokens=settings.LLM_MAX_TOKENS_STEP,
                 error_retries=(
@@ -506,8 +530,15 @@ class RunExecutor:
         if run.kind == RunKind.CONTRACT:
             self.verify_contract(run, steps)
             return
+        if run.kind == RunKind.TEAM:
+            verify_team(self, run, steps)
+            return
         # A chat answer is not replanned: the person reads the error and writes again.
-        can_replan = run.replans < settings.AGENT_MAX_REPLANS and run.kind != RunKind.CHAT
+        # Nor a micro agent's: its max_steps bound it, and its parent decides what follows.
+        can_replan = run.replans < settings.AGENT_MAX_REPLANS and run.kind not in (
+            RunKind.CHAT,
+            RunKind.MICRO,
+        )
         # A fast-path plan's verdict is derived from its one step, not asked; it ends at the
         # same success point, replan or failure below as the verifier's.
         derived = fast_verdict(steps[0], can_replan=can_replan) if fast else None
@@ -600,6 +631,7 @@ def execute_run(
                 with locked_run(run_id, lease.token) as w:
                     finish(w, RunStatus.FAILED, exc.code, exc.message, exc.details)
                 return Outcome("finished")
+        provider = as_itself(run_id, provider)
         if registry is None:
             registry = get_registry()
             # This process's MCP sessions: started once, after any fork, then kept open.

@@ -27,6 +27,7 @@ from agents_app.models import (
     ToolCall,
     ToolCallStatus,
 )
+from agents_app.orchestration.children import tree_usage
 from agents_app.runs.lease import Lease
 from agents_app.runs.writer import locked_run
 from tools_app.registry import ToolResult, ToolSpec
@@ -62,6 +63,7 @@ class DatabaseHooks:
         self.run_id = run.pk
         self.owner_id = run.owner_id
         self.conversation_id = run.conversation_id
+        self.root_id = run.root_id
         # The steered messages this attempt delivered (a new attempt delivers them again).
         self._delivered: set[int] = set()
         self.lease = lease
@@ -135,6 +137,22 @@ class DatabaseHooks:
                 ErrorCode.BUDGET_EXCEEDED,
                 f"The run used {run.total_tokens} LLM tokens; its budget is {run.max_tokens}",
                 {"budget": "tokens", "used": run.total_tokens, "limit": run.max_tokens},
+            )
+        if run.root_id is not None:
+            self.tree_within_budget(run.root_id, "tokens")
+
+    def tree_within_budget(self, root_id: int, budget: str) -> None:
+        """A child spends its tree's root's budget: the whole tree's tokens or tool calls may
+        not pass the root's. Raises DomainError BUDGET_EXCEEDED."""
+        used = tree_usage(root_id)[budget]
+        root = Run.objects.only("max_tokens", "max_tool_calls").get(pk=root_id)
+        limit = root.max_tokens if budget == "tokens" else root.max_tool_calls
+        if used > limit or (budget == "tool_calls" and used >= limit):
+            raise DomainError(
+                ErrorCode.BUDGET_EXCEEDED,
+                f"The team of run {root_id} used {used} {budget.replace('_', ' ')}; "
+                f"its budget is {limit}",
+                {"budget": budget, "used": used, "limit": limit, "tree": root_id},
             )
 
     def incoming(self, *, turn: int) -> list[tuple[Any, str]]:
@@ -218,6 +236,8 @@ class DatabaseHooks:
 
     def before_tool_call(self, tool: str, arguments: dict[str, Any]) -> ToolCallHandle:
         assert self.step is not None
+        if self.root_id is not None:
+            self.tree_within_budget(self.root_id, "tool_calls")
         with locked_run(self.run_id, self.lease.token) as w:
             run = w.run
             if run.tool_calls_made >= run.max_tool_calls:

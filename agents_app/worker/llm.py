@@ -8,6 +8,7 @@ from agents_app.connections.services import connection_ensure_default
 from agents_app.core.errors import ErrorCode
 from agents_app.engine.llm import LLMError, LLMProvider
 from agents_app.engine.openai_provider import OpenAICompatibleProvider
+from agents_app.engine.persona import PersonaProvider
 from agents_app.models import LLMConnection, Run
 from agents_app.worker.llm_health import WatchedProvider
 
@@ -67,13 +68,17 @@ def provider_for_run(run_id: int) -> LLMProvider:
     """The provider of the run's connection (the default for a run without one), watched so
     that its calls keep the connection's health and capabilities current; records the model
     on the run. Raises LLMError LLM_NOT_CONFIGURED."""
-    run = Run.objects.select_related("connection").only("connection", "llm_model").get(pk=run_id)
+    run = Run.objects.select_related("connection", "profile", "task").get(pk=run_id)
     connection = run.connection or connection_ensure_default()
     if connection is None:
         return provider_from_settings()
     if connection.seeded:
         connection_ensure_default()  # this process's settings are what the row shows
     provider = provider_for_connection(connection)
+    if run.profile is not None:
+        # A team's agent: its profile's model on that connection, at its temperature.
+        provider.model = run.profile.model or provider.model
+        provider.temperature = run.profile.temperature
     updates = {}
     if run.connection_id != connection.pk:
         updates["connection"] = connection
@@ -82,3 +87,9 @@ def provider_for_run(run_id: int) -> LLMProvider:
     if updates:
         Run.objects.filter(pk=run_id).update(**updates)
     return WatchedProvider(provider, connection.pk)
+
+
+def as_itself(run_id: int, provider: LLMProvider) -> LLMProvider:
+    """The provider speaking as the run's persona (a profile's or a micro agent's), if any."""
+    persona = Run.objects.filter(pk=run_id).values_list("task__persona", flat=True).first()
+    return PersonaProvider(provider, persona) if persona and persona.strip() else provider

@@ -1,0 +1,347 @@
+"""A head node's decisions performed (seed 001): its plan is the task split into subtasks,
+each assigned by the selection matrix; executing it starts every subtask that can start as a
+child run and parks; verifying it puts the children's envelopes together.
+
+The same RunExecutor runs it as any run (lease, fence, events, budgets, audit); this module
+is what the performers of a team run call (docs/ARCHITECTURE.md, "Teams are trees of runs").
+"""
+
+from typing import TYPE_CHECKING, Any
+
+from django.conf import settings
+
+from agents_app.core.errors import ErrorCode
+from agents_app.core.events import EventType
+from agents_app.engine.decide import Action
+from agents_app.engine.team import ProfileCard, assign, decompose
+from agents_app.engine.verifier import verify
+from agents_app.models import AgentProfile, Plan, Run, RunStatus, Step, StepStatus
+from agents_app.orchestration.children import (
+    FINISH_TOOL,
+    WAITING_TOOLS,
+    WORKING,
+    busy_by_profile,
+    cap_tokens,
+    delegated_before,
+    spawn_child,
+)
+from agents_app.runs.lifecycle import finish
+from agents_app.worker.hooks import DatabaseHooks
+
+if TYPE_CHECKING:
+    from agents_app.worker.execution import RunExecutor, RunRows
+
+
+def profile_cards() -> list[ProfileCard]:
+    return [
+        ProfileCard(
+            name=p.name,
+            role=p.role,
+            specialisations=tuple(p.specialisations),
+            concurrency_limit=p.concurrency_limit,
+        )
+        for p in AgentProfile.objects.order_by("name")
+    ]
+
+
+def team_history(run: Run, steps: list[Step]) -> str:
+    lines = [
+        f"Subtask {s.index} ({s.status}): {s.objective}\n  {(s.output or s.error)[:1000]}"
+        for s in steps
+    ]
+    lines.append(f"Why again: {run.replan_reason}")
+    return "\n".join(lines)
+
+
+def plan_team(ex: "RunExecutor", run: Run, previous: Plan | None, steps: list[Step]) -> None:
+    """The head node's model splits the task; the plan's steps are the subtasks, each with
+    the profile the matrix prefers (assigned for good when it starts: a busy profile may be
+    replaced by its secondary then)."""
+    hooks = DatabaseHooks(run, ex.lease)
+    cards = profile_cards()
+    output = decompose(
+        provider=ex.provider,
+        hooks=hooks,
+        task=run.task.text,
+        context=run.task.context,
+        profiles=cards,
+        max_subtasks=settings.TEAM_MAX_SUBTASKS,
+        timeout=settings.AGENT_PLAN_TIMEOUT,
+        history=team_history(run, steps) if previous else "",
+        max_tokens=settings.LLM_MAX_TOKENS_PLAN,
+    )
+    raw = output.model_dump()
+    with ex.lock() as w:
+        version = (previous.version if previous else 0) + 1
+        plan = Plan.objects.create(
+            run=w.run,
+            version=version,
+            reason=w.run.replan_reason,
+            raw={"team": True, **raw},
+            thinking=hooks.streamed_reasoning("planning"),
+        )
+        Step.objects.bulk_create(
+            Step(
+                plan=plan,
+                run=w.run,
+                index=index,
+                objective=sub.description,
+                tool_names=[],
+                reasoning=sub.preferred_profile,
+                depends_on=sub.depends_on,
+            )
+            for index, sub in enumerate(output.subtasks)
+        )
+        w.event(
+            EventType.PLAN_CREATED,
+            {
+                "version": version,
+                "team": True,
+                "pattern": output.pattern,
+                "steps": [
+                    {
+                        "objective": sub.description,
+                        "depends_on": sub.depends_on,
+                        "preferred_profile": sub.preferred_profile,
+                        "micro": sub.micro is not None,
+                        "tool_names": [],
+                    }
+                    for sub in output.subtasks
+                ],
+            },
+        )
+        w.transition(RunStatus.RUNNING)
+
+
+def delegate(ex: "RunExecutor", action: Action, rows: "RunRows") -> None:
+    """Start a child for each step that can start, then park until a child ends. A step is
+    refused (failed) when the tree is as deep as TEAM_MAX_DEPTH allows or when this parent
+    gave the same subtask to the same profile before; it waits (stays pending) when every
+    profile that suits it is at its limit."""
+    raw = rows.plan.raw
+    subtasks = raw.get("subtasks") or []
+    cards = profile_cards()
+    profiles = {p.name: p for p in AgentProfile.objects.select_related("connection")}
+    with ex.lock() as w:
+        run = w.run
+        steps = {s.index: s for s in Step.objects.filter(plan=rows.plan)}
+        busy = busy_by_profile()
+        queued = False
+        for index in action.delegate:
+            step = steps[index]
+            if step.status != StepStatus.PENDING:
+                continue  # a child of an earlier delivery has it already
+            sub = subtasks[index] if index < len(subtasks) else {}
+            if run.depth + 1 > settings.TEAM_MAX_DEPTH:
+                refuse(w, step, f"delegation depth {run.depth + 1} is over TEAM_MAX_DEPTH")
+                continue
+            micro = sub.get("micro")
+            if micro:
+                refused = delegated_before(run, "micro", step.objective)
+                if refused is not None:
+                    refuse(w, step, f"the same micro agent task was run before (run {refused.pk})")
+                    continue
+                spawn_child(
+                    w,
+                    step,
+                    kind="micro",
+                    text=step.objective,
+                    context=child_context(run, steps, step),
+                    persona=micro["persona"],
+                    allowed_tools=micro_tools(ex, run, micro),
+                    max_steps=micro.get("max_steps"),
+                )
+                continue
+            chosen = assign(step.objective, sub.get("preferred_profile", ""), cards, busy)
+            if chosen.profile is None:
+                if not step.error:
+                    step.error = f"queued: {chosen.reason}"
+                    step.save(update_fields=["error"])
+                    w.event(
+                        EventType.SUBTASK_QUEUED,
+                        {
+                            "index": index,
+                            "reason": chosen.reason,
+                            "waiting_for": chosen.waiting_for,
+                        },
+                    )
+                queued = True
+                continue
+            profile = profiles[chosen.profile]
+            earlier = delegated_before(run, profile.name, step.objective)
+            if earlier is not None:
+                refuse(
+                    w,
+                    step,
+                    f"{profile.name} was given this subtask before (run {earlier.pk})",
+                )
+                continue
+            step.error = ""
+            decide(w, index, profile.name, chosen.reason)
+            spawn_child(
+                w,
+                step,
+                kind="child",
+                text=step.objective,
+                context=child_context(run, steps, step),
+                profile=profile,
+                allowed_tools=list(profile.allowed_tools) or None,
+                excluded_tools=list(profile.excluded_tools),
+            )
+            busy[profile.name] = busy.get(profile.name, 0) + 1
+        if queued or Run.objects.filter(parent=run, status__in=WORKING).exists():
+            w.transition(RunStatus.WAITING_CHILDREN)
+            ex.parked = True
+
+
+def decide(w: Any, index: int, profile: str, why: str) -> None:
+    """The head node's decisions join the shared context its children read."""
+    shared = dict(w.run.shared or {})
+    decisions = [d for d in shared.get("decisions") or [] if d.get("subtask") != index]
+    shared["decisions"] = [*decisions, {"subtask": index, "profile": profile, "why": why}]
+    w.set(shared=shared)
+
+
+def refuse(w: Any, step: Step, why: str) -> None:
+    step.status = StepStatus.FAILED
+    step.error = f"{ErrorCode.DELEGATION_REFUSED}: {why}"
+    step.save(update_fields=["status", "error"])
+    w.event(EventType.DELEGATION_REFUSED, {"index": step.index, "reason": why})
+
+
+def child_context(run: Run, steps: dict[int, Step], step: Step) -> dict[str, Any]:
+    """What a child starts from: the team's task, the results of the subtasks it depends on
+    (their envelopes' summaries and files, with the child ids to cite) and the shared context."""
+    envelopes = {
+        c.parent_step_id: c.envelope
+        for c in Run.objects.filter(parent=run, envelope__isnull=False).order_by("pk")
+    }
+    needs = []
+    for d in step.depends_on:
+        dep = steps.get(d)
+        envelope = envelopes.get(dep.pk) if dep else None
+        if envelope:
+            needs.append(
+                {
+                    "subtask": d,
+                    "child_run_id": envelope["run_id"],
+                    "summary": envelope["summary"],
+                    "artifacts": envelope["artifacts"],
+                }
+            )
+    context: dict[str, Any] = {"team_task": run.task.text[:2000]}
+    if needs:
+        context["depends_on"] = needs
+    if run.shared:
+        context["shared"] = run.shared
+    return context
+
+
+def micro_tools(ex: "RunExecutor", run: Run, micro: dict[str, Any]) -> list[str]:
+    """Seed 003's inheritance: every tool its parent may use but the waiting ones, or only
+    `available_actions` of them; less `exclude_actions`; finish_task always."""
+    inherited = [s.name for s in ex.specs(run) if s.name not in WAITING_TOOLS]
+    wanted = micro.get("available_actions")
+    names = [n for n in inherited if wanted is None or n in wanted]
+    names = [n for n in names if n not in (micro.get("exclude_actions") or ())]
+    if FINISH_TOOL not in names:
+        names.append(FINISH_TOOL)
+    return names
+
+
+def wait(ex: "RunExecutor", rows: "RunRows") -> None:
+    """Park while a child works; a child that ended since the rows were read is taken now."""
+    with ex.lock() as w:
+        if Run.objects.filter(parent=w.run, status__in=WORKING).exists():
+            w.transition(RunStatus.WAITING_CHILDREN)
+            ex.parked = True
+
+
+def verify_team(ex: "RunExecutor", run: Run, steps: list[Step]) -> None:
+    """Put the children's envelopes together, in subtask order, after checking they fit the
+    head node's context budget (each cut in proportion when they do not). An iterative team
+    asks its model whether the work is done and refines it (a new plan) up to
+    TEAM_MAX_ITERATIONS times; a failed subtask fails the team with the child's error."""
+    plan = Plan.objects.filter(run=run).order_by("-version").first()
+    children = {
+        c.parent_step_id: c
+        for c in Run.objects.filter(parent=run, parent_step__plan=plan).order_by("pk")
+    }
+    envelopes = [
+        (s, children[s.pk].envelope) for s in steps if s.pk in children and children[s.pk].envelope
+    ]
+    total = sum(e["summary_tokens"] for _, e in envelopes)
+    budget = settings.TEAM_CONTEXT_TOKENS
+    trimmed = total > budget
+    if trimmed:
+        share = max(16, budget // max(1, len(envelopes)))
+        envelopes = [(s, {**e, "summary": cap_tokens(e["summary"], share)}) for s, e in envelopes]
+    failed = [s for s in steps if s.status != StepStatus.COMPLETED]
+    if failed and run.replans < settings.AGENT_MAX_REPLANS:
+        # Another split without what failed: the guard refuses the same delegation again.
+        why = "; ".join(f"subtask {s.index} {s.status}: {s.error[:300]}" for s in failed)
+        with ex.lock() as w:
+            w.set(replans=w.run.replans + 1, replan_reason=why)
+            w.event(EventType.REPLANNED, {"replans": w.run.replans, "reason": why})
+            w.transition(RunStatus.PLANNING)
+        return
+    iterative = (plan.raw or {}).get("pattern") == "iterative"
+    verdict = None
+    if iterative and not failed and run.replans < settings.TEAM_MAX_ITERATIONS:
+        hooks = DatabaseHooks(run, ex.lease)
+        verdict = verify(
+            provider=ex.provider,
+            hooks=hooks,
+            task=run.task.text,
+            context=run.task.context,
+            steps=[(s.index, s.objective, s.status, e["summary"]) for s, e in envelopes],
+            can_replan=True,
+            timeout=settings.AGENT_VERIFY_TIMEOUT,
+            max_tokens=settings.LLM_MAX_TOKENS_VERIFY,
+            calls=[],
+        )
+    with ex.lock() as w:
+        if trimmed:
+            w.event(
+                EventType.ENVELOPES_TRIMMED,
+                {"tokens": total, "budget": budget, "children": len(envelopes)},
+            )
+        if verdict is not None:
+            w.event(EventType.VERIFICATION, verdict.model_dump())
+            if not verdict.task_complete:
+                w.set(replans=w.run.replans + 1, replan_reason=verdict.reasoning)
+                w.event(
+                    EventType.REPLANNED, {"replans": w.run.replans, "reason": verdict.reasoning}
+                )
+                w.transition(RunStatus.PLANNING)
+                return
+        if failed:
+            first = failed[0]
+            child = children.get(first.pk)
+            error = (child.envelope or {}).get("error", {}) if child else {}
+            finish(
+                w,
+                RunStatus.FAILED,
+                ErrorCode.CHILD_FAILED,
+                f"subtask {first.index} failed: {first.error or first.status}",
+                {
+                    "step_index": first.index,
+                    "child_run_id": child.pk if child else None,
+                    "child_error_code": error.get("code", ""),
+                },
+            )
+            return
+        w.set(final_response=aggregate(envelopes, verdict.response if verdict else ""))
+        finish(w, RunStatus.SUCCEEDED)
+
+
+def aggregate(envelopes: list[tuple[Step, dict[str, Any]]], said: str = "") -> str:
+    """The deterministic result: each subtask's envelope in order, naming its agent and run."""
+    parts = [said] if said else []
+    for step, e in envelopes:
+        who = e["profile"] or e["kind"]
+        files = f"\nFiles: {', '.join(e['artifacts'])}" if e["artifacts"] else ""
+        parts.append(
+            f"[{step.index}] {step.objective} — {who}, run {e['run_id']}:\n{e['summary']}{files}"
+        )
+    return "\n\n".join(parts)
