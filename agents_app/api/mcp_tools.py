@@ -15,6 +15,7 @@ from agents_app.api.mcp_server import caller, in_django, tool
 from agents_app.api.pagination import page_of
 from agents_app.api.schemas import (
     Count,
+    Flag,
     Id,
     JsonObject,
     NonBlankText,
@@ -105,9 +106,16 @@ async def submit_task(
     ] = None,
     max_tokens: Annotated[Count | None, Field(description="LLM token budget of the run.")] = None,
     max_tool_calls: Annotated[Count | None, Field(description="Tool call budget.")] = None,
+    team: Annotated[
+        Flag,
+        Field(
+            description="Use the team: a head node splits the task into subtasks, each done "
+            "by an agent profile's child run."
+        ),
+    ] = False,
 ) -> SubmittedRun:
-    """Queue a task for an agent. Returns the new run's id, status (queued) and links;
-    follow it with get_run."""
+    """Queue a task for an agent (or, with `team`, for a team of agents). Returns the new
+    run's id, status (queued) and links; follow it with get_run."""
 
     def submit(user: Any) -> SubmittedRun:
         run = services.task_submit(
@@ -117,6 +125,7 @@ async def submit_task(
             context=context,
             max_tokens=max_tokens,
             max_tool_calls=max_tool_calls,
+            team=team,
         )
         return SubmittedRun(run_id=run.pk, status=run.status, links=run_links(run))
 

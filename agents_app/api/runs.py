@@ -57,6 +57,7 @@ def submit_task(request: HttpRequest, payload: TaskIn):
         approval_on_timeout=payload.approval_on_timeout,
         fast_path=payload.fast_path,
         connection=payload.connection,
+        team=payload.team,
     )
     if payload.wait:
         limit = min(payload.wait_timeout or settings.API_MAX_WAIT, settings.API_MAX_WAIT)
@@ -158,6 +159,30 @@ def cancel_run(request: HttpRequest, run_id: int):
     run = selectors.run_get(user=request.user, run_id=run_id)
     return run_summary(
         services.run_cancel(run=run, actor=request.user, interface=AuditInterface.API)
+    )
+
+
+@router.post(
+    "/runs/{int:run_id}/pause", response={200: RunSummary, **errors(409)}, summary="Pause a run"
+)
+def pause_run(request: HttpRequest, run_id: int):
+    """Parks the run at its next step boundary (a queued one, or a head node waiting for its
+    children, at once) until it is resumed; a team's children pause too. 409 if finished."""
+    run = selectors.run_get(user=request.user, run_id=run_id)
+    return run_summary(
+        services.run_pause(run=run, actor=request.user, interface=AuditInterface.API)
+    )
+
+
+@router.post(
+    "/runs/{int:run_id}/resume", response={200: RunSummary, **errors(409)}, summary="Resume a run"
+)
+def resume_run(request: HttpRequest, run_id: int):
+    """Lets a paused run go on from where it stopped, with its paused children. 409 unless
+    it was paused."""
+    run = selectors.run_get(user=request.user, run_id=run_id)
+    return run_summary(
+        services.run_resume(run=run, actor=request.user, interface=AuditInterface.API)
     )
 
 

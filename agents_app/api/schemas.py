@@ -114,6 +114,11 @@ class TaskIn(Schema):
         description="The LLM connection to run on: its id or name (GET /api/v1/connections); "
         "null: the default.",
     )
+    team: Flag = Field(
+        default=False,
+        description="Use the team: a head node splits the task into subtasks, each done by an "
+        "agent profile's child run (GET /api/v1/runs/{id}/tree).",
+    )
 
 
 class RunLinks(Schema):
@@ -150,6 +155,20 @@ class RunSummary(Schema):
         description="The LLM connection it runs on (GET /api/v1/connections); null: the default."
     )
     model: str = Field(description="The model that connection named for this run.")
+    kind: str = Field(
+        description="task, chat, contract; team (a head node), child (a subtask done by an "
+        "agent profile) or micro (a subtask done by a micro agent)."
+    )
+    parent_id: int | None = Field(description="The run that started it; null: none.")
+    root_id: int | None = Field(
+        description="The head node of its team's tree; null: it is the root, or in no tree."
+    )
+    depth: int = Field(description="How deep in its tree: the root is 0.")
+    profile: str | None = Field(description="The agent profile it runs as; null: none.")
+    envelope: dict[str, Any] | None = Field(
+        description="A child's result for its parent once it ended (status, summary, "
+        "artifacts, usage, evidence_step_ids); null: none."
+    )
     links: RunLinks
 
 

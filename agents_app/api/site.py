@@ -25,6 +25,7 @@ from agents_app.api.files import router as files_router
 from agents_app.api.profiles import router as profiles_router
 from agents_app.api.runs import router as agents_router
 from agents_app.api.schemas import ErrorEnvelope
+from agents_app.api.teams import router as teams_router
 from agents_app.api.webhooks import router as webhooks_router
 from agents_app.core.errors import DomainError, ErrorCode
 from tools_app.api import router as tools_router
@@ -134,6 +135,7 @@ api.add_router("/v1", connections_router)
 api.add_router("/v1", conversations_router)
 api.add_router("/v1", contract_agents_router)
 api.add_router("/v1", profiles_router)
+api.add_router("/v1", teams_router)
 
 
 @api.exception_handler(DomainError)

@@ -9,11 +9,12 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
 from agents_app.core.errors import ErrorCode
-from agents_app.core.events import run_group, user_group
+from agents_app.core.events import run_group, tree_group, user_group
 from agents_app.models import Run
 from agents_app.streaming.feeds import RunFeed, parse_after
 from agents_app.web import fragments
 from agents_app.web.live_stream import LiveStream, resets_stream
+from agents_app.web.team_panel import in_a_tree, render_team
 from tools_app.mcp.store import MCP_STATUS_GROUP
 
 # Close codes: the 4000 range is the application's; these mirror HTTP.
@@ -73,11 +74,32 @@ class RunConsumer(AsyncWebsocketConsumer, ABC):
 
 class RunPageConsumer(RunConsumer):
     """For the run page: HTML fragments that htmx's ws extension swaps in by id. The
-    streaming panel shows a phase's whole text so far, so this socket keeps it (LiveStream)."""
+    streaming panel shows a phase's whole text so far, so this socket keeps it (LiveStream).
+    The page of a run of a team also hears its tree's notices (`tree.<root id>`) and answers
+    each with the Team panel read again."""
+
+    tree: str | None = None
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.live_stream = LiveStream()
+
+    async def connect(self) -> None:
+        await super().connect()
+        if self.run is not None and in_a_tree(self.run):
+            self.tree = tree_group(self.run.tree_root_id)
+            await self.channel_layer.group_add(self.tree, self.channel_name)
+            await self.run_tree({})  # whatever changed since the page was rendered
+
+    async def disconnect(self, code: int) -> None:
+        await super().disconnect(code)
+        if self.tree is not None:
+            await self.channel_layer.group_discard(self.tree, self.channel_name)
+
+    async def run_tree(self, message: dict[str, Any]) -> None:
+        html = await database_sync_to_async(render_team)(user=self.scope["user"], run=self.run)
+        if html:
+            await self.send(text_data=html)
 
     async def deliver(self, events: list[dict[str, Any]]) -> None:
         if events:

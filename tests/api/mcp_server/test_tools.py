@@ -48,7 +48,7 @@ def test_it_lists_the_agentdesk_tools_with_input_and_output_schemas(owner_mcp):
     assert set(tools) == AGENTDESK_TOOLS
     submit = tools["submit_task"].input_schema
     assert submit["required"] == ["task"]
-    assert set(submit["properties"]) == {"task", "context", "max_tokens", "max_tool_calls"}
+    assert set(submit["properties"]) == {"task", "context", "max_tokens", "max_tool_calls", "team"}
     assert tools["list_runs"].input_schema["properties"]["page_size"]["maximum"] == 100
     assert tools["get_run"].input_schema["required"] == ["run_id"]
     assert all(tool.output_schema for tool in tools.values())
@@ -71,6 +71,27 @@ def test_submit_task_creates_a_queued_run_owned_by_the_keys_user(owner_mcp, owne
     )
     assert submitted["status"] == RunStatus.QUEUED
     assert submitted["links"]["self"] == f"/api/v1/runs/{run.pk}"
+
+
+def test_submit_task_with_team_is_done_by_a_head_node(owner_mcp, seeded_profiles):
+    submitted = owner_mcp.call("submit_task", {"task": "Research it", "team": True})
+
+    assert not submitted.is_error, submitted
+    run = Run.objects.select_related("task", "profile").get(
+        pk=submitted.structured_content["run_id"]
+    )
+    assert (run.task.team, run.kind, run.profile.name) == (True, "team", "head_node")
+    found = owner_mcp.call("get_run", {"run_id": run.pk}).structured_content
+    assert (found["kind"], found["profile"], found["depth"]) == ("team", "head_node", 0)
+
+
+def test_submit_task_refuses_a_team_that_is_no_boolean(owner_mcp):
+    result = owner_mcp.call("submit_task", {"task": "Research it", "team": "yes"})
+
+    error = error_of(result)
+    assert error["code"] == "VALIDATION_ERROR"
+    assert [problem["field"] for problem in error["details"]["errors"]] == ["team"]
+    assert not Run.objects.exists()
 
 
 def test_get_run_shows_the_run_with_its_plans_and_no_result_while_it_is_queued(owner_mcp, owner):
