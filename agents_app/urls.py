@@ -1,7 +1,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from agents_app.web import agent_tabs, api_keys, approvals, chat, files, views
+from agents_app.web import agent_tabs, api_keys, approvals, chat, files, metrics, prometheus, views
 from agents_app.web.dashboard import dashboard
 from tools_app.views import tool_list
 
@@ -16,6 +16,8 @@ urlpatterns = [
     path("tasks/new/", views.task_new, name="task_new"),
     path("runs/<int:run_id>/", views.run_detail, name="run_detail"),
     path("runs/<int:run_id>/cancel/", views.run_cancel, name="run_cancel"),
+    path("runs/<int:run_id>/pause/", views.run_pause, name="run_pause"),
+    path("runs/<int:run_id>/resume/", views.run_resume, name="run_resume"),
     path("runs/<int:run_id>/restart/", views.run_restart, name="run_restart"),
     path("runs/<int:run_id>/files/", files.run_files_tree, name="run_files_tree"),
     path("runs/<int:run_id>/files/view/", files.run_file_view, name="run_file_view"),
@@ -48,6 +50,9 @@ urlpatterns = [
         name="agent_log",
     ),
     path("tools/", tool_list, name="tool_list"),
+    path("agent-metrics/", metrics.metrics_page, name="metrics_page"),
+    # Prometheus asks for exactly /metrics (web/prometheus.py).
+    path("metrics", prometheus.metrics, name="metrics"),
     path("approvals/", approvals.approval_list, name="approval_list"),
     path("approvals/bulk/", approvals.approvals_bulk, name="approvals_bulk"),
     path(

@@ -9,6 +9,7 @@ register = template.Library()
 STATUS_LABELS = {
     RunStatus.WAITING_APPROVAL: "waiting for approval",
     RunStatus.PAUSED: "paused",
+    RunStatus.WAITING_CHILDREN: "waiting for subtasks",
 }
 
 

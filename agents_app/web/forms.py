@@ -34,6 +34,8 @@ class TaskForm(forms.Form):
     max_tokens = forms.IntegerField(required=False, min_value=1, max_value=STORED_INT_MAX)
     max_tool_calls = forms.IntegerField(required=False, min_value=1, max_value=STORED_INT_MAX)
     approve_plan = forms.BooleanField(required=False, label="Show me the plan first")
+    # Task.team: a head node splits the task among the agent profiles (orchestration).
+    team = forms.BooleanField(required=False, label="Use the team")
     approval_timeout = forms.IntegerField(required=False, min_value=1, max_value=STORED_INT_MAX)
     # Task.fast_path: None (the site's AGENT_FAST_PATH_MAX_CHARS decides), True, False.
     fast_path = forms.TypedChoiceField(

@@ -20,6 +20,7 @@ from agents_app.web import run_page
 from agents_app.web.files import files_context
 from agents_app.web.forms import TaskForm
 from agents_app.web.stream_view import final_view
+from agents_app.web.team_panel import team_context
 
 
 class HtmxHttpRequest(HttpRequest):
@@ -55,6 +56,7 @@ def task_new(request: HtmxHttpRequest) -> HttpResponse:
                     approval_on_timeout=form.cleaned_data["approval_on_timeout"] or None,
                     fast_path=form.cleaned_data["fast_path"],
                     connection=form.cleaned_data["connection"] or None,
+                    team=form.cleaned_data["team"],
                 )
             except DomainError as exc:
                 error, status = exc, exc.http_status
@@ -98,6 +100,7 @@ def render_run(
         ),
         task_context=json.dumps(run.task.context, indent=2, ensure_ascii=False),
         **files_context(run),
+        **team_context(user=request.user, run=run),
         stream=final_view(run, list(run.plan_list[-1].steps.all()) if run.plan_list else []),
         error=error,
         **(approval or {}),
@@ -140,6 +143,31 @@ def run_cancel(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
         request,
         run_id,
         lambda run: services.run_cancel(run=run, actor=request.user, interface=AuditInterface.WEB),
+    )
+    if refused:
+        return refused
+    if request.htmx:
+        return _controls(request, run, None)
+    return redirect(run_url(run))
+
+
+@login_required
+@require_POST
+def run_pause(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
+    return _paused_or_resumed(request, run_id, services.run_pause)
+
+
+@login_required
+@require_POST
+def run_resume(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
+    return _paused_or_resumed(request, run_id, services.run_resume)
+
+
+def _paused_or_resumed(request: HtmxHttpRequest, run_id: int, change) -> HttpResponse:
+    run, refused = _control(
+        request,
+        run_id,
+        lambda run: change(run=run, actor=request.user, interface=AuditInterface.WEB),
     )
     if refused:
         return refused

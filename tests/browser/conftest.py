@@ -62,7 +62,7 @@ def browser():
 
 
 @pytest.fixture(scope="module")
-def stack_processes(django_db_setup, llm_server, tmp_path_factory):
+def stack_processes(request, django_db_setup, llm_server, tmp_path_factory):
     # Both need the LLM: daphne refuses a task when none is configured, the worker calls it.
     log_dir = tmp_path_factory.mktemp("stack")
     env = {
@@ -70,6 +70,8 @@ def stack_processes(django_db_setup, llm_server, tmp_path_factory):
         "LLM_MODEL": "scripted",
         # Contract agents' logs, written by both, out of the checkout.
         "AGENT_LOG_DIR": str(log_dir / "agent-logs"),
+        # A module's own settings for both processes (`STACK_ENV = {...}` in the module).
+        **getattr(request.module, "STACK_ENV", {}),
     }
     web = WebServer(log_dir, **env).start()
     try:

@@ -17,7 +17,7 @@ pytestmark = pytest.mark.integration
 
 PHONE = {"width": 390, "height": 844}
 LAPTOP = {"width": 1366, "height": 900}
-NAV = ["Dashboard", "New task", "Tools", "Approvals", "Settings"]
+NAV = ["Dashboard", "New task", "Tools", "Metrics", "Approvals", "Settings"]
 # A word no line break can split and a URL: both must wrap or scroll inside their box.
 LONG_WORD = "Supercalifragilisticexpialidocious" * 3
 LONG_URL = "https://example.com/reports/2026/" + "quarterly-" * 12 + "summary.pdf"
@@ -109,10 +109,11 @@ def pages(runs):
         "approvals": "/approvals/",
         "settings": "/settings/",
         "tools": "/tools/",
+        "metrics": "/agent-metrics/",
     }
 
 
-PAGES = ["dashboard", "run page", "new task", "approvals", "settings", "tools"]
+PAGES = ["dashboard", "run page", "new task", "approvals", "settings", "tools", "metrics"]
 
 
 def document_width(page) -> int:
