@@ -3,6 +3,7 @@ for every test by `pytest_plugins` in tests/conftest.py."""
 
 import pytest
 
+from agents_app.core import dispatch
 from tests.support.profiles import seed_profiles
 from tests.support.tools import SendTool
 
@@ -35,3 +36,12 @@ def send():
     """The `send` tool of an in-process registry (external side effects: it asks unless a rule
     allows it); `send.calls` are the calls that ran."""
     return SendTool()
+
+
+@pytest.fixture
+def queued_runs(monkeypatch) -> list[int]:
+    """The runs queued for a worker, in order; nothing is sent to a broker (a child started
+    in a test's transaction that commits would otherwise be queued for no worker)."""
+    sent: list[int] = []
+    monkeypatch.setattr(dispatch, "send", lambda task, *args, countdown=None: sent.append(args[0]))
+    return sent

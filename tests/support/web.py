@@ -21,7 +21,10 @@ class WebServer(ManagedProcess):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
 
-    def start(self, timeout: float = 30.0) -> "WebServer":
+    # 90 s, not 30: when a test run begins, the integration tests of all four test processes
+    # start their workers, web servers and browsers at once on two cores, and one process's
+    # imports alone take about 5 s of CPU; a process that never comes up still fails.
+    def start(self, timeout: float = 90.0) -> "WebServer":
         # Like `go`: hashed static files collected first, served by whitenoise with DEBUG off.
         subprocess.run(
             [sys.executable, "manage.py", "collectstatic", "--noinput", "-v", "0"],

@@ -56,7 +56,10 @@ class Worker(ManagedProcess):
         )
         self.hostname = name
 
-    def start(self, timeout: float = 30.0) -> "Worker":
+    # 90 s, not 30: when a test run begins, the integration tests of all four test processes
+    # start their workers, web servers and browsers at once on two cores, and one process's
+    # imports alone take about 5 s of CPU; a process that never comes up still fails.
+    def start(self, timeout: float = 90.0) -> "Worker":
         self.spawn(
             [
                 sys.executable,
