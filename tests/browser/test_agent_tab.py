@@ -111,7 +111,9 @@ def test_an_agent_completes_by_its_own_evaluation_then_is_restarted_and_stopped(
     wait_for(lambda: second_attempt_requests(stack), timeout=WAIT_MS / 1000, message="the request")
     panel.locator(".agent-stop button").click()
 
-    expect(status).to_have_text("Stopped")
+    # The attempt ends once the answer in flight is in (SLOW_SECONDS after it was asked):
+    # longer than expect's 5 s default on a busy machine.
+    expect(status).to_have_text("Stopped", timeout=WAIT_MS)
     expect(panel.locator(".agent-reason")).to_have_text("stopped by the person")
     expect(panel.locator(".agent-earlier li")).to_have_count(1)
     expect(panel.locator(".agent-earlier li")).to_contain_text("Attempt 1: Completed")
