@@ -362,6 +362,9 @@ APPROVAL_SWEEP_INTERVAL = env_float("APPROVAL_SWEEP_INTERVAL", 60.0, minimum=0.0
 # renewing its lease (died, froze): otherwise their message returns only after
 # CELERY_VISIBILITY_TIMEOUT, or when a worker starts.
 LEASE_SWEEP_INTERVAL = env_float("LEASE_SWEEP_INTERVAL", 15.0, minimum=0.0)
+# How many times a step is taken over after its worker stopped mid-step (crashed, killed,
+# lost its lease) before the run fails with MAX_RETRIES_EXCEEDED (seed 001: resume elsewhere, 3).
+RUN_MAX_TAKEOVERS = env_int("RUN_MAX_TAKEOVERS", 3, minimum=0)
 
 # --- Builtin tools --------------------------------------------------------------
 HTTP_TOOL_MAX_BYTES = env_int("HTTP_TOOL_MAX_BYTES", 1_000_000, minimum=1)

@@ -329,6 +329,15 @@ class RunExecutor:
         with self.lock() as w:
             interrupted = step.status == StepStatus.RUNNING and resume is None
             step.retry_count += int(interrupted)
+            if interrupted and step.retry_count > settings.RUN_MAX_TAKEOVERS:
+                # Seed 001's "crashed worker: resume elsewhere (3)": a step whose every try
+                # takes its worker down ends the run (a team's parent then replans or fails).
+                raise DomainError(
+                    ErrorCode.MAX_RETRIES_EXCEEDED,
+                    f"step {step.index} was interrupted {step.retry_count} times: its worker "
+                    f"stopped each time (RUN_MAX_TAKEOVERS={settings.RUN_MAX_TAKEOVERS})",
+                    {"step_index": step.index, "interruptions": step.retry_count},
+                )
             step.status = StepStatus.RUNNING
             step.started_at = timezone.now()
             # A crash after this commit restarts the step from scratch, like any interruption.

@@ -302,6 +302,44 @@ def test_a_resumed_run_continues_from_the_first_step_not_completed(owner):
     assert not any("AGENTDESK:STEP 0" in r.messages[0]["content"] for r in second.requests)
 
 
+def test_a_step_taken_over_past_run_max_takeovers_fails_the_run(owner, settings):
+    """Seed 001: a crashed worker's run resumes elsewhere, 3 times; the 4th interruption of
+    the same step ends the run instead of handing the crash to worker after worker."""
+    settings.RUN_MAX_TAKEOVERS = 3
+    rules = [
+        {"match": "AGENTDESK:PLAN", "replies": [plan_reply(step("a"))]},
+        {"match": "AGENTDESK:STEP 0", "replies": [{"content": "a done"}], "repeat": True},
+        {"match": "AGENTDESK:VERIFY", "replies": [verdict(True, "ok")]},
+    ]
+
+    def crashed_in_step_0(run, times_before):
+        """The rows as a worker that died in step 0 leaves them, after `times_before`
+        earlier takeovers of that step."""
+        Run.objects.filter(pk=run.pk).update(status="running", finished_at=None)
+        Step.objects.filter(run=run).update(status="running", retry_count=times_before)
+
+    run = make_run(owner)
+    execute_run(run.pk, provider=ScriptedProvider(rules), registry=make_registry())
+    crashed_in_step_0(run, 2)
+    execute_run(run.pk, provider=ScriptedProvider(rules), registry=make_registry())
+    run.refresh_from_db()
+    assert run.status == "succeeded", (run.error_code, run.error_message)  # the third: resumed
+    assert Step.objects.get(run=run).retry_count == 3
+
+    crashed_in_step_0(run, 3)
+    again = ScriptedProvider(rules)
+    execute_run(run.pk, provider=again, registry=make_registry())
+
+    run.refresh_from_db()
+    assert (run.status, run.error_code) == ("failed", "MAX_RETRIES_EXCEEDED")
+    assert "interrupted 4 times" in run.error_message
+    assert again.requests == []  # not tried a 4th time
+    (step0,) = Step.objects.filter(run=run)
+    assert step0.status == "failed" and step0.error.startswith("MAX_RETRIES_EXCEEDED")
+    error = RunEvent.objects.filter(run=run, type="error").last()
+    assert error.payload["details"] == {"step_index": 0, "interruptions": 4}
+
+
 def test_a_run_leased_by_another_worker_is_left_alone(owner):
     from datetime import timedelta
 
