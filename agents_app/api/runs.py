@@ -58,6 +58,7 @@ def submit_task(request: HttpRequest, payload: TaskIn):
         fast_path=payload.fast_path,
         connection=payload.connection,
         team=payload.team,
+        close_policy=payload.close_policy,
     )
     if payload.wait:
         limit = min(payload.wait_timeout or settings.API_MAX_WAIT, settings.API_MAX_WAIT)

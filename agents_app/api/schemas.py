@@ -20,7 +20,7 @@ from agents_app.core.inputs import (
     json_problem,
     text_problem,
 )
-from agents_app.models import TimeoutStrategy
+from agents_app.models import ClosePolicy, TimeoutStrategy
 from agents_app.runs.listing import SEARCH_MAX_LENGTH, RunListStatus, RunSort
 from agents_app.runs.services import APPROVAL_TIMEOUT_MAX
 
@@ -119,6 +119,11 @@ class TaskIn(Schema):
         description="Use the team: a head node splits the task into subtasks, each done by an "
         "agent profile's child run (GET /api/v1/runs/{id}/tree).",
     )
+    close_policy: ClosePolicy | None = Field(
+        default=None,
+        description="When the run ends before its children (cancelled, failed): cancel them "
+        "(`cancel`, the default) or let them finish (`finish`).",
+    )
 
 
 class RunLinks(Schema):
@@ -164,6 +169,9 @@ class RunSummary(Schema):
         description="The head node of its team's tree; null: it is the root, or in no tree."
     )
     depth: int = Field(description="How deep in its tree: the root is 0.")
+    close_policy: ClosePolicy = Field(
+        description="When it ends before its children: cancel them or let them finish."
+    )
     profile: str | None = Field(description="The agent profile it runs as; null: none.")
     envelope: dict[str, Any] | None = Field(
         description="A child's result for its parent once it ended (status, summary, "

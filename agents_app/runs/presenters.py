@@ -104,6 +104,7 @@ RUN_FIELDS = (
     "parent_id",
     "root_id",
     "depth",
+    "close_policy",
     "envelope",
 )
 STEP_FIELDS = (

@@ -25,6 +25,7 @@ from agents_app.core.inputs import STORED_INT_MAX, json_problem, text_problem
 from agents_app.models import (
     AgentProfile,
     AgentRole,
+    ClosePolicy,
     KillSwitch,
     Run,
     RunKind,
@@ -121,6 +122,7 @@ def task_submit(
     fast_path: bool | None = None,
     connection: int | str | None = None,
     team: bool = False,
+    close_policy: str | None = None,
 ) -> Run:
     """Create a Task and its first Run and queue it for a worker. Returns the Run. The owner is
     the actor of the audit event: a task is always submitted by the person it belongs to.
@@ -129,7 +131,8 @@ def task_submit(
     `fast_path` True runs the task as one direct step, False always plans, None leaves it to
     AGENT_FAST_PATH_MAX_CHARS. `connection` is the id or name of an enabled LLM connection;
     None: the default. `team` has a head node split the task among the agent profiles
-    (orchestration) instead of one agent doing it.
+    (orchestration) instead of one agent doing it; `close_policy` (cancel | finish) says
+    whether its children are cancelled or let finish when it ends before them (None: cancel).
     Raises DomainError VALIDATION_ERROR for bad input (an unknown or disabled connection too),
     LLM_NOT_CONFIGURED without a usable LLM."""
     context = {} if context is None else context
@@ -146,6 +149,12 @@ def task_submit(
         raise DomainError(
             ErrorCode.VALIDATION_ERROR, "team must be true or false", {"field": "team"}
         )
+    if close_policy is not None and close_policy not in ClosePolicy.values:
+        raise DomainError(
+            ErrorCode.VALIDATION_ERROR,
+            f"close_policy must be one of {', '.join(ClosePolicy.values)}",
+            {"field": "close_policy", "allowed": list(ClosePolicy.values)},
+        )
     refuse_while_halted()
     chosen = connection_for_task(connection)
     task = Task.objects.create(
@@ -161,7 +170,7 @@ def task_submit(
         connection=chosen,
         team=team,
     )
-    run = run_create(task=task)
+    run = run_create(task=task, close_policy=close_policy or ClosePolicy.CANCEL)
     audit_record(
         action=TASK_SUBMIT, interface=interface, actor=owner, run=run, details={"task_id": task.pk}
     )
@@ -170,10 +179,16 @@ def task_submit(
 
 
 @transaction.atomic
-def run_create(*, task: Task, kind: str | None = None, conversation: Any = None) -> Run:
+def run_create(
+    *,
+    task: Task,
+    kind: str | None = None,
+    conversation: Any = None,
+    close_policy: str = ClosePolicy.CANCEL,
+) -> Run:
     """A new queued Run of `task` with the task's budgets (or the defaults) and its first
     event. The caller enqueues it (run_enqueue) once it should start. A chat answer (`kind`
-    chat) names its `conversation`."""
+    chat) names its `conversation`; `close_policy`: what its children do when it ends first."""
     kind = kind or (RunKind.TEAM if task.team else RunKind.TASK)
     # The task row is locked so two restarts at once cannot both take the same attempt number.
     Task.objects.select_for_update().filter(pk=task.pk).first()
@@ -193,6 +208,7 @@ def run_create(*, task: Task, kind: str | None = None, conversation: Any = None)
         kind=kind,
         conversation=conversation,
         profile=head_node_profile() if kind == RunKind.TEAM else None,
+        close_policy=close_policy,
     )
     with locked_run(run.pk) as w:
         w.event(EventType.RUN_QUEUED, {"task": task.text, "attempt": run.attempt})
@@ -334,7 +350,7 @@ def run_restart(*, run: Run, actor: Any, interface: str) -> Run:
                 f"Run {run.pk} is still {w.run.status}; cancel it before restarting",
                 {"status": w.run.status},
             )
-    new_run = run_create(task=run.task)
+    new_run = run_create(task=run.task, close_policy=run.close_policy)
     audit_record(
         action=RUN_RESTART,
         interface=interface,

@@ -7,7 +7,7 @@ from django import forms
 
 from agents_app.connections.selectors import connections_enabled
 from agents_app.core.inputs import STORED_INT_MAX, json_problem
-from agents_app.models import Decision, Remember, TimeoutStrategy
+from agents_app.models import ClosePolicy, Decision, Remember, TimeoutStrategy
 
 FAST_PATH_CHOICES = [
     ("", "by setting"),
@@ -36,6 +36,13 @@ class TaskForm(forms.Form):
     approve_plan = forms.BooleanField(required=False, label="Show me the plan first")
     # Task.team: a head node splits the task among the agent profiles (orchestration).
     team = forms.BooleanField(required=False, label="Use the team")
+    # Run.close_policy: what a team's children do when it ends before them.
+    close_policy = forms.ChoiceField(
+        required=False,
+        choices=[(ClosePolicy.CANCEL, "cancel them"), (ClosePolicy.FINISH, "let them finish")],
+        initial=ClosePolicy.CANCEL,
+        label="If the team stops first, its working agents",
+    )
     approval_timeout = forms.IntegerField(required=False, min_value=1, max_value=STORED_INT_MAX)
     # Task.fast_path: None (the site's AGENT_FAST_PATH_MAX_CHARS decides), True, False.
     fast_path = forms.TypedChoiceField(

@@ -57,6 +57,7 @@ def task_new(request: HtmxHttpRequest) -> HttpResponse:
                     fast_path=form.cleaned_data["fast_path"],
                     connection=form.cleaned_data["connection"] or None,
                     team=form.cleaned_data["team"],
+                    close_policy=form.cleaned_data["close_policy"] or None,
                 )
             except DomainError as exc:
                 error, status = exc, exc.http_status

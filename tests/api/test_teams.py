@@ -41,6 +41,26 @@ def test_a_task_with_team_true_is_done_by_a_head_node(owner_api, llm_configured,
     assert (run["parent_id"], run["root_id"], run["envelope"]) == (None, None, None)
 
 
+@pytest.mark.parametrize(("sent", "kept"), [({}, "cancel"), ({"close_policy": "finish"}, "finish")])
+def test_a_team_is_submitted_with_its_close_policy(
+    owner_api, llm_configured, seeded_profiles, sent, kept
+):
+    response = submit(owner_api, team=True, **sent)
+
+    assert response.status_code == 202, response.content
+    run = owner_api.get(f"{RUNS}/{response.json()['run_id']}").json()
+    assert run["close_policy"] == kept
+    assert Run.objects.get().close_policy == kept
+
+
+@pytest.mark.parametrize("value", ["wait", "", 1, True, [], {}])
+def test_a_close_policy_not_offered_is_refused(owner_api, llm_configured, value):
+    error = assert_error(submit(owner_api, team=True, close_policy=value), 400, "VALIDATION_ERROR")
+
+    assert error["details"]["errors"][0]["field"] == "close_policy"
+    assert not Task.objects.exists() and not Run.objects.exists()
+
+
 def test_a_task_without_team_is_done_by_one_agent(owner_api, llm_configured):
     response = submit(owner_api)
 

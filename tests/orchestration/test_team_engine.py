@@ -216,6 +216,43 @@ def test_cancelling_the_head_node_cancels_its_children(owner, seeded_profiles, q
     assert sorted(audited.values_list("interface", flat=True)) == ["worker", "worker"]
 
 
+def test_a_head_node_whose_close_policy_is_finish_lets_its_children_finish(
+    owner, seeded_profiles, queued, settings
+):
+    from agents_app.runs.services import run_cancel
+
+    settings.AGENT_FAST_PATH_MAX_CHARS = 500
+    rules = [
+        {
+            "match": "AGENTDESK:TEAM",
+            "replies": [split("parallel", sub("Research a"), sub("Research b"))],
+        },
+        direct("a is done.", "Research a"),
+        direct("b is done.", "Research b"),
+    ]
+    task = Task.objects.create(owner=owner, text="Find out two things", team=True)
+    head = deliver(run_create(task=task, close_policy="finish").pk, rules)
+    children = list(Run.objects.filter(parent=head).order_by("pk"))
+    assert [c.close_policy for c in children] == ["finish", "finish"]  # inherited
+
+    run_cancel(run=head, actor=owner, interface="web")
+    head.refresh_from_db()
+    assert head.status == "cancelled"
+    assert [c.status for c in Run.objects.filter(parent=head)] == ["queued", "queued"]
+    queued.clear()
+    for child in children:
+        assert deliver(child.pk, rules).status == "succeeded"
+
+    # Their results are kept, as envelopes and messages; the ended head node is not woken.
+    head.refresh_from_db()
+    assert head.status == "cancelled" and queued == []
+    assert AgentMessage.objects.filter(recipient=head, type="task_result").count() == 2
+    assert [Run.objects.get(pk=c.pk).envelope["summary"] for c in children] == [
+        "a is done.",
+        "b is done.",
+    ]
+
+
 def test_the_same_delegation_a_second_time_is_refused(owner, seeded_profiles, queued, settings):
     settings.AGENT_FAST_PATH_MAX_CHARS = 500
     settings.TEAM_MAX_ITERATIONS = 0
