@@ -153,6 +153,10 @@ def delegate(ex: "RunExecutor", action: Action, rows: "RunRows") -> None:
                 )
                 continue
             chosen = assign(step.objective, sub.get("preferred_profile", ""), cards, busy)
+            if chosen.profile is None and not chosen.waiting_for:
+                # Nothing to wait for: no profile exists to do it (staff deleted them all).
+                refuse(w, step, chosen.reason)
+                continue
             if chosen.profile is None:
                 if not step.error:
                     step.error = f"queued: {chosen.reason}"

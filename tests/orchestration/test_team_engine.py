@@ -253,6 +253,21 @@ def test_a_head_node_whose_close_policy_is_finish_lets_its_children_finish(
     ]
 
 
+def test_a_team_with_no_agent_profile_fails_clearly_instead_of_waiting(owner, queued, settings):
+    from agents_app.models import AgentProfile
+
+    AgentProfile.objects.all().delete()  # staff deleted every profile
+    settings.AGENT_MAX_REPLANS = 0
+    rules = [{"match": "AGENTDESK:TEAM", "replies": [split("parallel", sub("Research a"))]}]
+    head = deliver(team_run(owner).pk, rules)
+
+    assert (head.status, head.error_code) == ("failed", "CHILD_FAILED")
+    assert "there is no agent profile" in head.error_message
+    assert not Run.objects.filter(parent=head).exists() and queued == []
+    refused = RunEvent.objects.get(run=head, type="delegation_refused")
+    assert refused.payload == {"index": 0, "reason": "there is no agent profile"}
+
+
 def test_the_same_delegation_a_second_time_is_refused(owner, seeded_profiles, queued, settings):
     settings.AGENT_FAST_PATH_MAX_CHARS = 500
     settings.TEAM_MAX_ITERATIONS = 0

@@ -31,7 +31,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from tests.support.demo_script import DEMO_SCRIPT
-from tests.support.script import DEFAULT_USAGE, Script, no_reply_message
+from tests.support.script import DEFAULT_USAGE, Script, messages_text, no_reply_message
 
 _REJECTIONS = {
     "reject_stream_options": "stream_options is not supported by this server",
@@ -54,6 +54,7 @@ class ScriptedLLMServer:
         self._script = Script()
         self._options: dict[str, Any] = {}
         self._requests: list[dict[str, Any]] = []
+        self._timeline: list[tuple[str, float, float | None]] = []
         self._stopping = threading.Event()
         self._httpd = ThreadingHTTPServer((host, port), _Handler)
         self._httpd.daemon_threads = True
@@ -104,6 +105,7 @@ class ScriptedLLMServer:
         """Forget the rules, options and recorded requests."""
         with self._lock:
             self._script, self._options, self._requests = Script(), {}, []
+            self._timeline = []
 
     @property
     def requests(self) -> list[dict[str, Any]]:
@@ -111,9 +113,26 @@ class ScriptedLLMServer:
         with self._lock:
             return copy.deepcopy(self._requests)
 
-    def _record(self, body: dict[str, Any]) -> None:
+    @property
+    def timeline(self) -> list[tuple[str, float, float | None]]:
+        """When each request came and was answered (time.monotonic(); None: not yet), with
+        the text of its messages, oldest first: what ran at the same time."""
+        with self._lock:
+            return list(self._timeline)
+
+    def _record(self, body: dict[str, Any]) -> int:
         with self._lock:
             self._requests.append(copy.deepcopy(body))
+            self._timeline.append(
+                (messages_text(body.get("messages") or []), time.monotonic(), None)
+            )
+            return len(self._timeline) - 1
+
+    def _answered(self, number: int) -> None:
+        with self._lock:
+            if number < len(self._timeline):
+                text, came, _ = self._timeline[number]
+                self._timeline[number] = (text, came, time.monotonic())
 
     def _rejection(self, body: dict[str, Any]) -> str | None:
         with self._lock:
@@ -185,7 +204,13 @@ class _Handler(BaseHTTPRequestHandler):
     # --- chat completions -----------------------------------------------------------------
 
     def _chat_completion(self, body: dict[str, Any]) -> None:
-        self.scripted._record(body)
+        number = self.scripted._record(body)
+        try:
+            self._answer(body)
+        finally:
+            self.scripted._answered(number)
+
+    def _answer(self, body: dict[str, Any]) -> None:
         rejection = self.scripted._rejection(body)
         if rejection is not None:
             self._send_json(400, _error_body(rejection))
