@@ -93,15 +93,14 @@ def test_independent_children_run_at_the_same_time_on_two_workers(
 
     first, second = assert_each_child_handed_back_once(head, markers)
     assert {first.profile.name, second.profile.name} == {"research_agent", "builder_agent"}
-    # Each child's one request took CHILD_SECONDS: both were in flight at once, and the two
-    # were answered within 3 s of the first one's coming (one after the other: over 4 s).
+    # Each child's one request took CHILD_SECONDS, and both were in flight at once: one after
+    # the other, the second would have come after the first was answered. (How long the two
+    # take together, against one worker doing both, is a figure: bench/team_parallel.py.)
     windows = [
         (came, answered) for text, came, answered in llm.timeline if "AGENTDESK:DIRECT" in text
     ]
     assert len(windows) == 2 and all(answered for _, answered in windows), windows
-    assert max(came for came, _ in windows) < min(answered for _, answered in windows)
-    span = max(answered for _, answered in windows) - min(came for came, _ in windows)
-    assert span < 3.0, f"the children took {span:.2f} s together"
+    assert max(came for came, _ in windows) < min(answered for _, answered in windows), windows
 
 
 def test_a_worker_killed_mid_fan_out_loses_no_child_and_repeats_no_result(
@@ -142,8 +141,9 @@ def test_a_worker_killed_mid_fan_out_loses_no_child_and_repeats_no_result(
     children = assert_each_child_handed_back_once(head, markers)
     alpha = children[0]
     assert alpha.final_response == "ALPHA-PART done"
-    resumed = Step.objects.filter(run=alpha).order_by("index").first()
-    assert resumed is None or resumed.retry_count >= 1
+    # Its one step was taken over where the killed worker left it.
+    (step,) = Step.objects.filter(run=alpha)
+    assert (step.status, step.retry_count >= 1) == ("completed", True), step.retry_count
     # The head node's aggregate names every child once, in subtask order.
     text = head.final_response
     assert (
