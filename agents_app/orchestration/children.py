@@ -241,20 +241,36 @@ def on_run_transition(w: RunWriter, before: str, after: str) -> None:
     was, now = lifecycle(before), lifecycle(after)
     if was == now:
         return
-    assignment = (
-        AgentMessage.objects.filter(recipient=run, type=MessageType.TASK_ASSIGNMENT)
+    tell_parent(
+        run,
+        run.parent,
+        MessageType.STATUS_RESPONSE,
+        {"lifecycle": now, "was": was, "status": after},
+        assignment_of(run),
+    )
+
+
+def assignment_of(child: Run) -> Any:
+    """The correlation id of the task_assignment that started `child` (None: none)."""
+    return (
+        AgentMessage.objects.filter(recipient=child, type=MessageType.TASK_ASSIGNMENT)
         .values_list("correlation_id", flat=True)
         .first()
     )
+
+
+def tell_parent(child: Run, parent: Run, type: str, payload: Any, correlation: Any) -> None:
+    """A message from `child` to its parent in their tree, under `correlation` (a new id when
+    the child has none)."""
     AgentMessage.objects.create(
-        root_id=run.tree_root_id,
-        sender=run,
-        recipient_id=run.parent_id,
-        from_agent=agent_name(run),
-        to_agent=agent_name(run.parent),
-        type=MessageType.STATUS_RESPONSE,
-        payload={"lifecycle": now, "was": was, "status": after},
-        correlation_id=assignment or uuid.uuid4(),
+        root_id=child.tree_root_id,
+        sender=child,
+        recipient=parent,
+        from_agent=agent_name(child),
+        to_agent=agent_name(parent),
+        type=type,
+        payload=payload,
+        correlation_id=correlation or uuid.uuid4(),
     )
 
 
@@ -341,22 +357,14 @@ def hand_back(w: RunWriter) -> None:
     w.set(envelope=envelope)
     with locked_run(child.parent_id) as pw:
         parent = pw.run
-        assignment = (
-            AgentMessage.objects.filter(recipient=child, type=MessageType.TASK_ASSIGNMENT)
-            .values_list("correlation_id", flat=True)
-            .first()
-        )
-        AgentMessage.objects.create(
-            root_id=child.tree_root_id,
-            sender=child,
-            recipient=parent,
-            from_agent=agent_name(child),
-            to_agent=agent_name(parent),
-            type=MessageType.TASK_RESULT
-            if child.status == RunStatus.SUCCEEDED
-            else MessageType.ERROR,
-            payload=envelope,
-            correlation_id=assignment or uuid.uuid4(),
+        assignment = assignment_of(child)
+        succeeded = child.status == RunStatus.SUCCEEDED
+        tell_parent(
+            child,
+            parent,
+            MessageType.TASK_RESULT if succeeded else MessageType.ERROR,
+            envelope,
+            assignment,
         )
         pw.event(EventType.CHILD_FINISHED, envelope)
         if parent.is_terminal:
@@ -396,15 +404,12 @@ def share(pw: RunWriter, child: Run, envelope: dict[str, Any], correlation: Any)
     added = [a for a in envelope["artifacts"] if a not in (shared.get("artifacts") or [])]
     shared["artifacts"] = [*(shared.get("artifacts") or []), *added]
     pw.set(shared=shared)
-    AgentMessage.objects.create(
-        root_id=child.tree_root_id,
-        sender=child,
-        recipient=pw.run,
-        from_agent=agent_name(child),
-        to_agent=agent_name(pw.run),
-        type=MessageType.CONTEXT_UPDATE,
-        payload={"intermediate_result": step, "artifacts": added},
-        correlation_id=correlation or uuid.uuid4(),
+    tell_parent(
+        child,
+        pw.run,
+        MessageType.CONTEXT_UPDATE,
+        {"intermediate_result": step, "artifacts": added},
+        correlation,
     )
 
 

@@ -37,6 +37,38 @@ def run_enqueue(*, run_id: int) -> None:
     dispatch.send_on_commit(dispatch.TaskName.EXECUTE_RUN, run_id)
 
 
+def new_plan(
+    w: RunWriter,
+    *,
+    previous: Plan | None,
+    raw: dict[str, Any],
+    thinking: str,
+    steps: list[tuple[str, list[str], str, list[int]]],
+    shown: dict[str, Any],
+) -> Plan:
+    """The run's next plan version with its steps (objective, tool names, reasoning, the
+    steps it depends on) and its plan_created event (`shown`: what the event says of it
+    besides the version)."""
+    version = (previous.version if previous else 0) + 1
+    plan = Plan.objects.create(
+        run=w.run, version=version, reason=w.run.replan_reason, raw=raw, thinking=thinking
+    )
+    Step.objects.bulk_create(
+        Step(
+            plan=plan,
+            run=w.run,
+            index=index,
+            objective=objective,
+            tool_names=tool_names,
+            reasoning=reasoning,
+            depends_on=depends_on,
+        )
+        for index, (objective, tool_names, reasoning, depends_on) in enumerate(steps)
+    )
+    w.event(EventType.PLAN_CREATED, {"version": version, **shown})
+    return plan
+
+
 def skip_step(w: RunWriter, step: Step, reason: str) -> None:
     step.status = StepStatus.SKIPPED
     step.error = reason

@@ -48,7 +48,7 @@ from agents_app.models import (
     StepStatus,
 )
 from agents_app.runs.lease import Lease
-from agents_app.runs.lifecycle import finish, skip_step, workspace_for
+from agents_app.runs.lifecycle import finish, new_plan, skip_step, workspace_for
 from agents_app.runs.writer import LeaseLost, locked_run
 from agents_app.worker.evidence import call_records, evidence_problem
 from agents_app.worker.hooks import DatabaseHooks, ToolCallHandle
@@ -280,34 +280,16 @@ class RunExecutor:
                 max_tokens=settings.LLM_MAX_TOKENS_PLAN,
             )
         with self.lock() as w:
-            version = (previous.version if previous else 0) + 1
             raw = fast_plan_raw(output) if fast else output.model_dump()
-            plan = Plan.objects.create(
-                run=w.run,
-                version=version,
-                reason=w.run.replan_reason,
+            plan = new_plan(
+                w,
+                previous=previous,
                 raw=raw,
                 thinking=hooks.streamed_reasoning("analysis", "planning"),
-            )
-            Step.objects.bulk_create(
-                Step(
-                    plan=plan,
-                    run=w.run,
-                    index=index,
-                    objective=planned.objective,
-                    tool_names=planned.tool_names,
-                    reasoning=planned.reasoning,
-                    depends_on=planned.depends_on,
-                )
-                for index, planned in enumerate(output.steps)
-            )
-            w.event(
-                EventType.PLAN_CREATED,
-                {
-                    "version": version,
-                    "steps": raw["steps"],
-                    **({"fast_path": True} if fast else {}),
-                },
+                steps=[
+                    (p.objective, p.tool_names, p.reasoning, p.depends_on) for p in output.steps
+                ],
+                shown={"steps": raw["steps"], **({"fast_path": True} if fast else {})},
             )
             if w.run.task.approve_plan:
                 park_on_plan(w, plan)

@@ -25,7 +25,7 @@ from agents_app.orchestration.children import (
     delegated_before,
     spawn_child,
 )
-from agents_app.runs.lifecycle import finish
+from agents_app.runs.lifecycle import finish, new_plan
 from agents_app.worker.hooks import DatabaseHooks
 
 if TYPE_CHECKING:
@@ -72,30 +72,16 @@ def plan_team(ex: "RunExecutor", run: Run, previous: Plan | None, steps: list[St
     )
     raw = output.model_dump()
     with ex.lock() as w:
-        version = (previous.version if previous else 0) + 1
-        plan = Plan.objects.create(
-            run=w.run,
-            version=version,
-            reason=w.run.replan_reason,
+        new_plan(
+            w,
+            previous=previous,
             raw={"team": True, **raw},
             thinking=hooks.streamed_reasoning("planning"),
-        )
-        Step.objects.bulk_create(
-            Step(
-                plan=plan,
-                run=w.run,
-                index=index,
-                objective=sub.description,
-                tool_names=[],
-                reasoning=sub.preferred_profile,
-                depends_on=sub.depends_on,
-            )
-            for index, sub in enumerate(output.subtasks)
-        )
-        w.event(
-            EventType.PLAN_CREATED,
-            {
-                "version": version,
+            steps=[
+                (sub.description, [], sub.preferred_profile, sub.depends_on)
+                for sub in output.subtasks
+            ],
+            shown={
                 "team": True,
                 "pattern": output.pattern,
                 "steps": [
