@@ -29,7 +29,14 @@ from agents_app.api.schemas import (
 from agents_app.approvals import decisions
 from agents_app.approvals import selectors as approval_selectors
 from agents_app.approvals.presenters import approval_payload
-from agents_app.models import ApprovalStatus, AuditInterface, Decision, Remember, RunStatus
+from agents_app.models import (
+    ApprovalStatus,
+    AuditInterface,
+    ClosePolicy,
+    Decision,
+    Remember,
+    RunStatus,
+)
 from agents_app.runs import presenters, services
 from agents_app.runs import selectors as run_selectors
 from agents_app.runs.presenters import plan_out, run_links, run_summary
@@ -113,6 +120,13 @@ async def submit_task(
             "by an agent profile's child run."
         ),
     ] = False,
+    close_policy: Annotated[
+        ClosePolicy | None,
+        Field(
+            description="When the run ends before its children: cancel them (cancel, the "
+            "default) or let them finish (finish)."
+        ),
+    ] = None,
 ) -> SubmittedRun:
     """Queue a task for an agent (or, with `team`, for a team of agents). Returns the new
     run's id, status (queued) and links; follow it with get_run."""
@@ -126,6 +140,7 @@ async def submit_task(
             max_tokens=max_tokens,
             max_tool_calls=max_tool_calls,
             team=team,
+            close_policy=close_policy,
         )
         return SubmittedRun(run_id=run.pk, status=run.status, links=run_links(run))
 

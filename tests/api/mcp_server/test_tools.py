@@ -48,7 +48,14 @@ def test_it_lists_the_agentdesk_tools_with_input_and_output_schemas(owner_mcp):
     assert set(tools) == AGENTDESK_TOOLS
     submit = tools["submit_task"].input_schema
     assert submit["required"] == ["task"]
-    assert set(submit["properties"]) == {"task", "context", "max_tokens", "max_tool_calls", "team"}
+    assert set(submit["properties"]) == {
+        "task",
+        "context",
+        "max_tokens",
+        "max_tool_calls",
+        "team",
+        "close_policy",
+    }
     assert tools["list_runs"].input_schema["properties"]["page_size"]["maximum"] == 100
     assert tools["get_run"].input_schema["required"] == ["run_id"]
     assert all(tool.output_schema for tool in tools.values())
@@ -83,6 +90,18 @@ def test_submit_task_with_team_is_done_by_a_head_node(owner_mcp, seeded_profiles
     assert (run.task.team, run.kind, run.profile.name) == (True, "team", "head_node")
     found = owner_mcp.call("get_run", {"run_id": run.pk}).structured_content
     assert (found["kind"], found["profile"], found["depth"]) == ("team", "head_node", 0)
+
+
+def test_submit_task_takes_the_close_policy(owner_mcp, seeded_profiles):
+    submitted = owner_mcp.call(
+        "submit_task", {"task": "Research it", "team": True, "close_policy": "finish"}
+    )
+
+    assert not submitted.is_error, submitted
+    assert Run.objects.get(pk=submitted.structured_content["run_id"]).close_policy == "finish"
+    refused = owner_mcp.call("submit_task", {"task": "Research it", "close_policy": "wait"})
+    assert [p["field"] for p in error_of(refused)["details"]["errors"]] == ["close_policy"]
+    assert Run.objects.count() == 1
 
 
 def test_submit_task_refuses_a_team_that_is_no_boolean(owner_mcp):
