@@ -6,7 +6,6 @@ test_team_on_workers.py."""
 
 import pytest
 
-from agents_app.core import dispatch
 from agents_app.models import AgentMessage, Run, RunEvent, Step, Task
 from agents_app.runs.services import run_create
 from agents_app.worker.execution import execute_run
@@ -15,14 +14,6 @@ from tests.support.scripted_provider import ScriptedProvider
 from tests.support.tools import EchoTool, FinishTool, make_registry
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture
-def queued(monkeypatch) -> list[int]:
-    """The runs queued for a worker, in order (nothing is sent to a broker)."""
-    sent: list[int] = []
-    monkeypatch.setattr(dispatch, "send", lambda task, *args, countdown=None: sent.append(args[0]))
-    return sent
 
 
 def team_run(owner, text="Research the topic and implement the tool", **task) -> Run:
@@ -56,7 +47,7 @@ def deliver(run_id: int, rules, registry=None) -> Run:
 
 
 def test_a_parallel_team_splits_delegates_by_the_matrix_and_aggregates(
-    owner, seeded_profiles, queued, settings
+    owner, seeded_profiles, queued_runs, settings
 ):
     settings.AGENT_FAST_PATH_MAX_CHARS = 500
     rules = [
@@ -84,7 +75,7 @@ def test_a_parallel_team_splits_delegates_by_the_matrix_and_aggregates(
         ("child", "research_agent", 1, head.pk),
         ("child", "builder_agent", 1, head.pk),
     ]
-    assert queued == [c.pk for c in children]
+    assert queued_runs == [c.pk for c in children]
     assert [s.status for s in Step.objects.filter(run=head)] == ["running", "running"]
     assert children[0].task.persona == seeded_profiles["research_agent"].persona
 
@@ -93,11 +84,11 @@ def test_a_parallel_team_splits_delegates_by_the_matrix_and_aggregates(
     assert first.envelope["summary"] == "Three parsers exist: a, b and c."
     head.refresh_from_db()
     assert head.status == "waiting_children"  # the other child still works
-    assert queued == [c.pk for c in children]
+    assert queued_runs == [c.pk for c in children]
 
     deliver(children[1].pk, rules)
     head.refresh_from_db()
-    assert head.status == "running" and queued[-1] == head.pk  # the last child queued it
+    assert head.status == "running" and queued_runs[-1] == head.pk  # the last child queued it
 
     head = deliver(head.pk, rules)
     assert head.status == "succeeded", (head.error_code, head.error_message)
@@ -129,7 +120,7 @@ def test_a_parallel_team_splits_delegates_by_the_matrix_and_aggregates(
 
 
 def test_a_pipeline_passes_each_envelope_to_the_next_child(
-    owner, seeded_profiles, queued, settings
+    owner, seeded_profiles, queued_runs, settings
 ):
     settings.AGENT_FAST_PATH_MAX_CHARS = 500
     rules = [
@@ -167,7 +158,7 @@ def test_a_pipeline_passes_each_envelope_to_the_next_child(
 
 
 def test_a_micro_agent_inherits_the_tools_but_waiting_ones_and_ends_with_finish_task(
-    owner, seeded_profiles, queued
+    owner, seeded_profiles, queued_runs
 ):
     echo = EchoTool()
     registry = make_registry(echo, FinishTool())
@@ -195,7 +186,9 @@ def test_a_micro_agent_inherits_the_tools_but_waiting_ones_and_ends_with_finish_
     assert "the list is fine" in head.final_response
 
 
-def test_cancelling_the_head_node_cancels_its_children(owner, seeded_profiles, queued, settings):
+def test_cancelling_the_head_node_cancels_its_children(
+    owner, seeded_profiles, queued_runs, settings
+):
     from agents_app.runs.services import run_cancel
 
     rules = [
@@ -217,7 +210,7 @@ def test_cancelling_the_head_node_cancels_its_children(owner, seeded_profiles, q
 
 
 def test_a_head_node_whose_close_policy_is_finish_lets_its_children_finish(
-    owner, seeded_profiles, queued, settings
+    owner, seeded_profiles, queued_runs, settings
 ):
     from agents_app.runs.services import run_cancel
 
@@ -239,13 +232,13 @@ def test_a_head_node_whose_close_policy_is_finish_lets_its_children_finish(
     head.refresh_from_db()
     assert head.status == "cancelled"
     assert [c.status for c in Run.objects.filter(parent=head)] == ["queued", "queued"]
-    queued.clear()
+    queued_runs.clear()
     for child in children:
         assert deliver(child.pk, rules).status == "succeeded"
 
     # Their results are kept, as envelopes and messages; the ended head node is not woken.
     head.refresh_from_db()
-    assert head.status == "cancelled" and queued == []
+    assert head.status == "cancelled" and queued_runs == []
     assert AgentMessage.objects.filter(recipient=head, type="task_result").count() == 2
     assert [Run.objects.get(pk=c.pk).envelope["summary"] for c in children] == [
         "a is done.",
@@ -253,7 +246,9 @@ def test_a_head_node_whose_close_policy_is_finish_lets_its_children_finish(
     ]
 
 
-def test_a_team_with_no_agent_profile_fails_clearly_instead_of_waiting(owner, queued, settings):
+def test_a_team_with_no_agent_profile_fails_clearly_instead_of_waiting(
+    owner, queued_runs, settings
+):
     from agents_app.models import AgentProfile
 
     AgentProfile.objects.all().delete()  # staff deleted every profile
@@ -263,12 +258,14 @@ def test_a_team_with_no_agent_profile_fails_clearly_instead_of_waiting(owner, qu
 
     assert (head.status, head.error_code) == ("failed", "CHILD_FAILED")
     assert "there is no agent profile" in head.error_message
-    assert not Run.objects.filter(parent=head).exists() and queued == []
+    assert not Run.objects.filter(parent=head).exists() and queued_runs == []
     refused = RunEvent.objects.get(run=head, type="delegation_refused")
     assert refused.payload == {"index": 0, "reason": "there is no agent profile"}
 
 
-def test_the_same_delegation_a_second_time_is_refused(owner, seeded_profiles, queued, settings):
+def test_the_same_delegation_a_second_time_is_refused(
+    owner, seeded_profiles, queued_runs, settings
+):
     settings.AGENT_FAST_PATH_MAX_CHARS = 500
     settings.TEAM_MAX_ITERATIONS = 0
     rules = [
@@ -291,7 +288,9 @@ def test_the_same_delegation_a_second_time_is_refused(owner, seeded_profiles, qu
     assert "delegation_refused" in events
 
 
-def test_a_childs_approval_pauses_only_its_branch(owner, seeded_profiles, queued, settings, send):
+def test_a_childs_approval_pauses_only_its_branch(
+    owner, seeded_profiles, queued_runs, settings, send
+):
     from agents_app.approvals.decisions import approval_decide
     from agents_app.models import Approval
 
@@ -338,7 +337,7 @@ def test_a_childs_approval_pauses_only_its_branch(owner, seeded_profiles, queued
 
 
 def test_a_timed_out_child_is_tried_again_with_twice_the_time(
-    owner, seeded_profiles, queued, settings
+    owner, seeded_profiles, queued_runs, settings
 ):
     settings.AGENT_FAST_PATH_MAX_CHARS = 500
     rules = [
@@ -371,7 +370,7 @@ RETRY_NOTE = (
 
 
 def test_past_the_tables_limit_the_team_fails_with_the_childs_error(
-    owner, seeded_profiles, queued, settings
+    owner, seeded_profiles, queued_runs, settings
 ):
     settings.AGENT_FAST_PATH_MAX_CHARS = 500
     settings.AGENT_MAX_REPLANS = 0
@@ -395,7 +394,7 @@ def test_past_the_tables_limit_the_team_fails_with_the_childs_error(
 
 
 def test_pausing_a_team_pauses_its_children_and_resuming_lets_them_go_on(
-    owner, seeded_profiles, queued, settings
+    owner, seeded_profiles, queued_runs, settings
 ):
     from agents_app.models import AuditEvent, KillSwitch
     from agents_app.runs.control import kill_switch_set
@@ -462,7 +461,7 @@ def named_echo(name: str):
     ],
 )
 def test_a_micro_agents_tools_are_inherited_restricted_and_excluded(
-    owner, seeded_profiles, queued, micro, tools
+    owner, seeded_profiles, queued_runs, micro, tools
 ):
     registry = make_registry(EchoTool(), named_echo("shout"), named_echo("wait"), FinishTool())
     rules = [
@@ -487,7 +486,7 @@ def test_a_micro_agents_tools_are_inherited_restricted_and_excluded(
 
 
 def test_a_sequential_team_starts_each_subtask_after_the_one_before(
-    owner, seeded_profiles, queued, settings
+    owner, seeded_profiles, queued_runs, settings
 ):
     settings.AGENT_FAST_PATH_MAX_CHARS = 500
     rules = [
@@ -515,7 +514,7 @@ def test_a_sequential_team_starts_each_subtask_after_the_one_before(
 
 
 def test_an_iterative_team_is_judged_and_refined_then_done(
-    owner, seeded_profiles, queued, settings
+    owner, seeded_profiles, queued_runs, settings
 ):
     settings.AGENT_FAST_PATH_MAX_CHARS = 500
     rules = [
