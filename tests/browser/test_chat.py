@@ -246,7 +246,8 @@ def test_a_call_that_needs_approval_is_approved_in_the_chat_and_the_answer_compl
     expect(panel.locator(".chat-rows .chat-answer strong")).to_have_text("trip.md")
     expect(panel.locator(".chat-approvals .chat-approval")).to_have_count(0)
     expect(panel.locator(".chat-rows .chat-call .chat-call-short")).to_contain_text("write_file(")
-    run = Run.objects.get(kind="chat")
+    # The answer streams in before the run's last commit ends it: wait for that.
+    run = wait_for_run(Run.objects.get(kind="chat").pk, timeout=WAIT_MS / 1000)
     assert run.status == RunStatus.SUCCEEDED
     assert run.approvals.get().status == "approved"
 

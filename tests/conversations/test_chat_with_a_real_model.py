@@ -33,7 +33,10 @@ def test_a_two_turn_chat_with_the_real_model(local_model, owner, llm, settings):
 
     rows = transcript(chat)
     answers = [e for e in rows if e.kind == "assistant"]
-    assert answers and all(e.text.strip() for e in answers), local_model.log()[-2000:]
+    assert answers and all(e.text.strip() for e in answers), (
+        [(e.kind, e.text) for e in rows],
+        local_model.log()[-2000:],
+    )
     # The second answer was asked with the whole first exchange before the new message.
     last = run
     sent = chat_messages(last)
