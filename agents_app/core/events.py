@@ -1,14 +1,10 @@
 """The RunEvent vocabulary (`EventType`) and publishing committed RunEvents to the channel
 layer. Nothing else talks to it."""
 
-import logging
 from enum import StrEnum
 from typing import Any
 
-from asgiref.sync import async_to_sync
-from channels.layers import get_channel_layer
-
-logger = logging.getLogger(__name__)
+from agents_app.core.publisher import PUBLISHER
 
 
 class EventType(StrEnum):
@@ -68,20 +64,10 @@ def event_message(event: Any) -> dict[str, Any]:
 
 
 def publish(group: str, messages: list[dict[str, Any]]) -> None:
-    """Best effort: the database already holds every event, and clients catch up by seq, so a
-    Redis hiccup here must not fail the run."""
-    layer = get_channel_layer()
-    if layer is None or not messages:
-        return
-
-    async def send_all() -> None:
-        for message in messages:
-            await layer.group_send(group, message)
-
-    try:
-        async_to_sync(send_all)()
-    except Exception:
-        logger.warning("could not publish %d message(s) to %s", len(messages), group, exc_info=True)
+    """Hand `messages` to this process's sender (core.publisher) and return at once. Best
+    effort: the database already holds every event, and clients catch up by seq, so a Redis
+    hiccup here must not fail or slow the run."""
+    PUBLISHER.submit([(group, message) for message in messages])
 
 
 def user_group(user_id: int) -> str:
@@ -117,17 +103,28 @@ TREE_EVENT_TYPES = frozenset(
 )
 
 
+def events_message(run_id: int, events: list[Any]) -> dict[str, Any]:
+    """One commit's events as one channel-layer message (`run.events`), in seq order."""
+    return {"type": "run.events", "run_id": run_id, "events": [event_message(e) for e in events]}
+
+
 def publish_events(run: Any, events: list[Any]) -> None:
-    messages = [event_message(e) for e in events]
-    publish(run_group(run.pk), messages)
+    """What one commit of `run` tells the pages: its events in one message, and a notice for
+    its tree and its owner's lists when they look different now, handed over as one unit."""
+    sends = [(run_group(run.pk), events_message(run.pk, events))]
     # A run of a tree (a child, or the head node itself, kind "team": RunKind.TEAM, which core
     # cannot import): one small notice for the whole commit; pages read the tree from the tables.
     root_id = run.root_id or (run.pk if run.kind == "team" else None)
     if root_id is not None and any(e.type in TREE_EVENT_TYPES for e in events):
-        publish(tree_group(root_id), [{"type": "run.tree", "root_id": root_id, "run_id": run.pk}])
+        sends.append(
+            (tree_group(root_id), {"type": "run.tree", "root_id": root_id, "run_id": run.pk})
+        )
     if any(e.type in LISTED_EVENT_TYPES for e in events):
         status_changed = any(e.type in STATUS_EVENT_TYPES for e in events)
-        publish(
-            user_group(run.owner_id),
-            [{"type": "run.changed", "run_id": run.pk, "status_changed": status_changed}],
+        sends.append(
+            (
+                user_group(run.owner_id),
+                {"type": "run.changed", "run_id": run.pk, "status_changed": status_changed},
+            )
         )
+    PUBLISHER.submit(sends)

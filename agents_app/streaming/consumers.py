@@ -57,7 +57,7 @@ class RunConsumer(AsyncWebsocketConsumer, ABC):
         pages' script only needs to know it is refused."""
         await self.close(code=code)
 
-    async def run_event(self, message: dict[str, Any]) -> None:
+    async def run_events(self, message: dict[str, Any]) -> None:
         await self.deliver(await self.feed.live(message))
 
     async def run_token(self, message: dict[str, Any]) -> None:

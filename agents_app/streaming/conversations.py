@@ -165,7 +165,7 @@ class ConversationConsumer(AsyncWebsocketConsumer):
     async def conversation_changed(self, message: dict[str, Any]) -> None:
         await self.catch_up()
 
-    async def run_event(self, message: dict[str, Any]) -> None:
+    async def run_events(self, message: dict[str, Any]) -> None:
         if self.feed is None or message.get("run_id") != self.feed.run_id:
             return  # an answer this socket no longer follows
         events = await self.feed.live(message)

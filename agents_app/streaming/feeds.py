@@ -45,12 +45,15 @@ class RunFeed:
             self.last_seq = batch[-1]["seq"]
 
     async def live(self, message: dict[str, Any]) -> list[dict[str, Any]]:
-        """What to deliver for a live `run.event` message: nothing when already delivered,
-        the message itself when it is the next one, the table's backlog after a gap."""
-        seq = message["seq"]
-        if seq <= self.last_seq:
-            return []
-        if seq == self.last_seq + 1:
+        """What to deliver for a live `run.events` message (one commit's events, in seq
+        order): those not delivered yet when they follow on, the table's backlog after a gap."""
+        fresh: list[dict[str, Any]] = []
+        for event in message.get("events", []):
+            seq = event["seq"]
+            if seq <= self.last_seq:
+                continue
+            if seq != self.last_seq + 1:
+                return fresh + await self.backlog()
             self.last_seq = seq
-            return [message]
-        return await self.backlog()
+            fresh.append(event)
+        return fresh

@@ -21,6 +21,7 @@ from agents_app.conversations.transcript import append_answer, append_cut
 from agents_app.core.audit import arguments_sha256
 from agents_app.core.errors import DomainError, ErrorCode
 from agents_app.core.events import EventType
+from agents_app.core.publisher import PUBLISHER, in_background
 from agents_app.engine.analysis import analyze_task, select_tools
 from agents_app.engine.contract import continue_message, evaluate_contract, stuck
 from agents_app.engine.decide import Action, ActionKind, RunState, StepState, next_action
@@ -630,11 +631,15 @@ def execute_run(
 
             ensure_pool(registry, wait=settings.MCP_STARTUP_WAIT)
         executor = RunExecutor(run_id, lease, provider, registry)
-        while executor.step_once():
-            pass
+        # Each commit's events are sent while the next step runs (core.publisher); all of
+        # them are sent before this delivery ends.
+        with in_background():
+            while executor.step_once():
+                pass
         return Outcome("finished")
     except LeaseLost:
         logger.warning("run %s: lease lost to another worker; stopping", run_id)
         return Outcome("lost")
     finally:
         lease.release()
+        PUBLISHER.flush()

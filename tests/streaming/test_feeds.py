@@ -6,7 +6,7 @@ tests commit (transaction=True) instead of holding one open transaction."""
 import pytest
 from asgiref.sync import async_to_sync
 
-from agents_app.core.events import EventType, event_message
+from agents_app.core.events import EventType, event_message, events_message
 from agents_app.models import RunEvent
 from agents_app.streaming.feeds import BATCH, RunFeed, parse_after
 from tests.support.runs import make_run
@@ -65,9 +65,8 @@ def test_the_next_live_event_is_delivered_without_reading_the_table(
     run = make_run(owner)
     (event,) = stored(run, 1)
     feed = RunFeed(run.pk, after=1)
-    message = event_message(event)
     with django_assert_num_queries(0):
-        assert async_to_sync(feed.live)(message) == [message]
+        assert async_to_sync(feed.live)(events_message(run.pk, [event])) == [event_message(event)]
     assert feed.last_seq == 2
 
 
@@ -80,7 +79,7 @@ def test_a_live_event_the_client_already_holds_is_dropped_without_reading_the_ta
     events = stored(run, 2)  # seqs 2 and 3
     feed = RunFeed(run.pk, after=held)
     with django_assert_num_queries(0):
-        assert async_to_sync(feed.live)(event_message(events[0])) == []
+        assert async_to_sync(feed.live)(events_message(run.pk, [events[0]])) == []
     assert feed.last_seq == held
 
 
@@ -89,10 +88,10 @@ def test_a_live_event_after_a_gap_brings_the_missed_ones_from_the_table_first(ow
     run = make_run(owner)
     events = stored(run, 3)  # seqs 2, 3, 4; the client holds 1 and missed 2 and 3
     feed = RunFeed(run.pk, after=1)
-    assert seqs(async_to_sync(feed.live)(event_message(events[2]))) == [2, 3, 4]
+    assert seqs(async_to_sync(feed.live)(events_message(run.pk, [events[2]]))) == [2, 3, 4]
     # ... and then the live messages it skipped over are not delivered again.
-    assert async_to_sync(feed.live)(event_message(events[0])) == []
-    assert async_to_sync(feed.live)(event_message(events[2])) == []
+    assert async_to_sync(feed.live)(events_message(run.pk, [events[0]])) == []
+    assert async_to_sync(feed.live)(events_message(run.pk, [events[2]])) == []
 
 
 @pytest.mark.django_db(transaction=True)
@@ -100,7 +99,27 @@ def test_a_feed_for_a_client_holding_nothing_passes_the_first_event_on_at_once(
     owner, django_assert_num_queries
 ):
     run = make_run(owner)
-    first = event_message(RunEvent.objects.get(run=run, seq=1))
+    first = RunEvent.objects.get(run=run, seq=1)
     feed = RunFeed(run.pk)
     with django_assert_num_queries(0):
-        assert async_to_sync(feed.live)(first) == [first]
+        assert async_to_sync(feed.live)(events_message(run.pk, [first])) == [event_message(first)]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_one_commits_events_arrive_in_one_message_and_what_is_held_of_them_is_dropped(
+    owner, django_assert_num_queries
+):
+    run = make_run(owner)
+    events = stored(run, 3)  # seqs 2, 3, 4 committed together; the client holds 2
+    feed = RunFeed(run.pk, after=2)
+    with django_assert_num_queries(0):
+        assert seqs(async_to_sync(feed.live)(events_message(run.pk, events))) == [3, 4]
+    assert feed.last_seq == 4
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_commit_after_a_gap_brings_the_missed_ones_from_the_table_once(owner):
+    run = make_run(owner)
+    events = stored(run, 4)  # seqs 2..5; the client holds 1, missed 2, gets 3..5 in one message
+    feed = RunFeed(run.pk, after=1)
+    assert seqs(async_to_sync(feed.live)(events_message(run.pk, events[1:]))) == [2, 3, 4, 5]
