@@ -114,6 +114,31 @@ def audit_record(
     (labelled "worker") or the system (labelled "system"). Give the run as `run` or `run_id`.
     Raises ValueError for an unknown interface, an empty action, an unsaved or anonymous
     actor, or a `run` and `run_id` that disagree."""
+    event = audit_event(
+        action=action,
+        interface=interface,
+        actor=actor,
+        run=run,
+        run_id=run_id,
+        target=target,
+        details=details,
+    )
+    event.save()
+    return event
+
+
+def audit_event(
+    *,
+    action: str,
+    interface: str,
+    actor: AbstractBaseUser | None = None,
+    run: Run | None = None,
+    run_id: int | None = None,
+    target: str = "",
+    details: dict[str, Any] | None = None,
+) -> AuditEvent:
+    """The AuditEvent `audit_record` would append, not saved yet: for a caller that writes
+    several at once (`AuditEvent.objects.bulk_create`). Raises as `audit_record` does."""
     if interface not in AuditInterface.values:
         raise ValueError(f"Unknown audit interface {interface!r}")
     if not action:
@@ -128,7 +153,7 @@ def audit_record(
         label = actor.get_username()
     else:
         label = WORKER_LABEL if interface == AuditInterface.WORKER else SYSTEM_LABEL
-    return AuditEvent.objects.create(
+    return AuditEvent(
         action=action,
         interface=interface,
         actor=actor,

@@ -9,6 +9,7 @@ from django.utils import timezone
 
 from agents_app.core.audit import KILL_SWITCH_ENGAGE, KILL_SWITCH_RELEASE, audit_record
 from agents_app.core.errors import DomainError, ErrorCode
+from agents_app.core.watch import signal_kill_switch
 from agents_app.models import (
     ACTIVE_STATUSES,
     KillSwitch,
@@ -42,6 +43,7 @@ def kill_switch_set(*, engaged: bool, actor: Any, interface: str, reason: str = 
     switch.changed_by = actor
     switch.changed_at = timezone.now()
     switch.save()
+    signal_kill_switch()
     resumed = []
     if was and not engaged:
         for run_id in Run.objects.filter(status=RunStatus.PAUSED).values_list("pk", flat=True):

@@ -9,7 +9,11 @@ from django.db import transaction
 from django.utils import timezone
 
 from agents_app.core.events import EventType, publish_events
+from agents_app.core.watch import signal_run
 from agents_app.models import PARKED_STATUSES, TERMINAL_STATUSES, Run, RunEvent, RunStatus
+
+# Fields a worker holding the run obeys between its commits: changing one signals it (core.watch).
+CONTROL_FIELDS = frozenset({"cancel_requested", "pause_requested"})
 
 # Called by `transition` with the writer, the status before and the status after, inside the
 # run's transaction: how a package above this one (orchestration: a child tells its parent
@@ -73,6 +77,8 @@ class RunWriter:
     def flush(self) -> None:
         if self._fields:
             self.run.save(update_fields=sorted(self._fields))
+            if self._fields & CONTROL_FIELDS:
+                signal_run(self.run.pk)
         if self._events:
             RunEvent.objects.bulk_create(self._events)
             transaction.on_commit(partial(publish_events, self.run, list(self._events)))
@@ -81,11 +87,18 @@ class RunWriter:
 
 
 @contextmanager
-def locked_run(run_id: int, lease_token: str | None = None) -> Iterator[RunWriter]:
+def locked_run(
+    run_id: int, lease_token: str | None = None, *, run: Run | None = None
+) -> Iterator[RunWriter]:
     """Lock the run row for one transaction. With `lease_token`, raise LeaseLost unless this
-    worker still holds the lease, so a worker that lost its lease can never commit a step."""
+    worker still holds the lease, so a worker that lost its lease can never commit a step.
+    With `run`, that object is read again under the lock and written through (a worker keeps
+    its run in memory between commits, with what it holds of it, e.g. the task, untouched)."""
     with transaction.atomic():
-        run = Run.objects.select_for_update().get(pk=run_id)
+        if run is None:
+            run = Run.objects.select_for_update().get(pk=run_id)
+        else:
+            run.refresh_from_db(from_queryset=Run.objects.select_for_update())
         if lease_token is not None and run.lease_owner != lease_token:
             raise LeaseLost(f"run {run_id} is leased by another worker")
         writer = RunWriter(run)

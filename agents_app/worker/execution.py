@@ -22,6 +22,7 @@ from agents_app.core.audit import arguments_sha256
 from agents_app.core.errors import DomainError, ErrorCode
 from agents_app.core.events import EventType
 from agents_app.core.publisher import PUBLISHER, in_background
+from agents_app.core.watch import Watch
 from agents_app.engine.analysis import analyze_task, select_tools
 from agents_app.engine.contract import continue_message, evaluate_contract, stuck
 from agents_app.engine.decide import Action, ActionKind, RunState, StepState, next_action
@@ -52,7 +53,7 @@ from agents_app.runs.lease import Lease
 from agents_app.runs.lifecycle import finish, new_plan, skip_step, workspace_for
 from agents_app.runs.writer import LeaseLost, locked_run
 from agents_app.worker.evidence import call_records, evidence_problem
-from agents_app.worker.hooks import DatabaseHooks, ToolCallHandle
+from agents_app.worker.hooks import DatabaseHooks, PendingWrites, ToolCallHandle, committing
 from agents_app.worker.llm import as_itself, provider_for_run
 from agents_app.worker.team import delegate, plan_team, verify_team, wait
 from tools_app.process_registry import get_registry
@@ -98,6 +99,17 @@ class RunExecutor:
         self.registry = registry
         # Set once this worker parked the run: its lease went with it, so it stops here.
         self.parked = False
+        # While the lease holds nobody else writes the run's plan and steps, and every commit
+        # reads the run's row again under its lock (the fence): what the last decision was
+        # made from is kept (`rows`) while steps execute one after another, and read again
+        # after anything else. What the hooks heard since the last commit waits in `pending`;
+        # `watch` says when a cancel, a pause or the kill switch may have changed in between.
+        self.run: Run | None = None
+        self.rows: RunRows | None = None
+        self.pending = PendingWrites()
+        self.watch = Watch(run_id)
+        self.halted: bool | None = None
+        self._specs: list[ToolSpec] | None = None
         # How each decision is performed. ActionKind.NONE has no entry: it means stop.
         self.performers: dict[ActionKind, Callable[[Action, RunRows], None]] = {
             ActionKind.CANCEL: self.perform_cancel,
@@ -113,31 +125,61 @@ class RunExecutor:
         }
 
     def load(self) -> RunRows:
-        run = Run.objects.select_related("task").get(pk=self.run_id)
-        plan = Plan.objects.filter(run=run).order_by("-version").first()
+        if self.run is None:
+            self.run = Run.objects.select_related("task").get(pk=self.run_id)
+        else:
+            self.run.refresh_from_db()
+        plan = Plan.objects.filter(run=self.run).order_by("-version").first()
         steps = list(Step.objects.filter(plan=plan).order_by("index")) if plan else []
-        return RunRows(run, plan, steps)
+        return RunRows(self.run, plan, steps)
 
     def lock(self) -> Any:
-        return locked_run(self.run_id, self.lease.token)
+        """One commit of this worker (worker.hooks.committing): what its hooks heard first."""
+        if self.run is None:
+            self.run = Run.objects.select_related("task").get(pk=self.run_id)
+        return committing(self.run, self.lease, self.pending, self.watch)
 
-    def step_once(self) -> bool:
-        """Decide and perform one action; False when there is nothing left to do."""
-        rows = self.load()
-        state = RunState(
+    def hooks(self, run: Run, step: Step | None = None, **options: Any) -> DatabaseHooks:
+        """The engine's hooks for one phase, sharing this worker's run, pending writes and
+        watch."""
+        return DatabaseHooks(
+            run, self.lease, step, pending=self.pending, watch=self.watch, **options
+        )
+
+    def state_of(self, rows: RunRows, *, fresh: bool) -> RunState:
+        """What `next_action` decides from. The kill switch and the run's cancel and pause
+        flags are read again only when their counters moved (core.watch), or the first time."""
+        run_moved, switch_moved = self.watch.moved()
+        if switch_moved or self.halted is None:
+            self.halted = KillSwitch.is_engaged()
+        if run_moved and not fresh:
+            flags = Run.objects.filter(pk=self.run_id).values("cancel_requested", "pause_requested")
+            for name, value in (flags.first() or {}).items():
+                setattr(rows.run, name, value)
+        return RunState(
             status=rows.run.status,
             cancel_requested=rows.run.cancel_requested,
-            halted=KillSwitch.is_engaged(),
+            halted=self.halted,
             pause_requested=rows.run.pause_requested,
             steps=tuple(StepState(s.index, s.status, tuple(s.depends_on)) for s in rows.steps),
             delegates=rows.run.kind == RunKind.TEAM,
         )
-        action = next_action(state)
+
+    def step_once(self) -> bool:
+        """Decide and perform one action; False when there is nothing left to do."""
+        rows, fresh = self.rows, self.rows is None
+        if rows is None:
+            rows = self.load()
+        # Kept for the next decision only after a step executed here as planned.
+        self.rows = None
+        action = next_action(self.state_of(rows, fresh=fresh))
         if action.kind == ActionKind.NONE:
             return False
         perform = self.performers[action.kind]
         try:
             perform(action, rows)
+            if action.kind == ActionKind.EXECUTE and not self.parked:
+                self.rows = rows
         except StopRun as stop:
             if stop.code == ErrorCode.LEASE_LOST:
                 raise LeaseLost(str(stop)) from None
@@ -218,8 +260,12 @@ class RunExecutor:
 
     def specs(self, run: Run) -> list[ToolSpec]:
         """The tools this run may use: every configured one its task allows (a profile's or a
-        micro agent's list, never its excluded ones)."""
-        return [s for s in configured_specs(self.registry) if run.task.allows_tool(s.name)]
+        micro agent's list, never its excluded ones). Read once a delivery."""
+        if self._specs is None:
+            self._specs = [
+                s for s in configured_specs(self.registry) if run.task.allows_tool(s.name)
+            ]
+        return self._specs
 
     def offered_tools(self, run: Run, hooks: DatabaseHooks) -> list[ToolSpec]:
         """Every tool, or with many tools only those the task analysis asks for."""
@@ -253,7 +299,7 @@ class RunExecutor:
         return offered
 
     def plan(self, run: Run, previous: Plan | None, previous_steps: list[Step]) -> None:
-        hooks = DatabaseHooks(run, self.lease)
+        hooks = self.hooks(run)
         # The fast path (engine/fast.py) plans without the model, on the first plan only: a
         # replan after a direct attempt asks the planner, with that attempt as history.
         fast = (
@@ -338,12 +384,8 @@ class RunExecutor:
             )
         workspace = workspace_for(run)
         chat = run.kind in TRANSCRIPT_KINDS
-        hooks = DatabaseHooks(
-            run,
-            self.lease,
-            step,
-            specs={spec.name: spec for spec in self.specs(run)},
-            workspace=workspace,
+        hooks = self.hooks(
+            run, step, specs={spec.name: spec for spec in self.specs(run)}, workspace=workspace
         )
         if resume is not None:
             hooks.let_through[resume.handle.call_id] = "person"
@@ -465,7 +507,7 @@ class RunExecutor:
         """A contract cycle ended: the model judges its work against the contract (recorded
         with the results it relies on); then the attempt completes, stops (stuck, out of
         turns) or goes on with another cycle."""
-        hooks = DatabaseHooks(run, self.lease)
+        hooks = self.hooks(run)
         calls = call_records(run, steps)
         verdict = evaluate_contract(
             provider=self.provider,
@@ -534,7 +576,7 @@ class RunExecutor:
         # A fast-path plan's verdict is derived from its one step, not asked; it ends at the
         # same success point, replan or failure below as the verifier's.
         derived = fast_verdict(steps[0], can_replan=can_replan) if fast else None
-        hooks = DatabaseHooks(run, self.lease)
+        hooks = self.hooks(run)
         if derived:
             verdict = derived.verdict
         else:

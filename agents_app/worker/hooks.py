@@ -1,7 +1,17 @@
-"""DatabaseHooks: the engine's window on the world, backed by the run's rows."""
+"""DatabaseHooks: the engine's window on the world, backed by the run's rows.
+
+What the engine reports is written at the step's next commit, not each on its own: a model
+call's tokens, a tool call's result, their events and audit rows wait in `PendingWrites` until
+the next commit of this worker (before the next tool call, or the step's end, or whatever the
+executor commits next), which writes them first, in the order they were heard. A tool call's
+row is written, and committed, before the call. A worker that dies in between loses what it
+heard since its last commit, as it loses the action in flight: the step is run again.
+"""
 
 import time
-from dataclasses import dataclass
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -11,12 +21,14 @@ from django.db.models import Q
 from django.utils import timezone
 
 from agents_app.approvals.policy import Ask, approval_policy
-from agents_app.core.audit import LLM_CALL, TOOL_CALL, arguments_sha256, audit_record
+from agents_app.core.audit import LLM_CALL, TOOL_CALL, arguments_sha256, audit_event
 from agents_app.core.errors import DomainError, ErrorCode
 from agents_app.core.events import EventType, publish, run_group
+from agents_app.core.watch import Watch
 from agents_app.engine.hooks import StopRun
 from agents_app.engine.llm import RetryNotice, Usage
 from agents_app.models import (
+    AuditEvent,
     AuditInterface,
     ConversationEntry,
     DoubleTexting,
@@ -29,13 +41,59 @@ from agents_app.models import (
 )
 from agents_app.orchestration.children import tree_usage
 from agents_app.runs.lease import Lease
-from agents_app.runs.writer import locked_run
+from agents_app.runs.writer import RunWriter, locked_run
 from tools_app.registry import ToolResult, ToolSpec
 
 TOKEN_FLUSH_CHARS = 64
 TOKEN_FLUSH_SECONDS = 0.1
 # While the model streams, the run's row is read at most this often (for a cancel).
 POLL_SECONDS = 0.25
+
+
+@dataclass
+class PendingWrites:
+    """What a worker heard since its last commit and writes with its next one."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    calls: list[tuple[int, dict[str, Any]]] = field(default_factory=list)  # (id, fields)
+    events: list[tuple[EventType, dict[str, Any]]] = field(default_factory=list)
+    audit: list[AuditEvent] = field(default_factory=list)
+
+    def apply(self, w: RunWriter) -> None:
+        """Write it all in `w`'s transaction; `clear` once that committed."""
+        if self.prompt_tokens or self.completion_tokens:
+            w.set(
+                prompt_tokens=w.run.prompt_tokens + self.prompt_tokens,
+                completion_tokens=w.run.completion_tokens + self.completion_tokens,
+            )
+        for call_id, fields in self.calls:
+            ToolCall.objects.filter(pk=call_id).update(**fields)
+        for type, payload in self.events:
+            w.event(type, payload)
+        if self.audit:
+            AuditEvent.objects.bulk_create(self.audit)
+
+    def clear(self) -> None:
+        self.prompt_tokens = self.completion_tokens = 0
+        self.calls.clear()
+        self.events.clear()
+        self.audit.clear()
+
+
+@contextmanager
+def committing(
+    run: Run, lease: Lease, pending: PendingWrites, watch: Watch | None = None
+) -> Iterator[RunWriter]:
+    """One commit of the worker holding `run`: the row read again under its lock (the lease
+    checked, `run` brought up to date), what is pending written first, then the caller's
+    changes. The control counters are read just before, so the row read is their baseline."""
+    if watch is not None:
+        watch.run_read()
+    with locked_run(run.pk, lease.token, run=run) as w:
+        pending.apply(w)
+        yield w
+    pending.clear()
 
 
 @dataclass(frozen=True)
@@ -59,7 +117,14 @@ class DatabaseHooks:
         *,
         specs: dict[str, ToolSpec] | None = None,
         workspace: Path | None = None,
+        pending: PendingWrites | None = None,
+        watch: Watch | None = None,
     ):
+        # The worker's run, kept up to date by every commit through `commit` (its executor
+        # shares the object, the pending writes and the watch).
+        self.run = run
+        self.pending = pending if pending is not None else PendingWrites()
+        self.watch = watch if watch is not None else Watch(run.pk)
         self.run_id = run.pk
         self.owner_id = run.owner_id
         self.conversation_id = run.conversation_id
@@ -90,15 +155,26 @@ class DatabaseHooks:
         # verifier's answers carry none of it).
         self._reasoning: dict[str, list[str]] = {}
 
+    def commit(self) -> Any:
+        """A commit of this worker: what is pending first, then the caller's changes."""
+        return committing(self.run, self.lease, self.pending, self.watch)
+
     def checkpoint(self) -> None:
         self.flush_tokens()
         if self.lease.lost.is_set():
             raise StopRun(ErrorCode.LEASE_LOST)
         if timezone.now() >= self.deadline:
             raise StopRun(ErrorCode.EXECUTION_TIMEOUT, f"the run exceeded {self.limit_seconds:g} s")
-        cancel = Run.objects.filter(pk=self.run_id).values_list("cancel_requested", flat=True)
-        if cancel.first():
+        if self.cancel_requested():
             raise StopRun(ErrorCode.CANCELLED)
+
+    def cancel_requested(self) -> bool:
+        """The run's flag as of its last read, read again only when its counter moved."""
+        if self.watch.run_moved():
+            flags = Run.objects.filter(pk=self.run_id).values("cancel_requested", "pause_requested")
+            for name, value in (flags.first() or {}).items():
+                setattr(self.run, name, value)
+        return self.run.cancel_requested
 
     def poll(self) -> None:
         now = time.monotonic()
@@ -112,33 +188,39 @@ class DatabaseHooks:
 
     def on_llm_usage(self, usage: Usage, model: str) -> None:
         self.flush_tokens()
-        with locked_run(self.run_id, self.lease.token) as w:
-            run = w.run
-            w.set(
-                prompt_tokens=run.prompt_tokens + usage.prompt_tokens,
-                completion_tokens=run.completion_tokens + usage.completion_tokens,
-            )
-            call = {
-                "model": model,
-                "prompt_tokens": usage.prompt_tokens,
-                "completion_tokens": usage.completion_tokens,
-                "step_index": self.step.index if self.step else None,
-            }
-            w.event(EventType.LLM_USAGE, call)
-            audit_record(
+        if self.lease.lost.is_set():
+            raise StopRun(ErrorCode.LEASE_LOST)
+        pending = self.pending
+        pending.prompt_tokens += usage.prompt_tokens
+        pending.completion_tokens += usage.completion_tokens
+        call = {
+            "model": model,
+            "prompt_tokens": usage.prompt_tokens,
+            "completion_tokens": usage.completion_tokens,
+            "step_index": self.step.index if self.step else None,
+        }
+        pending.events.append((EventType.LLM_USAGE, call))
+        pending.audit.append(
+            audit_event(
                 action=LLM_CALL,
                 interface=AuditInterface.WORKER,
                 run_id=self.run_id,
                 target=model,
                 details=call,
             )
-        if run.total_tokens > run.max_tokens:
+        )
+        run = self.run
+        used = run.total_tokens + pending.prompt_tokens + pending.completion_tokens
+        if used > run.max_tokens:
             raise DomainError(
                 ErrorCode.BUDGET_EXCEEDED,
-                f"The run used {run.total_tokens} LLM tokens; its budget is {run.max_tokens}",
-                {"budget": "tokens", "used": run.total_tokens, "limit": run.max_tokens},
+                f"The run used {used} LLM tokens; its budget is {run.max_tokens}",
+                {"budget": "tokens", "used": used, "limit": run.max_tokens},
             )
         if run.root_id is not None:
+            # The tree's usage is read from the rows: this run's share goes in first.
+            with self.commit():
+                pass
             self.tree_within_budget(run.root_id, "tokens")
 
     def tree_within_budget(self, root_id: int, budget: str) -> None:
@@ -158,7 +240,7 @@ class DatabaseHooks:
     def incoming(self, *, turn: int) -> list[tuple[Any, str]]:
         if not self.conversation_id:
             return []
-        with locked_run(self.run_id, self.lease.token) as w:
+        with self.commit() as w:
             waiting = (
                 ConversationEntry.objects.select_for_update()
                 .filter(
@@ -186,7 +268,7 @@ class DatabaseHooks:
 
     def on_llm_retry(self, notice: RetryNotice) -> None:
         self.flush_tokens()
-        with locked_run(self.run_id, self.lease.token) as w:
+        with self.commit() as w:
             w.event(
                 EventType.LLM_RETRY,
                 {
@@ -238,7 +320,7 @@ class DatabaseHooks:
         assert self.step is not None
         if self.root_id is not None:
             self.tree_within_budget(self.root_id, "tool_calls")
-        with locked_run(self.run_id, self.lease.token) as w:
+        with self.commit() as w:
             run = w.run
             if run.tool_calls_made >= run.max_tool_calls:
                 raise DomainError(
@@ -291,37 +373,49 @@ class DatabaseHooks:
         call_id = handle.call_id
         duration_ms = int((time.monotonic() - handle.started) * 1000)
         ok = result is not None and result.ok and not error_code
-        with locked_run(self.run_id, self.lease.token) as w:
-            ToolCall.objects.filter(pk=call_id).update(
-                status=ToolCallStatus.SUCCEEDED if ok else ToolCallStatus.FAILED,
-                result=result.content if result is not None else None,
-                error=error if error_code else "",
-                duration_ms=duration_ms,
+        status = ToolCallStatus.SUCCEEDED if ok else ToolCallStatus.FAILED
+        step_index = self.step.index if self.step else None
+        # Written with the step's next commit (its end, or the next call's row).
+        pending = self.pending
+        pending.calls.append(
+            (
+                call_id,
+                {
+                    "status": status,
+                    "result": result.content if result is not None else None,
+                    "error": error if error_code else "",
+                    "duration_ms": duration_ms,
+                },
             )
-            w.event(
+        )
+        pending.events.append(
+            (
                 EventType.TOOL_RESULT,
                 {
                     "tool_call_id": call_id,
-                    "step_index": self.step.index if self.step else None,
-                    "status": ToolCallStatus.SUCCEEDED if ok else ToolCallStatus.FAILED,
+                    "step_index": step_index,
+                    "status": status,
                     "result": result.content if ok else None,
                     "error_code": error_code,
                     "error": error,
                     "duration_ms": duration_ms,
                 },
             )
-            audit_record(
+        )
+        pending.audit.append(
+            audit_event(
                 action=TOOL_CALL,
                 interface=AuditInterface.WORKER,
                 run_id=self.run_id,
                 target=handle.tool,
                 details={
                     "tool_call_id": call_id,
-                    "step_index": self.step.index if self.step else None,
+                    "step_index": step_index,
                     "arguments_sha256": handle.arguments_sha256,
-                    "outcome": ToolCallStatus.SUCCEEDED if ok else ToolCallStatus.FAILED,
+                    "outcome": status,
                     "approval": self.let_through.get(call_id, ""),
                     "error_code": error_code,
                     "duration_ms": duration_ms,
                 },
             )
+        )

@@ -26,7 +26,6 @@ from agents_app.orchestration.children import (
     spawn_child,
 )
 from agents_app.runs.lifecycle import finish, new_plan
-from agents_app.worker.hooks import DatabaseHooks
 
 if TYPE_CHECKING:
     from agents_app.worker.execution import RunExecutor, RunRows
@@ -57,7 +56,7 @@ def plan_team(ex: "RunExecutor", run: Run, previous: Plan | None, steps: list[St
     """The head node's model splits the task; the plan's steps are the subtasks, each with
     the profile the matrix prefers (assigned for good when it starts: a busy profile may be
     replaced by its secondary then)."""
-    hooks = DatabaseHooks(run, ex.lease)
+    hooks = ex.hooks(run)
     cards = profile_cards()
     output = decompose(
         provider=ex.provider,
@@ -278,7 +277,7 @@ def verify_team(ex: "RunExecutor", run: Run, steps: list[Step]) -> None:
     iterative = (plan.raw or {}).get("pattern") == "iterative"
     verdict = None
     if iterative and not failed and run.replans < settings.TEAM_MAX_ITERATIONS:
-        hooks = DatabaseHooks(run, ex.lease)
+        hooks = ex.hooks(run)
         verdict = verify(
             provider=ex.provider,
             hooks=hooks,

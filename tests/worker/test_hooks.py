@@ -183,6 +183,8 @@ def test_a_tool_call_s_duration_is_recorded_in_milliseconds(owner):
 
     an_hour_ago = replace(handle, started=handle.started - 3600)
     hooks.after_tool_call(an_hour_ago, result=ToolResult(ok=True, content={"echo": "hi"}))
+    with hooks.commit():  # a result is written with the step's next commit
+        pass
 
     call = ToolCall.objects.get(pk=handle.call_id)
     assert call.status == "succeeded"
@@ -198,6 +200,8 @@ def test_a_tool_result_that_is_not_ok_is_recorded_failed_even_without_an_error_c
     handle = hooks.before_tool_call("echo", {"text": "hi"})
 
     hooks.after_tool_call(handle, result=ToolResult(ok=False, error="no echo today"))
+    with hooks.commit():
+        pass
 
     assert ToolCall.objects.get(pk=handle.call_id).status == "failed"
     result = RunEvent.objects.get(run=run, type="tool_result").payload
@@ -223,3 +227,40 @@ def test_a_server_tool_s_path_outside_the_run_s_workspace_asks_a_person(owner, t
     ask = hooks.approval_needed("notes_read", {"path": "/etc/passwd"})
     assert ask is not None
     assert "argument 'path' points outside the workspace" in ask.classification.reasons
+
+
+def test_a_result_waits_for_the_next_commit_which_writes_it_with_its_event_and_audit_row(owner):
+    run = make_run(owner)
+    step = add_plan(run, ["echo"]).steps.get()
+    hooks = hooks_of(run, step)
+    handle = hooks.before_tool_call("echo", {"text": "hi"})
+    hooks.after_tool_call(handle, result=ToolResult(ok=True, content={"echo": "hi"}))
+
+    assert ToolCall.objects.get(pk=handle.call_id).status == "running"
+    assert not RunEvent.objects.filter(run=run, type="tool_result").exists()
+    with hooks.commit():
+        pass
+
+    assert ToolCall.objects.get(pk=handle.call_id).status == "succeeded"
+    types = list(RunEvent.objects.filter(run=run).order_by("seq").values_list("type", flat=True))
+    assert types[-2:] == ["tool_call", "tool_result"]
+    assert AuditEvent.objects.filter(run_id=run.pk, action="tool.call").count() == 1
+
+
+def test_a_cancel_is_seen_at_the_next_checkpoint_with_no_query_while_nothing_changed(
+    owner, django_assert_num_queries
+):
+    from agents_app.runs.services import run_cancel
+
+    run = make_run(owner)
+    hooks = hooks_of(run)
+    hooks.checkpoint()  # the first look reads the row
+
+    with django_assert_num_queries(0):
+        hooks.checkpoint()
+        hooks.checkpoint()
+    run_cancel(run=run, actor=owner, interface="api")
+    with pytest.raises(StopRun) as stopped:
+        hooks.checkpoint()
+
+    assert stopped.value.code == ErrorCode.CANCELLED

@@ -126,10 +126,12 @@ def test_a_worker_that_lost_its_lease_records_no_llm_call(owner):
     Run.objects.filter(pk=run.pk).update(lease_owner="someone-else")
     hooks = DatabaseHooks(run, Lease(run.pk, "mine", 30))
 
-    with pytest.raises(LeaseLost):
-        hooks.on_llm_usage(Usage(prompt_tokens=10, completion_tokens=5), "scripted")
+    hooks.on_llm_usage(Usage(prompt_tokens=10, completion_tokens=5), "scripted")
+    with pytest.raises(LeaseLost), hooks.commit():  # the call is written with the next commit
+        pass
 
     assert not AuditEvent.objects.filter(action="llm.call").exists()
+    assert Run.objects.get(pk=run.pk).prompt_tokens == 0
 
 
 def test_an_llm_call_is_recorded_with_the_run_s_token_update(owner):
@@ -138,6 +140,9 @@ def test_an_llm_call_is_recorded_with_the_run_s_token_update(owner):
     hooks = DatabaseHooks(run, Lease(run.pk, "mine", 30))
 
     hooks.on_llm_usage(Usage(prompt_tokens=10, completion_tokens=5), "gpt-test")
+    assert not AuditEvent.objects.filter(action="llm.call").exists()  # until the next commit
+    with hooks.commit():
+        pass
 
     run.refresh_from_db()
     event = AuditEvent.objects.get(action="llm.call")

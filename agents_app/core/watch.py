@@ -1,0 +1,108 @@
+"""Cheap control reads: has a person asked a run to stop or pause, or has staff moved the kill
+switch, since a worker last looked?
+
+The database holds the truth (`Run.cancel_requested`, `Run.pause_requested`, `KillSwitch`); a
+worker also reads the run's row under the lock of every commit. Between two commits it would
+have to query the run at every checkpoint to notice a cancel in time. Instead, whoever changes
+one of those rows bumps a counter in Redis (`signal_run`, `signal_kill_switch`), and the worker's
+`Watch` reads both counters in one round trip at each checkpoint: it queries the database only
+when one moved. A counter is bumped at once and again after the commit, so a watcher can never
+see the bump before it could see the row; a Redis that is down makes every look a database read.
+"""
+
+import logging
+import os
+from typing import Any
+
+import redis
+from django.conf import settings
+from django.db import transaction
+
+logger = logging.getLogger(__name__)
+
+KILL_SWITCH_KEY = "agentdesk:control:kill-switch"
+# A counter nobody bumps for a day is dropped; a watcher that then sees None reads the rows.
+KEY_SECONDS = 86_400
+
+_clients: dict[int, Any] = {}
+
+
+def run_key(run_id: int) -> str:
+    return f"agentdesk:control:run:{run_id}"
+
+
+def _client() -> Any:
+    client = _clients.get(os.getpid())  # not shared with a forked child
+    if client is None:
+        url = settings.REDIS_URL or "redis://127.0.0.1:6379/0"
+        client = redis.Redis.from_url(url, socket_timeout=1, socket_connect_timeout=1)
+        _clients.clear()
+        _clients[os.getpid()] = client
+    return client
+
+
+def _bump(key: str) -> None:
+    try:
+        pipe = _client().pipeline(transaction=False)
+        pipe.incr(key)
+        pipe.expire(key, KEY_SECONDS)
+        pipe.execute()
+    except redis.RedisError:
+        logger.warning("could not signal %s; workers see it at their next commit", key)
+
+
+def _signal(key: str) -> None:
+    _bump(key)
+    if transaction.get_connection().in_atomic_block:
+        transaction.on_commit(lambda: _bump(key))
+
+
+def signal_run(run_id: int) -> None:
+    """A run's cancel_requested or pause_requested is being changed in this transaction."""
+    _signal(run_key(run_id))
+
+
+def signal_kill_switch() -> None:
+    """The kill switch is being engaged or released in this transaction."""
+    _signal(KILL_SWITCH_KEY)
+
+
+_UNKNOWN = object()  # before the first look, or after Redis could not tell
+
+
+class Watch:
+    """What one worker last saw of a run's counter and of the kill switch's. Each is compared
+    with what was seen of it the last time that one was asked about, so a look for a cancel
+    never hides a kill switch that moved from the next decision, nor the other way round."""
+
+    RUN, SWITCH = 0, 1
+
+    def __init__(self, run_id: int):
+        self.keys = [run_key(run_id), KILL_SWITCH_KEY]
+        self.seen: list[Any] = [_UNKNOWN, _UNKNOWN]
+
+    def _look(self, *which: int) -> list[bool]:
+        try:
+            now = _client().mget(self.keys)
+        except redis.RedisError:
+            self.seen = [_UNKNOWN, _UNKNOWN]
+            return [True for _ in which]
+        moved = [self.seen[i] is _UNKNOWN or now[i] != self.seen[i] for i in which]
+        for i in which:
+            self.seen[i] = now[i]
+        return moved
+
+    def moved(self) -> tuple[bool, bool]:
+        """(the run's cancel or pause may have changed, the kill switch may have) since each
+        was last asked about: True the first time, and whenever Redis cannot tell."""
+        run, switch = self._look(self.RUN, self.SWITCH)
+        return run, switch
+
+    def run_moved(self) -> bool:
+        """The run's cancel or pause may have changed since it was last asked about."""
+        return self._look(self.RUN)[0]
+
+    def run_read(self) -> None:
+        """The run's row is about to be read (under a commit's lock): that read answers for
+        the run's counter as it is now."""
+        self._look(self.RUN)
