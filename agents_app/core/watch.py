@@ -102,6 +102,10 @@ class Watch:
         """The run's cancel or pause may have changed since it was last asked about."""
         return self._look(self.RUN)[0]
 
+    def switch_moved(self) -> bool:
+        """The kill switch may have moved since it was last asked about."""
+        return self._look(self.SWITCH)[0]
+
     def run_read(self) -> None:
         """The run's row is about to be read (under a commit's lock): that read answers for
         the run's counter as it is now."""

@@ -98,9 +98,17 @@ def locked_run(
         if run is None:
             run = Run.objects.select_for_update().get(pk=run_id)
         else:
-            run.refresh_from_db(from_queryset=Run.objects.select_for_update())
+            _read_again(run)
         if lease_token is not None and run.lease_owner != lease_token:
             raise LeaseLost(f"run {run_id} is leased by another worker")
         writer = RunWriter(run)
         yield writer
         writer.flush()
+
+
+def _read_again(run: Run) -> None:
+    """`run` as its row is now, read under a row lock. Unlike refresh_from_db, which drops them,
+    the related rows it holds (its task) are kept unless the row points elsewhere now."""
+    row = Run.objects.select_for_update().get(pk=run.pk)
+    for field in Run._meta.concrete_fields:
+        setattr(run, field.attname, getattr(row, field.attname))

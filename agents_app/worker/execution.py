@@ -110,6 +110,8 @@ class RunExecutor:
         self.watch = Watch(run_id)
         self.halted: bool | None = None
         self._specs: list[ToolSpec] | None = None
+        # The step the last step's end started (`start_next`), until it executes.
+        self.started_next: Step | None = None
         # How each decision is performed. ActionKind.NONE has no entry: it means stop.
         self.performers: dict[ActionKind, Callable[[Action, RunRows], None]] = {
             ActionKind.CANCEL: self.perform_cancel,
@@ -177,7 +179,12 @@ class RunExecutor:
             return False
         perform = self.performers[action.kind]
         try:
-            perform(action, rows)
+            try:
+                perform(action, rows)
+            except BaseException:
+                # Whatever it started for the next decision was not committed.
+                self.started_next = None
+                raise
             if action.kind == ActionKind.EXECUTE and not self.parked:
                 self.rows = rows
         except StopRun as stop:
@@ -213,10 +220,12 @@ class RunExecutor:
 
     def perform_cancel(self, action: Action, rows: RunRows) -> None:
         with self.lock() as w:
+            self.unstart()
             finish(w, RunStatus.CANCELLED, ErrorCode.CANCELLED, "Cancelled by request")
 
     def perform_pause(self, action: Action, rows: RunRows) -> None:
         with self.lock() as w:
+            self.unstart()
             w.set(resume_status=w.run.status)
             w.transition(
                 RunStatus.PAUSED,
@@ -353,35 +362,77 @@ class RunExecutor:
                 },
             )
 
-    def execute(self, run: Run, steps: list[Step], step: Step, *, direct: bool = False) -> None:
-        resume = self.decided(step) if step.progress else None
-        with self.lock() as w:
-            interrupted = step.status == StepStatus.RUNNING and resume is None
-            step.retry_count += int(interrupted)
-            if interrupted and step.retry_count > settings.RUN_MAX_TAKEOVERS:
-                # Seed 001's "crashed worker: resume elsewhere (3)": a step whose every try
-                # takes its worker down ends the run (a team's parent then replans or fails).
-                raise DomainError(
-                    ErrorCode.MAX_RETRIES_EXCEEDED,
-                    f"step {step.index} was interrupted {step.retry_count} times: its worker "
-                    f"stopped each time (RUN_MAX_TAKEOVERS={settings.RUN_MAX_TAKEOVERS})",
-                    {"step_index": step.index, "interruptions": step.retry_count},
-                )
-            step.status = StepStatus.RUNNING
-            step.started_at = timezone.now()
-            # A crash after this commit restarts the step from scratch, like any interruption.
-            step.progress = None
-            step.save(update_fields=["status", "retry_count", "started_at", "progress"])
-            w.event(
-                EventType.STEP_STARTED,
-                {
-                    "index": step.index,
-                    "objective": step.objective,
-                    "retry_count": step.retry_count,
-                    "resumed_after_interruption": interrupted,
-                    "resumed_after_approval": resume is not None,
-                },
+    def start_step(self, w: Any, step: Step, resume: Resume | None) -> None:
+        """Mark `step` running, with its step_started event, in `w`'s transaction. A step found
+        running was interrupted: it starts again as its next attempt."""
+        interrupted = step.status == StepStatus.RUNNING and resume is None
+        step.retry_count += int(interrupted)
+        if interrupted and step.retry_count > settings.RUN_MAX_TAKEOVERS:
+            # Seed 001's "crashed worker: resume elsewhere (3)": a step whose every try
+            # takes its worker down ends the run (a team's parent then replans or fails).
+            raise DomainError(
+                ErrorCode.MAX_RETRIES_EXCEEDED,
+                f"step {step.index} was interrupted {step.retry_count} times: its worker "
+                f"stopped each time (RUN_MAX_TAKEOVERS={settings.RUN_MAX_TAKEOVERS})",
+                {"step_index": step.index, "interruptions": step.retry_count},
             )
+        step.status = StepStatus.RUNNING
+        step.started_at = timezone.now()
+        # A crash after this commit restarts the step from scratch, like any interruption.
+        step.progress = None
+        step.save(update_fields=["status", "retry_count", "started_at", "progress"])
+        w.event(
+            EventType.STEP_STARTED,
+            {
+                "index": step.index,
+                "objective": step.objective,
+                "retry_count": step.retry_count,
+                "resumed_after_interruption": interrupted,
+                "resumed_after_approval": resume is not None,
+            },
+        )
+
+    def start_next(self, w: Any, steps: list[Step]) -> None:
+        """At a step's end, in its transaction: when the next decision will be to execute a
+        step that has not started, start it now (one commit a step fewer). The run's flags were
+        just read under the lock; the kill switch is looked at too. Should the decision be
+        otherwise after all (a pause, a cancel or the kill switch in between), the step is
+        put back (`unstart`) in that decision's commit."""
+        if self.watch.switch_moved():
+            self.halted = KillSwitch.is_engaged()
+        run = w.run
+        state = RunState(
+            status=run.status,
+            cancel_requested=run.cancel_requested,
+            halted=bool(self.halted),
+            pause_requested=run.pause_requested,
+            steps=tuple(StepState(s.index, s.status, tuple(s.depends_on)) for s in steps),
+            delegates=run.kind == RunKind.TEAM,
+        )
+        action = next_action(state)
+        if action.kind != ActionKind.EXECUTE:
+            return
+        step = steps[action.step_index]
+        if step.status == StepStatus.PENDING and not step.progress:
+            self.start_step(w, step, None)
+            self.started_next = step
+
+    def unstart(self) -> None:
+        """Put back the step `start_next` started, in the caller's transaction: it never ran."""
+        step, self.started_next = self.started_next, None
+        if step is not None:
+            step.status = StepStatus.PENDING
+            step.started_at = None
+            step.save(update_fields=["status", "started_at"])
+
+    def execute(self, run: Run, steps: list[Step], step: Step, *, direct: bool = False) -> None:
+        resume = None
+        if self.started_next is step:
+            self.started_next = None  # started by the last step's end
+        else:
+            resume = self.decided(step) if step.progress else None
+            with self.lock() as w:
+                self.start_step(w, step, resume)
         workspace = workspace_for(run)
         chat = run.kind in TRANSCRIPT_KINDS
         hooks = self.hooks(
@@ -474,6 +525,8 @@ class RunExecutor:
                     "status": RunStatus.RUNNING,
                 },
             )
+            if not chat:
+                self.start_next(w, steps)
 
     def decided(self, step: Step) -> Resume | None:
         """How to continue a step parked on an approval, once a person decided it (None: the

@@ -52,48 +52,66 @@ POLL_SECONDS = 0.25
 
 @dataclass
 class PendingWrites:
-    """What a worker heard since its last commit and writes with its next one."""
+    """What a worker heard since its last commit and writes with its next one: model calls'
+    usage (tokens, `llm_usage` events, audit rows) and tool calls' results (the call's row,
+    `tool_result` events, audit rows)."""
 
     prompt_tokens: int = 0
     completion_tokens: int = 0
-    calls: list[tuple[int, dict[str, Any]]] = field(default_factory=list)  # (id, fields)
-    events: list[tuple[EventType, dict[str, Any]]] = field(default_factory=list)
-    audit: list[AuditEvent] = field(default_factory=list)
+    usage: list[tuple[dict[str, Any], AuditEvent]] = field(default_factory=list)
+    # (tool call id, the row's fields, the event's payload, the audit row)
+    results: list[tuple[int, dict[str, Any], dict[str, Any], AuditEvent]] = field(
+        default_factory=list
+    )
 
-    def apply(self, w: RunWriter) -> None:
-        """Write it all in `w`'s transaction; `clear` once that committed."""
-        if self.prompt_tokens or self.completion_tokens:
-            w.set(
-                prompt_tokens=w.run.prompt_tokens + self.prompt_tokens,
-                completion_tokens=w.run.completion_tokens + self.completion_tokens,
-            )
-        for call_id, fields in self.calls:
+    def apply(self, w: RunWriter, *, usage: bool = True) -> None:
+        """Write it in `w`'s transaction: the results, and the usage too unless `usage` is
+        False (a tool call's row is committed before the call with the results heard so far;
+        the usage waits for the step's end, tokens, events and audit rows together, so the
+        accounting stays whole whatever becomes of the worker). `clear` once it committed."""
+        audit = []
+        for call_id, fields, payload, row in self.results:
             ToolCall.objects.filter(pk=call_id).update(**fields)
-        for type, payload in self.events:
-            w.event(type, payload)
-        if self.audit:
-            AuditEvent.objects.bulk_create(self.audit)
+            w.event(EventType.TOOL_RESULT, payload)
+            audit.append(row)
+        if usage:
+            if self.prompt_tokens or self.completion_tokens:
+                w.set(
+                    prompt_tokens=w.run.prompt_tokens + self.prompt_tokens,
+                    completion_tokens=w.run.completion_tokens + self.completion_tokens,
+                )
+            for payload, row in self.usage:
+                w.event(EventType.LLM_USAGE, payload)
+                audit.append(row)
+        if audit:
+            AuditEvent.objects.bulk_create(audit)
 
-    def clear(self) -> None:
-        self.prompt_tokens = self.completion_tokens = 0
-        self.calls.clear()
-        self.events.clear()
-        self.audit.clear()
+    def clear(self, *, usage: bool = True) -> None:
+        self.results.clear()
+        if usage:
+            self.prompt_tokens = self.completion_tokens = 0
+            self.usage.clear()
 
 
 @contextmanager
 def committing(
-    run: Run, lease: Lease, pending: PendingWrites, watch: Watch | None = None
+    run: Run,
+    lease: Lease,
+    pending: PendingWrites,
+    watch: Watch | None = None,
+    *,
+    usage: bool = True,
 ) -> Iterator[RunWriter]:
     """One commit of the worker holding `run`: the row read again under its lock (the lease
-    checked, `run` brought up to date), what is pending written first, then the caller's
-    changes. The control counters are read just before, so the row read is their baseline."""
+    checked, `run` brought up to date), what is pending written first (its usage only with
+    `usage`), then the caller's changes. The control counters are read just before, so the
+    row read is their baseline."""
     if watch is not None:
         watch.run_read()
     with locked_run(run.pk, lease.token, run=run) as w:
-        pending.apply(w)
+        pending.apply(w, usage=usage)
         yield w
-    pending.clear()
+    pending.clear(usage=usage)
 
 
 @dataclass(frozen=True)
@@ -155,9 +173,9 @@ class DatabaseHooks:
         # verifier's answers carry none of it).
         self._reasoning: dict[str, list[str]] = {}
 
-    def commit(self) -> Any:
+    def commit(self, *, usage: bool = True) -> Any:
         """A commit of this worker: what is pending first, then the caller's changes."""
-        return committing(self.run, self.lease, self.pending, self.watch)
+        return committing(self.run, self.lease, self.pending, self.watch, usage=usage)
 
     def checkpoint(self) -> None:
         self.flush_tokens()
@@ -199,16 +217,14 @@ class DatabaseHooks:
             "completion_tokens": usage.completion_tokens,
             "step_index": self.step.index if self.step else None,
         }
-        pending.events.append((EventType.LLM_USAGE, call))
-        pending.audit.append(
-            audit_event(
-                action=LLM_CALL,
-                interface=AuditInterface.WORKER,
-                run_id=self.run_id,
-                target=model,
-                details=call,
-            )
+        row = audit_event(
+            action=LLM_CALL,
+            interface=AuditInterface.WORKER,
+            run_id=self.run_id,
+            target=model,
+            details=call,
         )
+        pending.usage.append((call, row))
         run = self.run
         used = run.total_tokens + pending.prompt_tokens + pending.completion_tokens
         if used > run.max_tokens:
@@ -320,7 +336,7 @@ class DatabaseHooks:
         assert self.step is not None
         if self.root_id is not None:
             self.tree_within_budget(self.root_id, "tool_calls")
-        with self.commit() as w:
+        with self.commit(usage=False) as w:
             run = w.run
             if run.tool_calls_made >= run.max_tool_calls:
                 raise DomainError(
@@ -376,8 +392,7 @@ class DatabaseHooks:
         status = ToolCallStatus.SUCCEEDED if ok else ToolCallStatus.FAILED
         step_index = self.step.index if self.step else None
         # Written with the step's next commit (its end, or the next call's row).
-        pending = self.pending
-        pending.calls.append(
+        self.pending.results.append(
             (
                 call_id,
                 {
@@ -386,11 +401,6 @@ class DatabaseHooks:
                     "error": error if error_code else "",
                     "duration_ms": duration_ms,
                 },
-            )
-        )
-        pending.events.append(
-            (
-                EventType.TOOL_RESULT,
                 {
                     "tool_call_id": call_id,
                     "step_index": step_index,
@@ -400,22 +410,20 @@ class DatabaseHooks:
                     "error": error,
                     "duration_ms": duration_ms,
                 },
-            )
-        )
-        pending.audit.append(
-            audit_event(
-                action=TOOL_CALL,
-                interface=AuditInterface.WORKER,
-                run_id=self.run_id,
-                target=handle.tool,
-                details={
-                    "tool_call_id": call_id,
-                    "step_index": step_index,
-                    "arguments_sha256": handle.arguments_sha256,
-                    "outcome": status,
-                    "approval": self.let_through.get(call_id, ""),
-                    "error_code": error_code,
-                    "duration_ms": duration_ms,
-                },
+                audit_event(
+                    action=TOOL_CALL,
+                    interface=AuditInterface.WORKER,
+                    run_id=self.run_id,
+                    target=handle.tool,
+                    details={
+                        "tool_call_id": call_id,
+                        "step_index": step_index,
+                        "arguments_sha256": handle.arguments_sha256,
+                        "outcome": status,
+                        "approval": self.let_through.get(call_id, ""),
+                        "error_code": error_code,
+                        "duration_ms": duration_ms,
+                    },
+                ),
             )
         )
