@@ -5,7 +5,7 @@ from contextlib import contextmanager
 from functools import partial
 from typing import Any
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from agents_app.core.events import EventType, publish_events
@@ -112,3 +112,70 @@ def _read_again(run: Run) -> None:
     row = Run.objects.select_for_update().get(pk=run.pk)
     for field in Run._meta.concrete_fields:
         setattr(run, field.attname, getattr(row, field.attname))
+
+
+class FencedWriter(RunWriter):
+    """A worker's commit on its hot path (a tool call's row, a step's end): nothing is read
+    before the writes. The fence is the last statement: one UPDATE of the run's row, only where
+    this worker still holds the lease, that writes the fields set, advances `event_seq` by the
+    events added and returns it with the flags a person may have changed since; no row means
+    the lease is lost, and LeaseLost rolls every write of the transaction back. The events get
+    their seqs from what it returns, so other writers' events (a cancel's) never collide.
+
+    Only the lease holder writes what the hot path sets (tokens, tool calls made, the final
+    response), so the worker's own values are the row's. It changes no status: `transition`
+    is refused."""
+
+    def __init__(self, run: Run, lease_token: str):
+        super().__init__(run)
+        self.lease_token = lease_token
+
+    def event(self, type: EventType, payload: dict[str, Any] | None = None) -> RunEvent:
+        event = RunEvent(run=self.run, seq=0, type=type, payload=payload or {})
+        self._events.append(event)
+        return event
+
+    def transition(self, status: str, **payload: Any) -> None:
+        raise InvalidTransition("a fenced commit changes no status: use locked_run")
+
+    def flush(self) -> None:
+        run, count = self.run, len(self._events)
+        fields = [Run._meta.get_field(name) for name in sorted(self._fields - {"event_seq"})]
+        quote = connection.ops.quote_name
+        assignments = [f"{quote('event_seq')} = {quote('event_seq')} + %s"]
+        params: list[Any] = [count]
+        for field in fields:
+            assignments.append(f"{quote(field.column)} = %s")
+            params.append(field.get_db_prep_save(getattr(run, field.attname), connection))
+        sql = (
+            f"UPDATE {quote(Run._meta.db_table)} SET {', '.join(assignments)} "
+            f"WHERE {quote('id')} = %s AND {quote('lease_owner')} = %s "
+            f"RETURNING {quote('event_seq')}, {quote('cancel_requested')}, "
+            f"{quote('pause_requested')}"
+        )
+        with connection.cursor() as cursor:
+            cursor.execute(sql, [*params, run.pk, self.lease_token])
+            row = cursor.fetchone()
+        if row is None:
+            raise LeaseLost(f"run {run.pk} is leased by another worker")
+        run.event_seq, run.cancel_requested, run.pause_requested = (
+            row[0],
+            bool(row[1]),
+            bool(row[2]),
+        )
+        for seq, event in enumerate(self._events, start=run.event_seq - count + 1):
+            event.seq = seq
+        if self._events:
+            RunEvent.objects.bulk_create(self._events)
+            transaction.on_commit(partial(publish_events, run, list(self._events)))
+        self._fields.clear()
+        self._events.clear()
+
+
+@contextmanager
+def fenced_run(run: Run, lease_token: str) -> Iterator[FencedWriter]:
+    """One commit on a worker's hot path (FencedWriter): the caller's writes, then the fence."""
+    with transaction.atomic():
+        writer = FencedWriter(run, lease_token)
+        yield writer
+        writer.flush()

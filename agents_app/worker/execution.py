@@ -65,6 +65,17 @@ logger = logging.getLogger(__name__)
 # The kinds whose step reads and writes a conversation's transcript.
 TRANSCRIPT_KINDS = frozenset({RunKind.CHAT, RunKind.CONTRACT})
 
+# A step's row at its end (its outcome), and the next step's (its start) in the same statement.
+STEP_WRITTEN_AT_ITS_END = [
+    "status",
+    "output",
+    "error",
+    "thinking",
+    "finished_at",
+    "retry_count",
+    "started_at",
+]
+
 TOKEN_FLUSH_CHARS = 64
 TOKEN_FLUSH_SECONDS = 0.1
 
@@ -135,11 +146,11 @@ class RunExecutor:
         steps = list(Step.objects.filter(plan=plan).order_by("index")) if plan else []
         return RunRows(self.run, plan, steps)
 
-    def lock(self) -> Any:
+    def lock(self, *, fenced: bool = False) -> Any:
         """One commit of this worker (worker.hooks.committing): what its hooks heard first."""
         if self.run is None:
             self.run = Run.objects.select_related("task").get(pk=self.run_id)
-        return committing(self.run, self.lease, self.pending, self.watch)
+        return committing(self.run, self.lease, self.pending, self.watch, fenced=fenced)
 
     def hooks(self, run: Run, step: Step | None = None, **options: Any) -> DatabaseHooks:
         """The engine's hooks for one phase, sharing this worker's run, pending writes and
@@ -362,9 +373,10 @@ class RunExecutor:
                 },
             )
 
-    def start_step(self, w: Any, step: Step, resume: Resume | None) -> None:
-        """Mark `step` running, with its step_started event, in `w`'s transaction. A step found
-        running was interrupted: it starts again as its next attempt."""
+    def start_step(self, w: Any, step: Step, resume: Resume | None, *, save: bool = True) -> None:
+        """Mark `step` running, with its step_started event, in `w`'s transaction (its row is
+        written unless `save` is False: the caller writes it with others). A step found running
+        was interrupted: it starts again as its next attempt."""
         interrupted = step.status == StepStatus.RUNNING and resume is None
         step.retry_count += int(interrupted)
         if interrupted and step.retry_count > settings.RUN_MAX_TAKEOVERS:
@@ -380,7 +392,8 @@ class RunExecutor:
         step.started_at = timezone.now()
         # A crash after this commit restarts the step from scratch, like any interruption.
         step.progress = None
-        step.save(update_fields=["status", "retry_count", "started_at", "progress"])
+        if save:
+            step.save(update_fields=["status", "retry_count", "started_at", "progress"])
         w.event(
             EventType.STEP_STARTED,
             {
@@ -392,7 +405,7 @@ class RunExecutor:
             },
         )
 
-    def start_next(self, w: Any, steps: list[Step]) -> None:
+    def start_next(self, w: Any, steps: list[Step]) -> Step | None:
         """At a step's end, in its transaction: when the next decision will be to execute a
         step that has not started, start it now (one commit a step fewer). The run's flags were
         just read under the lock; the kill switch is looked at too. Should the decision be
@@ -411,11 +424,13 @@ class RunExecutor:
         )
         action = next_action(state)
         if action.kind != ActionKind.EXECUTE:
-            return
+            return None
         step = steps[action.step_index]
-        if step.status == StepStatus.PENDING and not step.progress:
-            self.start_step(w, step, None)
-            self.started_next = step
+        if step.status != StepStatus.PENDING or step.progress:
+            return None
+        self.start_step(w, step, None, save=False)
+        self.started_next = step
+        return step
 
     def unstart(self) -> None:
         """Put back the step `start_next` started, in the caller's transaction: it never ran."""
@@ -483,13 +498,13 @@ class RunExecutor:
             return
         finally:
             hooks.flush_tokens()
-        with self.lock() as w:
+        # A chat's answer joins its transcript, which reads the run's row: not fenced.
+        with self.lock(fenced=not chat) as w:
             step.status = outcome.status
             step.output = outcome.output
             step.error = f"{outcome.error_code}: {outcome.error}" if outcome.error_code else ""
             step.thinking = outcome.thinking
             step.finished_at = timezone.now()
-            step.save(update_fields=["status", "output", "error", "thinking", "finished_at"])
             if chat and outcome.status == StepStatus.COMPLETED:
                 append_answer(w.run, outcome.added, outcome.output)
             elif chat:
@@ -525,8 +540,11 @@ class RunExecutor:
                     "status": RunStatus.RUNNING,
                 },
             )
-            if not chat:
-                self.start_next(w, steps)
+            started = None if chat else self.start_next(w, steps)
+            # The step's outcome and the next step's start in one statement.
+            Step.objects.bulk_update(
+                [step] if started is None else [step, started], STEP_WRITTEN_AT_ITS_END
+            )
 
     def decided(self, step: Step) -> Resume | None:
         """How to continue a step parked on an approval, once a person decided it (None: the

@@ -41,7 +41,7 @@ from agents_app.models import (
 )
 from agents_app.orchestration.children import tree_usage
 from agents_app.runs.lease import Lease
-from agents_app.runs.writer import RunWriter, locked_run
+from agents_app.runs.writer import RunWriter, fenced_run, locked_run
 from tools_app.registry import ToolResult, ToolSpec
 
 TOKEN_FLUSH_CHARS = 64
@@ -101,14 +101,18 @@ def committing(
     watch: Watch | None = None,
     *,
     usage: bool = True,
+    fenced: bool = False,
 ) -> Iterator[RunWriter]:
     """One commit of the worker holding `run`: the row read again under its lock (the lease
     checked, `run` brought up to date), what is pending written first (its usage only with
-    `usage`), then the caller's changes. The control counters are read just before, so the
-    row read is their baseline."""
+    `usage`), then the caller's changes. `fenced` (a tool call's row, a step's end): the row is
+    not read first; the commit ends with the fenced UPDATE (runs.writer.FencedWriter), which
+    changes no status. The control counters are read just before, so the row's flags read in
+    this commit are their baseline."""
     if watch is not None:
         watch.run_read()
-    with locked_run(run.pk, lease.token, run=run) as w:
+    lock = fenced_run(run, lease.token) if fenced else locked_run(run.pk, lease.token, run=run)
+    with lock as w:
         pending.apply(w, usage=usage)
         yield w
     pending.clear(usage=usage)
@@ -173,9 +177,11 @@ class DatabaseHooks:
         # verifier's answers carry none of it).
         self._reasoning: dict[str, list[str]] = {}
 
-    def commit(self, *, usage: bool = True) -> Any:
+    def commit(self, *, usage: bool = True, fenced: bool = False) -> Any:
         """A commit of this worker: what is pending first, then the caller's changes."""
-        return committing(self.run, self.lease, self.pending, self.watch, usage=usage)
+        return committing(
+            self.run, self.lease, self.pending, self.watch, usage=usage, fenced=fenced
+        )
 
     def checkpoint(self) -> None:
         self.flush_tokens()
@@ -336,7 +342,7 @@ class DatabaseHooks:
         assert self.step is not None
         if self.root_id is not None:
             self.tree_within_budget(self.root_id, "tool_calls")
-        with self.commit(usage=False) as w:
+        with self.commit(usage=False, fenced=True) as w:
             run = w.run
             if run.tool_calls_made >= run.max_tool_calls:
                 raise DomainError(

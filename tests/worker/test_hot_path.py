@@ -1,0 +1,84 @@
+"""What a step costs the database: a multi-step run with an instant model and a no-op tool
+(tests/support/instant.py), executed by the real engine, counted in queries. Transactional, so
+each commit is a real BEGIN ... COMMIT as on a worker, not a savepoint in the test's
+transaction. The benchmarks time the same loop (bench/run_overhead.py)."""
+
+import pytest
+from django.db import connection
+
+from agents_app.models import AuditEvent, Run, RunEvent, Step, Task, ToolCall
+from agents_app.worker.execution import execute_run
+from tests.support.instant import instant_llm, noop_registry
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+# Issue 16: what one step with one tool call sends to the database, counted as the statements
+# the connection executes (BEGIN included; COMMIT is the driver's call, not a statement). Two
+# commits a step: the call's row before the call, the step's end after it. PostgreSQL begins a
+# transaction with the first statement; SQLite needs a BEGIN IMMEDIATE for each of the two.
+STATEMENTS_PER_STEP = {"postgresql": 8, "sqlite": 10}
+
+
+def a_run(owner, steps: int) -> Run:
+    task = Task.objects.create(owner=owner, text="hot path")
+    return Run.objects.create(task=task, owner=owner, max_tokens=10**9, max_tool_calls=10**6)
+
+
+def executed(run: Run, steps: int) -> Run:
+    execute_run(run.pk, provider=instant_llm(steps), registry=noop_registry())
+    return Run.objects.get(pk=run.pk)
+
+
+def statements_of(owner, steps: int) -> list[str]:
+    """What a run of `steps` steps sends to the database, from its lease to its end."""
+    run = a_run(owner, steps)
+    sent = []
+
+    def count(execute, sql, params, many, context):
+        sent.append(sql)
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(count):
+        run = executed(run, steps)
+    assert run.status == "succeeded", (run.error_code, run.error_message)
+    assert Step.objects.filter(run=run, status="completed").count() == steps
+    return sent
+
+
+def test_a_step_with_one_tool_call_sends_at_most_eight_statements(owner, settings):
+    settings.AGENT_MAX_STEPS = 40
+    short, long = statements_of(owner, 10), statements_of(owner, 40)
+
+    # The run's start, plan and verdict cost the same in both: 30 more steps, 30 times what
+    # one step costs.
+    per_step = (len(long) - len(short)) / 30
+    assert per_step <= STATEMENTS_PER_STEP[connection.vendor], (len(short), len(long))
+    begins = sum(sql.startswith("BEGIN") for sql in long) - sum(
+        sql.startswith("BEGIN") for sql in short
+    )
+    assert begins <= 2 * 30  # at most two commits a step
+
+
+def test_what_a_step_costs_does_not_grow_with_the_steps_before_it(owner, settings):
+    settings.AGENT_MAX_STEPS = 45
+    counts = [len(statements_of(owner, steps)) for steps in (5, 25, 45)]
+
+    assert counts[1] - counts[0] == counts[2] - counts[1], counts
+
+
+def test_every_call_result_event_and_audit_row_of_a_run_is_written(owner, settings):
+    steps = 5
+    settings.AGENT_MAX_STEPS = steps
+    run = executed(a_run(owner, steps), steps)
+
+    calls = ToolCall.objects.filter(run=run)
+    assert [c.status for c in calls] == ["succeeded"] * steps
+    seqs = list(RunEvent.objects.filter(run=run).order_by("seq").values_list("seq", flat=True))
+    assert seqs == list(range(1, run.event_seq + 1))
+    types = list(RunEvent.objects.filter(run=run).values_list("type", flat=True))
+    assert (types.count("tool_call"), types.count("tool_result")) == (steps, steps)
+    # plan + a tool turn and an answer per step + verdict
+    assert types.count("llm_usage") == 2 * steps + 2
+    assert AuditEvent.objects.filter(run_id=run.pk, action="llm.call").count() == 2 * steps + 2
+    assert AuditEvent.objects.filter(run_id=run.pk, action="tool.call").count() == steps
+    assert run.prompt_tokens == run.completion_tokens == 2 * steps + 2
