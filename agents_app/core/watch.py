@@ -105,8 +105,3 @@ class Watch:
     def switch_moved(self) -> bool:
         """The kill switch may have moved since it was last asked about."""
         return self._look(self.SWITCH)[0]
-
-    def run_read(self) -> None:
-        """The run's row is about to be read (under a commit's lock): that read answers for
-        the run's counter as it is now."""
-        self._look(self.RUN)

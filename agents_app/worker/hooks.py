@@ -98,7 +98,6 @@ def committing(
     run: Run,
     lease: Lease,
     pending: PendingWrites,
-    watch: Watch | None = None,
     *,
     usage: bool = True,
     fenced: bool = False,
@@ -107,10 +106,8 @@ def committing(
     checked, `run` brought up to date), what is pending written first (its usage only with
     `usage`), then the caller's changes. `fenced` (a tool call's row, a step's end): the row is
     not read first; the commit ends with the fenced UPDATE (runs.writer.FencedWriter), which
-    changes no status. The control counters are read just before, so the row's flags read in
-    this commit are their baseline."""
-    if watch is not None:
-        watch.run_read()
+    changes no status. The flags read with the row leave the control counters' baseline as it
+    is: a counter that moved since the last look then costs one more read, never a miss."""
     lock = fenced_run(run, lease.token) if fenced else locked_run(run.pk, lease.token, run=run)
     with lock as w:
         pending.apply(w, usage=usage)
@@ -179,9 +176,7 @@ class DatabaseHooks:
 
     def commit(self, *, usage: bool = True, fenced: bool = False) -> Any:
         """A commit of this worker: what is pending first, then the caller's changes."""
-        return committing(
-            self.run, self.lease, self.pending, self.watch, usage=usage, fenced=fenced
-        )
+        return committing(self.run, self.lease, self.pending, usage=usage, fenced=fenced)
 
     def checkpoint(self) -> None:
         self.flush_tokens()
