@@ -25,7 +25,14 @@ from agents_app.core.publisher import PUBLISHER, in_background
 from agents_app.core.watch import Watch
 from agents_app.engine.analysis import analyze_task, select_tools
 from agents_app.engine.contract import continue_message, evaluate_contract, stuck
-from agents_app.engine.decide import Action, ActionKind, RunState, StepState, next_action
+from agents_app.engine.decide import (
+    DONE,
+    Action,
+    ActionKind,
+    RunState,
+    StepState,
+    next_action,
+)
 from agents_app.engine.executor import AwaitApproval, Resume, StepInput, execute_step
 from agents_app.engine.fast import (
     fast_plan,
@@ -127,8 +134,10 @@ class RunExecutor:
         self.watch = Watch(run_id)
         self.halted: bool | None = None
         self._specs: list[ToolSpec] | None = None
-        # The step the last step's end started (`start_next`), until it executes.
+        # The step the last step's end started (`start_next`), until it executes, and the
+        # rows it was decided from.
         self.started_next: Step | None = None
+        self.rows_kept: RunRows | None = None
         # How each decision is performed. ActionKind.NONE has no entry: it means stop.
         self.performers: dict[ActionKind, Callable[[Action, RunRows], None]] = {
             ActionKind.CANCEL: self.perform_cancel,
@@ -186,7 +195,7 @@ class RunExecutor:
             cancel_requested=rows.run.cancel_requested,
             halted=self.halted,
             pause_requested=rows.run.pause_requested,
-            steps=tuple(StepState(s.index, s.status, tuple(s.depends_on)) for s in rows.steps),
+            steps=step_states(rows.steps),
             delegates=rows.run.kind == RunKind.TEAM,
         )
 
@@ -194,12 +203,18 @@ class RunExecutor:
         """Decide and perform one action; False when there is nothing left to do."""
         rows, fresh = self.rows, self.rows is None
         if rows is None:
-            rows = self.load()
+            rows, self.rows_kept = self.load(), None
         # Kept for the next decision only after an action that wrote nothing but the run's row
         # and the steps it holds (KEEPS_ROWS), and never for a head node (its children write
         # its steps).
         self.rows = None
-        action = next_action(self.state_of(rows, fresh=fresh))
+        flagged = rows.run.cancel_requested or rows.run.pause_requested or self.halted
+        if self.started_next is not None and rows is self.rows_kept and not flagged:
+            # The last step's end decided this one and started it (start_next); the flags
+            # that came back with that commit say nothing else.
+            action = Action(ActionKind.EXECUTE, step_index=self.started_next.index)
+        else:
+            action = next_action(self.state_of(rows, fresh=fresh))
         if action.kind == ActionKind.NONE:
             return False
         perform = self.performers[action.kind]
@@ -211,7 +226,7 @@ class RunExecutor:
                 self.started_next = None
                 raise
             if action.kind in KEEPS_ROWS and not self.parked and rows.run.kind != RunKind.TEAM:
-                self.rows = rows
+                self.rows = self.rows_kept = rows
         except StopRun as stop:
             if stop.code == ErrorCode.LEASE_LOST:
                 raise LeaseLost(str(stop)) from None
@@ -433,7 +448,7 @@ class RunExecutor:
             cancel_requested=run.cancel_requested,
             halted=bool(self.halted),
             pause_requested=run.pause_requested,
-            steps=tuple(StepState(s.index, s.status, tuple(s.depends_on)) for s in steps),
+            steps=step_states(steps),
             delegates=run.kind == RunKind.TEAM,
         )
         action = next_action(state)
@@ -544,7 +559,7 @@ class RunExecutor:
                 for later in steps:
                     if later.index > step.index and later.status == StepStatus.PENDING:
                         skip_step(w, later, "finish_task was called")
-            done = sum(1 for s in steps if s.is_done or s.pk == step.pk)
+            done = sum(1 for s in steps if s.status in DONE)
             w.event(
                 EventType.PROGRESS_UPDATE,
                 {
@@ -707,6 +722,20 @@ class RunExecutor:
                     verdict.reasoning if derived else "The verifier judged the task incomplete",
                     {} if derived else {"verifier": verdict.reasoning},
                 )
+
+
+def step_states(steps: list[Step]) -> tuple[StepState, ...]:
+    """The steps as the decision sees them. Each step keeps its StepState until its status
+    changes: a run's steps are looked at before every step, and a decision on step 500 should
+    cost about what it costs on step 5."""
+    states = []
+    for step in steps:
+        cached = step.__dict__.get("_decided_as")
+        if cached is None or cached.status != step.status:
+            cached = StepState(step.index, step.status, tuple(step.depends_on))
+            step.__dict__["_decided_as"] = cached
+        states.append(cached)
+    return tuple(states)
 
 
 def write_steps(steps: list[Step], fields: list[str]) -> None:
