@@ -11,11 +11,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
-from django.db import DatabaseError, close_old_connections, connection
+from django.db import DatabaseError, close_old_connections
 from django.utils import timezone
 
 from agents_app.approvals.parking import park_on_call, park_on_plan
-from agents_app.contracts.logs import keep_log
 from agents_app.conversations.condense import chat_context
 from agents_app.conversations.transcript import append_answer, append_cut
 from agents_app.core.audit import arguments_sha256
@@ -24,27 +23,24 @@ from agents_app.core.events import EventType
 from agents_app.core.publisher import PUBLISHER, in_background
 from agents_app.core.watch import Watch
 from agents_app.engine.analysis import analyze_task, select_tools
-from agents_app.engine.contract import continue_message, evaluate_contract, stuck
+from agents_app.engine.contract import continue_message
 from agents_app.engine.decide import (
     DONE,
     Action,
     ActionKind,
     RunState,
-    StepState,
     next_action,
 )
 from agents_app.engine.executor import AwaitApproval, Resume, StepInput, execute_step
 from agents_app.engine.fast import (
     fast_plan,
     fast_plan_raw,
-    fast_verdict,
     is_fast_plan,
     takes_fast_path,
 )
 from agents_app.engine.hooks import StopRun
 from agents_app.engine.llm import LLMProvider
 from agents_app.engine.planner import make_plan
-from agents_app.engine.verifier import verify
 from agents_app.models import (
     Approval,
     ApprovalStatus,
@@ -59,10 +55,16 @@ from agents_app.models import (
 from agents_app.runs.lease import Lease
 from agents_app.runs.lifecycle import finish, new_plan, skip_step, workspace_for
 from agents_app.runs.writer import LeaseLost, locked_run
-from agents_app.worker.evidence import call_records, evidence_problem
 from agents_app.worker.hooks import DatabaseHooks, PendingWrites, ToolCallHandle, committing
 from agents_app.worker.llm import as_itself, provider_for_run
-from agents_app.worker.team import delegate, plan_team, verify_team, wait
+from agents_app.worker.steps import (
+    STEP_WRITTEN_AT_ITS_END,
+    replan_history,
+    step_states,
+    write_steps,
+)
+from agents_app.worker.team import delegate, plan_team, wait
+from agents_app.worker.verdicts import verify
 from tools_app.process_registry import get_registry
 from tools_app.registry import ToolRegistry, ToolSpec
 from tools_app.selectors import configured_specs
@@ -77,20 +79,6 @@ TRANSCRIPT_KINDS = frozenset({RunKind.CHAT, RunKind.CONTRACT})
 KEEPS_ROWS = frozenset(
     {ActionKind.START, ActionKind.EXECUTE, ActionKind.SKIP, ActionKind.BEGIN_VERIFY}
 )
-
-# A step's row at its end (its outcome), and the next step's (its start) in the same statement.
-STEP_WRITTEN_AT_ITS_END = [
-    "status",
-    "output",
-    "error",
-    "thinking",
-    "finished_at",
-    "retry_count",
-    "started_at",
-]
-
-TOKEN_FLUSH_CHARS = 64
-TOKEN_FLUSH_SECONDS = 0.1
 
 
 @dataclass(frozen=True)
@@ -303,7 +291,7 @@ class RunExecutor:
             w.transition(RunStatus.VERIFYING)
 
     def perform_verify(self, action: Action, rows: RunRows) -> None:
-        self.verify(rows.run, rows.steps, fast=is_fast_plan(rows.plan.raw))
+        verify(self, rows.run, rows.steps, fast=is_fast_plan(rows.plan.raw))
 
     # --- the work behind plan, execute and verify -------------------------------------------
 
@@ -600,177 +588,6 @@ class RunExecutor:
         if run.kind == RunKind.CONTRACT and run.replans:
             messages.append(continue_message(run.replan_reason))
         return messages
-
-    def verify_contract(self, run: Run, steps: list[Step]) -> None:
-        """A contract cycle ended: the model judges its work against the contract (recorded
-        with the results it relies on); then the attempt completes, stops (stuck, out of
-        turns) or goes on with another cycle."""
-        hooks = self.hooks(run)
-        calls = call_records(run, steps)
-        verdict = evaluate_contract(
-            provider=self.provider,
-            hooks=hooks,
-            messages=chat_context(run, self.provider, hooks),
-            calls=calls,
-            timeout=settings.AGENT_VERIFY_TIMEOUT,
-            max_tokens=settings.LLM_MAX_TOKENS_VERIFY,
-        )
-        cycle = run.replans + 1
-        max_turns = int(run.task.context.get("max_turns") or settings.CONTRACT_MAX_TURNS)
-        by_number = {call.number: call for call in calls}
-        with self.lock() as w:
-            thinking = hooks.streamed_reasoning("verification")
-            w.event(
-                EventType.CONTRACT_EVALUATION,
-                {
-                    "cycle": cycle,
-                    "met": verdict.met,
-                    "reason": verdict.reason,
-                    "evidence": [
-                        {
-                            "number": n,
-                            "tool": by_number[n].tool,
-                            "arguments": by_number[n].arguments,
-                            "result": by_number[n].result[:500],
-                        }
-                        for n in verdict.evidence
-                        if n in by_number
-                    ],
-                    **({"thinking": thinking} if thinking else {}),
-                },
-            )
-            why_stuck = stuck(calls)
-            if verdict.met:
-                w.set(final_response=verdict.reason or "The contract is met.")
-                finish(w, RunStatus.SUCCEEDED)
-            elif why_stuck:
-                finish(w, RunStatus.FAILED, ErrorCode.AGENT_STUCK, why_stuck)
-            elif cycle >= max_turns:
-                finish(
-                    w,
-                    RunStatus.FAILED,
-                    ErrorCode.BUDGET_EXCEEDED,
-                    f"turns: the attempt used {cycle} of its {max_turns} cycles",
-                    {"budget": "turns", "used": cycle, "limit": max_turns},
-                )
-            else:
-                w.set(replans=cycle, replan_reason=verdict.reason)
-                w.transition(RunStatus.PLANNING)
-            keep_log(w)
-
-    def verify(self, run: Run, steps: list[Step], *, fast: bool = False) -> None:
-        if run.kind == RunKind.CONTRACT:
-            self.verify_contract(run, steps)
-            return
-        if run.kind == RunKind.TEAM:
-            verify_team(self, run, steps)
-            return
-        # A chat answer is not replanned: the person reads the error and writes again.
-        # Nor a micro agent's: its max_steps bound it, and its parent decides what follows.
-        can_replan = run.replans < settings.AGENT_MAX_REPLANS and run.kind not in (
-            RunKind.CHAT,
-            RunKind.MICRO,
-        )
-        # A fast-path plan's verdict is derived from its one step, not asked; it ends at the
-        # same success point, replan or failure below as the verifier's.
-        derived = fast_verdict(steps[0], can_replan=can_replan) if fast else None
-        hooks = self.hooks(run)
-        if derived:
-            verdict = derived.verdict
-        else:
-            verdict = verify(
-                provider=self.provider,
-                hooks=hooks,
-                task=run.task.text,
-                context=run.task.context,
-                steps=[(s.index, s.objective, s.status, s.output or s.error) for s in steps],
-                can_replan=can_replan,
-                timeout=settings.AGENT_VERIFY_TIMEOUT,
-                max_tokens=settings.LLM_MAX_TOKENS_VERIFY,
-                calls=call_records(run, steps),
-            )
-        with self.lock() as w:
-            thinking = hooks.streamed_reasoning("verification")
-            w.event(
-                EventType.VERIFICATION,
-                {**verdict.model_dump(), **({"thinking": thinking} if thinking else {})},
-            )
-            # The one place a run may succeed: the evidence is checked here, whoever judged.
-            problem = (
-                evidence_problem(run, verifier=verdict.reasoning)
-                if verdict.task_complete and run.kind != RunKind.CHAT
-                else None
-            )
-            if problem is not None:
-                finish(w, RunStatus.FAILED, problem.code, problem.message, problem.details)
-            elif verdict.task_complete:
-                last_output = next((s.output for s in reversed(steps) if s.output), "")
-                w.set(final_response=verdict.response or w.run.final_response or last_output)
-                finish(w, RunStatus.SUCCEEDED)
-            elif verdict.should_replan and can_replan:
-                w.set(replans=w.run.replans + 1, replan_reason=verdict.reasoning)
-                w.event(
-                    EventType.REPLANNED, {"replans": w.run.replans, "reason": verdict.reasoning}
-                )
-                w.transition(RunStatus.PLANNING)
-            else:
-                finish(
-                    w,
-                    RunStatus.FAILED,
-                    derived.error_code if derived else ErrorCode.VERIFICATION_FAILED,
-                    # The model's words are no error message: they go into the details.
-                    verdict.reasoning if derived else "The verifier judged the task incomplete",
-                    {} if derived else {"verifier": verdict.reasoning},
-                )
-
-
-def step_states(steps: list[Step]) -> tuple[StepState, ...]:
-    """The steps as the decision sees them. Each step keeps its StepState until its status
-    changes: a run's steps are looked at before every step, and a decision on step 500 should
-    cost about what it costs on step 5."""
-    states = []
-    for step in steps:
-        cached = step.__dict__.get("_decided_as")
-        if cached is None or cached.status != step.status:
-            cached = StepState(step.index, step.status, tuple(step.depends_on))
-            step.__dict__["_decided_as"] = cached
-        states.append(cached)
-    return tuple(states)
-
-
-def write_steps(steps: list[Step], fields: list[str]) -> None:
-    """Write `fields` of `steps` in one UPDATE (a CASE on the id per column): a step's outcome
-    and the next step's start. Django's bulk_update says the same, at ten times the CPU."""
-    if len(steps) == 1:
-        steps[0].save(update_fields=fields)
-        return
-    quote = connection.ops.quote_name
-    # PostgreSQL cannot tell a CASE's type from bare parameters: each value is cast.
-    cast = connection.vendor == "postgresql"
-    assignments, params = [], []
-    for name in fields:
-        field = Step._meta.get_field(name)
-        value = f"CAST(%s AS {field.db_type(connection)})" if cast else "%s"
-        whens = " ".join(f"WHEN %s THEN {value}" for _ in steps)
-        assignments.append(f"{quote(field.column)} = CASE {quote('id')} {whens} END")
-        for step in steps:
-            params += [step.pk, field.get_db_prep_save(getattr(step, field.attname), connection)]
-    ids = ", ".join("%s" for _ in steps)
-    sql = (
-        f"UPDATE {quote(Step._meta.db_table)} SET {', '.join(assignments)} "
-        f"WHERE {quote('id')} IN ({ids})"
-    )
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [*params, *(step.pk for step in steps)])
-
-
-def replan_history(run: Run, steps: list[Step]) -> str:
-    lines = [
-        f"Step {s.index} ({s.status}): {s.objective}\n  {(s.output or s.error)[:2000]}"
-        for s in steps
-    ]
-    lines.append(f"Why a new plan: {run.replan_reason}")
-    return "\n".join(lines)
 
 
 # --- the loop -------------------------------------------------------------------------------

@@ -1,0 +1,67 @@
+"""A run's steps as the executor writes and decides on them: one UPDATE for a step's outcome and
+the next step's start, the steps as the decision sees them, what a replan is told of them."""
+
+from django.db import connection
+
+from agents_app.engine.decide import StepState
+from agents_app.models import Run, Step
+
+# A step's row at its end (its outcome), and the next step's (its start) in the same statement.
+STEP_WRITTEN_AT_ITS_END = [
+    "status",
+    "output",
+    "error",
+    "thinking",
+    "finished_at",
+    "retry_count",
+    "started_at",
+]
+
+
+def step_states(steps: list[Step]) -> tuple[StepState, ...]:
+    """The steps as the decision sees them. Each step keeps its StepState until its status
+    changes: a run's steps are looked at before every step, and a decision on step 500 should
+    cost about what it costs on step 5."""
+    states = []
+    for step in steps:
+        cached = step.__dict__.get("_decided_as")
+        if cached is None or cached.status != step.status:
+            cached = StepState(step.index, step.status, tuple(step.depends_on))
+            step.__dict__["_decided_as"] = cached
+        states.append(cached)
+    return tuple(states)
+
+
+def write_steps(steps: list[Step], fields: list[str]) -> None:
+    """Write `fields` of `steps` in one UPDATE (a CASE on the id per column): a step's outcome
+    and the next step's start. Django's bulk_update says the same, at ten times the CPU."""
+    if len(steps) == 1:
+        steps[0].save(update_fields=fields)
+        return
+    quote = connection.ops.quote_name
+    # PostgreSQL cannot tell a CASE's type from bare parameters: each value is cast.
+    cast = connection.vendor == "postgresql"
+    assignments, params = [], []
+    for name in fields:
+        field = Step._meta.get_field(name)
+        value = f"CAST(%s AS {field.db_type(connection)})" if cast else "%s"
+        whens = " ".join(f"WHEN %s THEN {value}" for _ in steps)
+        assignments.append(f"{quote(field.column)} = CASE {quote('id')} {whens} END")
+        for step in steps:
+            params += [step.pk, field.get_db_prep_save(getattr(step, field.attname), connection)]
+    ids = ", ".join("%s" for _ in steps)
+    sql = (
+        f"UPDATE {quote(Step._meta.db_table)} SET {', '.join(assignments)} "
+        f"WHERE {quote('id')} IN ({ids})"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [*params, *(step.pk for step in steps)])
+
+
+def replan_history(run: Run, steps: list[Step]) -> str:
+    lines = [
+        f"Step {s.index} ({s.status}): {s.objective}\n  {(s.output or s.error)[:2000]}"
+        for s in steps
+    ]
+    lines.append(f"Why a new plan: {run.replan_reason}")
+    return "\n".join(lines)
