@@ -98,7 +98,7 @@ def locked_run(
         if run is None:
             run = Run.objects.select_for_update().get(pk=run_id)
         else:
-            _read_again(run)
+            read_again(run, lock=True)
         if lease_token is not None and run.lease_owner != lease_token:
             raise LeaseLost(f"run {run_id} is leased by another worker")
         writer = RunWriter(run)
@@ -106,10 +106,12 @@ def locked_run(
         writer.flush()
 
 
-def _read_again(run: Run) -> None:
-    """`run` as its row is now, read under a row lock. Unlike refresh_from_db, which drops them,
-    the related rows it holds (its task) are kept unless the row points elsewhere now."""
-    row = Run.objects.select_for_update().get(pk=run.pk)
+def read_again(run: Run, *, lock: bool = False) -> None:
+    """`run` as its row is now (read under a row lock with `lock`). Unlike refresh_from_db,
+    which drops them, the related rows it holds (its task) are kept unless the row points
+    elsewhere now."""
+    rows = Run.objects.select_for_update() if lock else Run.objects
+    row = rows.get(pk=run.pk)
     for field in Run._meta.concrete_fields:
         setattr(run, field.attname, getattr(row, field.attname))
 

@@ -54,8 +54,14 @@ from agents_app.models import (
 )
 from agents_app.runs.lease import Lease
 from agents_app.runs.lifecycle import finish, new_plan, skip_step, workspace_for
-from agents_app.runs.writer import LeaseLost, locked_run
-from agents_app.worker.hooks import DatabaseHooks, PendingWrites, ToolCallHandle, committing
+from agents_app.runs.writer import LeaseLost, locked_run, read_again
+from agents_app.worker.hooks import (
+    DatabaseHooks,
+    PendingWrites,
+    ToolCallHandle,
+    committing,
+    read_control_flags,
+)
 from agents_app.worker.llm import as_itself, provider_for_run
 from agents_app.worker.steps import (
     STEP_WRITTEN_AT_ITS_END,
@@ -144,7 +150,7 @@ class RunExecutor:
         if self.run is None:
             self.run = Run.objects.select_related("task").get(pk=self.run_id)
         else:
-            self.run.refresh_from_db()
+            read_again(self.run)
         plan = Plan.objects.filter(run=self.run).order_by("-version").first()
         steps = list(Step.objects.filter(plan=plan).order_by("index")) if plan else []
         return RunRows(self.run, plan, steps)
@@ -175,9 +181,7 @@ class RunExecutor:
         if switch_moved or self.halted is None:
             self.halted = KillSwitch.is_engaged()
         if run_moved and not fresh:
-            flags = Run.objects.filter(pk=self.run_id).values("cancel_requested", "pause_requested")
-            for name, value in (flags.first() or {}).items():
-                setattr(rows.run, name, value)
+            read_control_flags(rows.run)
         return RunState(
             status=rows.run.status,
             cancel_requested=rows.run.cancel_requested,

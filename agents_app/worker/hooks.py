@@ -50,6 +50,14 @@ TOKEN_FLUSH_SECONDS = 0.1
 POLL_SECONDS = 0.25
 
 
+def read_control_flags(run: Run) -> None:
+    """Bring `run`'s cancel_requested and pause_requested up to date from its row (a person's
+    flags: core.watch says when they may have moved)."""
+    flags = Run.objects.filter(pk=run.pk).values("cancel_requested", "pause_requested").first()
+    for name, value in (flags or {}).items():
+        setattr(run, name, value)
+
+
 @dataclass
 class PendingWrites:
     """What a worker heard since its last commit and writes with its next one: model calls'
@@ -190,9 +198,7 @@ class DatabaseHooks:
     def cancel_requested(self) -> bool:
         """The run's flag as of its last read, read again only when its counter moved."""
         if self.watch.run_moved():
-            flags = Run.objects.filter(pk=self.run_id).values("cancel_requested", "pause_requested")
-            for name, value in (flags.first() or {}).items():
-                setattr(self.run, name, value)
+            read_control_flags(self.run)
         return self.run.cancel_requested
 
     def poll(self) -> None:
