@@ -13,7 +13,6 @@ import email.utils
 import json
 import logging
 import math
-import os
 import re
 import threading
 import time
@@ -118,27 +117,6 @@ class _DeadlineReached(Exception):
     pass
 
 
-# One client (its connection pool, its TLS context) per server, key and timeout in a process:
-# building one costs some 15 ms (the CA bundle is read), and a worker makes a provider a run.
-_clients: dict[tuple[int, str, str, float], openai.OpenAI] = {}
-_clients_lock = threading.Lock()
-
-
-def _shared_client(base_url: str, api_key: str, timeout: float) -> openai.OpenAI:
-    key = (os.getpid(), base_url, api_key, timeout)  # a forked child makes its own
-    with _clients_lock:
-        client = _clients.get(key)
-        if client is None:
-            client = openai.OpenAI(
-                base_url=base_url,
-                api_key=api_key,
-                max_retries=0,  # retries are ours: they know the deadline and the fallbacks
-                timeout=timeout,
-            )
-            _clients[key] = client
-        return client
-
-
 class _ToolsIgnored(Exception):
     """A tool call was required and the server answered without one: it ignores `tools`."""
 
@@ -180,15 +158,17 @@ class OpenAICompatibleProvider:
         self.temperature = temperature
         self._sleep = sleep
         try:
-            self._client = _shared_client(
-                self.base_url, api_key or PLACEHOLDER_API_KEY, float(request_timeout)
+            self._client = openai.OpenAI(
+                base_url=self.base_url,
+                api_key=api_key or PLACEHOLDER_API_KEY,
+                max_retries=0,  # retries are ours: they know the deadline and the fallbacks
+                timeout=request_timeout,
             )
         except Exception as exc:
             raise LLMError(ErrorCode.LLM_NOT_CONFIGURED, f"invalid LLM settings: {exc}") from exc
 
     def close(self) -> None:
-        """Nothing to release: the client is the process's, shared by every provider of the
-        same server, key and timeout."""
+        self._client.close()
 
     def complete(self, request: LLMRequest) -> LLMResponse:
         """Return the model's answer. Raises LLMError (RATE_LIMITED, CONNECTION_REFUSED,
