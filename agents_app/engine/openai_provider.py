@@ -13,7 +13,9 @@ import email.utils
 import json
 import logging
 import math
+import os
 import re
+import ssl
 import threading
 import time
 from collections import Counter
@@ -117,6 +119,23 @@ class _DeadlineReached(Exception):
     pass
 
 
+_tls_lock = threading.Lock()
+_tls: dict[int, ssl.SSLContext] = {}
+
+
+def _tls_context() -> ssl.SSLContext:
+    """The process's TLS context, as httpx builds it (certifi, or SSL_CERT_FILE / SSL_CERT_DIR):
+    building one reads the CA bundle (some 25 ms), and a worker makes a client a run. Only the
+    context is shared; each provider keeps its own client and connections, closed with it."""
+    pid = os.getpid()  # a forked child builds its own
+    with _tls_lock:
+        context = _tls.get(pid)
+        if context is None:
+            _tls.clear()
+            context = _tls[pid] = httpx.create_ssl_context()
+        return context
+
+
 class _ToolsIgnored(Exception):
     """A tool call was required and the server answered without one: it ignores `tools`."""
 
@@ -163,6 +182,7 @@ class OpenAICompatibleProvider:
                 api_key=api_key or PLACEHOLDER_API_KEY,
                 max_retries=0,  # retries are ours: they know the deadline and the fallbacks
                 timeout=request_timeout,
+                http_client=openai.DefaultHttpxClient(verify=_tls_context()),
             )
         except Exception as exc:
             raise LLMError(ErrorCode.LLM_NOT_CONFIGURED, f"invalid LLM settings: {exc}") from exc

@@ -8,6 +8,7 @@ from typing import Any
 from django.db import connection, transaction
 from django.utils import timezone
 
+from agents_app.core import rows
 from agents_app.core.events import EventType, publish_events
 from agents_app.core.watch import signal_run
 from agents_app.models import PARKED_STATUSES, TERMINAL_STATUSES, Run, RunEvent, RunStatus
@@ -80,7 +81,7 @@ class RunWriter:
             if self._fields & CONTROL_FIELDS:
                 signal_run(self.run.pk)
         if self._events:
-            RunEvent.objects.bulk_create(self._events)
+            rows.insert(self._events)
             transaction.on_commit(partial(publish_events, self.run, list(self._events)))
         self._fields.clear()
         self._events.clear()
@@ -168,7 +169,7 @@ class FencedWriter(RunWriter):
         for seq, event in enumerate(self._events, start=run.event_seq - count + 1):
             event.seq = seq
         if self._events:
-            RunEvent.objects.bulk_create(self._events)
+            rows.insert(self._events)
             transaction.on_commit(partial(publish_events, run, list(self._events)))
         self._fields.clear()
         self._events.clear()

@@ -21,6 +21,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from agents_app.approvals.policy import Ask, approval_policy
+from agents_app.core import rows
 from agents_app.core.audit import LLM_CALL, TOOL_CALL, arguments_sha256, audit_event
 from agents_app.core.errors import DomainError, ErrorCode
 from agents_app.core.events import EventType, publish, run_group
@@ -79,7 +80,7 @@ class PendingWrites:
         accounting stays whole whatever becomes of the worker). `clear` once it committed."""
         audit = []
         for call_id, fields, payload, row in self.results:
-            ToolCall.objects.filter(pk=call_id).update(**fields)
+            rows.update(ToolCall, call_id, **fields)
             w.event(EventType.TOOL_RESULT, payload)
             audit.append(row)
         if usage:
@@ -91,8 +92,7 @@ class PendingWrites:
             for payload, row in self.usage:
                 w.event(EventType.LLM_USAGE, payload)
                 audit.append(row)
-        if audit:
-            AuditEvent.objects.bulk_create(audit)
+        rows.insert(audit)
 
     def clear(self, *, usage: bool = True) -> None:
         self.results.clear()
@@ -356,13 +356,14 @@ class DatabaseHooks:
                     },
                 )
             w.set(tool_calls_made=run.tool_calls_made + 1)
-            call = ToolCall.objects.create(
+            call = ToolCall(
                 run_id=self.run_id,
                 step=self.step,
                 attempt=self.step.retry_count,
                 tool=tool,
                 arguments=arguments,
             )
+            rows.insert([call], ids=True)
             w.event(
                 EventType.TOOL_CALL,
                 {

@@ -5,6 +5,7 @@ transaction. The benchmarks time the same loop (bench/run_overhead.py)."""
 
 import pytest
 from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from agents_app.models import AuditEvent, Run, RunEvent, Step, Task, ToolCall
 from agents_app.worker.execution import execute_run
@@ -12,11 +13,18 @@ from tests.support.instant import instant_llm, noop_registry
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-# Issue 16: what one step with one tool call sends to the database, counted as the statements
-# the connection executes (BEGIN included; COMMIT is the driver's call, not a statement). Two
-# commits a step: the call's row before the call, the step's end after it. PostgreSQL begins a
-# transaction with the first statement; SQLite needs a BEGIN IMMEDIATE for each of the two.
-STATEMENTS_PER_STEP = {"postgresql": 8, "sqlite": 10}
+# Issue 16: what one step with one tool call sends to the database, at most: eight queries in two
+# transactions (the call's row before the call, the step's end after it). Counted alike on both
+# databases as Django's query log counts them (django_assert_max_num_queries), with the
+# transactions' own BEGIN and COMMIT counted apart: Django logs a BEGIN for SQLite (a statement
+# it sends, BEGIN IMMEDIATE) and for PostgreSQL (psycopg's, sent before the first query), and a
+# COMMIT for both.
+QUERIES_PER_STEP = 8
+TRANSACTIONS_PER_STEP = 2
+
+
+def is_control(sql: str) -> bool:
+    return sql.startswith(("BEGIN", "COMMIT", "ROLLBACK", "SAVEPOINT", "RELEASE SAVEPOINT"))
 
 
 def a_run(owner, steps: int) -> Run:
@@ -30,33 +38,38 @@ def executed(run: Run, steps: int) -> Run:
 
 
 def statements_of(owner, steps: int) -> list[str]:
-    """What a run of `steps` steps sends to the database, from its lease to its end."""
+    """What a run of `steps` steps sends to the database, from its lease to its end, as
+    Django's query log has it (BEGIN and COMMIT included)."""
     run = a_run(owner, steps)
-    sent = []
-
-    def count(execute, sql, params, many, context):
-        sent.append(sql)
-        return execute(sql, params, many, context)
-
-    with connection.execute_wrapper(count):
+    with CaptureQueriesContext(connection) as log:
         run = executed(run, steps)
     assert run.status == "succeeded", (run.error_code, run.error_message)
     assert Step.objects.filter(run=run, status="completed").count() == steps
-    return sent
+    return [query["sql"] for query in log.captured_queries]
 
 
-def test_a_step_with_one_tool_call_sends_at_most_eight_statements(owner, settings):
+def test_a_step_with_one_tool_call_sends_at_most_eight_queries(
+    owner, settings, django_assert_max_num_queries
+):
     settings.AGENT_MAX_STEPS = 40
-    short, long = statements_of(owner, 10), statements_of(owner, 40)
+    short = statements_of(owner, 10)
+    fixed = [sql for sql in short if not is_control(sql)]
+    fixed_transactions = sum(sql.startswith("BEGIN") for sql in short)
+    extra = 30  # steps: the run's start, plan and verdict cost the same in both runs
+    long_run = a_run(owner, 40)
 
-    # The run's start, plan and verdict cost the same in both: 30 more steps, 30 times what
-    # one step costs.
-    per_step = (len(long) - len(short)) / 30
-    assert per_step <= STATEMENTS_PER_STEP[connection.vendor], (len(short), len(long))
-    begins = sum(sql.startswith("BEGIN") for sql in long) - sum(
-        sql.startswith("BEGIN") for sql in short
-    )
-    assert begins <= 2 * 30  # at most two commits a step
+    # A transaction is two entries of the log more: its BEGIN and its COMMIT.
+    with django_assert_max_num_queries(
+        len(short) + extra * (QUERIES_PER_STEP + 2 * TRANSACTIONS_PER_STEP)
+    ) as log:
+        long_run = executed(long_run, 40)
+    assert long_run.status == "succeeded"
+    long = [query["sql"] for query in log.captured_queries]
+
+    queries = [sql for sql in long if not is_control(sql)]
+    transactions = sum(sql.startswith("BEGIN") for sql in long)
+    assert len(queries) - len(fixed) <= extra * QUERIES_PER_STEP, (len(fixed), len(queries))
+    assert transactions - fixed_transactions <= extra * TRANSACTIONS_PER_STEP
 
 
 def test_what_a_step_costs_does_not_grow_with_the_steps_before_it(owner, settings):

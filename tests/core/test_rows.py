@@ -1,0 +1,95 @@
+"""The hot path's short-way INSERT and UPDATE (core.rows) write what the ORM would: read back
+through the ORM, a row is the same on SQLite and PostgreSQL."""
+
+import datetime
+
+import pytest
+from django.utils import timezone
+
+from agents_app.core import rows
+from agents_app.core.audit import audit_event
+from agents_app.models import AuditEvent, Plan, Run, RunEvent, Step, Task, ToolCall
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def step(owner):
+    task = Task.objects.create(owner=owner, text="rows")
+    run = Run.objects.create(task=task, owner=owner, max_tokens=1000, max_tool_calls=10)
+    plan = Plan.objects.create(run=run, version=1)
+    return Step.objects.create(plan=plan, run=run, index=0, objective="write rows")
+
+
+def test_rows_inserted_read_back_as_the_orm_wrote_them(step):
+    when = timezone.now() - datetime.timedelta(days=3, microseconds=17)
+    payloads = [{"n": i, "text": "é ✓", "nested": {"list": [1, None, True]}} for i in range(3)]
+    events = [
+        RunEvent(run=step.run, seq=i + 1, type="tool_result", payload=p, created_at=when)
+        for i, p in enumerate(payloads)
+    ]
+
+    rows.insert(events)
+
+    read = list(RunEvent.objects.filter(run=step.run).order_by("seq"))
+    assert [(e.seq, e.type, e.payload, e.created_at) for e in read] == [
+        (i + 1, "tool_result", p, when) for i, p in enumerate(payloads)
+    ]
+    assert all(not e._state.adding for e in events)
+
+
+def test_ids_come_back_in_the_rows_order_and_null_json_stays_null(step):
+    calls = [
+        ToolCall(run=step.run, step=step, tool=f"tool{i}", arguments={"i": i}) for i in range(4)
+    ]
+
+    rows.insert(calls, ids=True)
+
+    assert [c.pk for c in calls] == list(
+        ToolCall.objects.filter(run=step.run).order_by("pk").values_list("pk", flat=True)
+    )
+    for call in calls:
+        row = ToolCall.objects.get(pk=call.pk)
+        assert (row.tool, row.arguments, row.result, row.status) == (
+            call.tool,
+            call.arguments,
+            None,
+            "running",
+        )
+    assert ToolCall.objects.filter(pk=calls[0].pk, result__isnull=True).exists()
+
+
+def test_many_rows_are_split_into_statements_and_all_written(step):
+    audit = [
+        audit_event(action="tool.call", interface="worker", run_id=step.run_id, details={"i": i})
+        for i in range(rows.ROWS_A_STATEMENT * 2 + 5)
+    ]
+
+    rows.insert(audit)
+
+    written = AuditEvent.objects.filter(run_id=step.run_id).order_by("id")
+    assert [a.details["i"] for a in written] == list(range(len(audit)))
+    assert {a.actor_label for a in written} == {"worker"}
+
+
+def test_an_update_writes_the_fields_named_on_the_row_named(step):
+    calls = [ToolCall(run=step.run, step=step, tool="t", arguments={}) for _ in range(2)]
+    rows.insert(calls, ids=True)
+
+    changed = rows.update(
+        ToolCall, calls[0].pk, status="succeeded", result={"ok": [1, 2]}, duration_ms=5
+    )
+
+    assert changed == 1
+    first, second = (ToolCall.objects.get(pk=c.pk) for c in calls)
+    assert (first.status, first.result, first.duration_ms) == ("succeeded", {"ok": [1, 2]}, 5)
+    assert (second.status, second.result, second.duration_ms) == ("running", None, None)
+    assert rows.update(ToolCall, 10**9, status="failed") == 0
+
+
+def test_a_naive_datetime_is_prepared_as_the_orm_prepares_it(step, settings):
+    naive = datetime.datetime(2026, 1, 2, 3, 4, 5)
+    with pytest.warns(RuntimeWarning, match="naive datetime"):
+        rows.insert([RunEvent(run=step.run, seq=1, type="x", payload={}, created_at=naive)])
+
+    assert RunEvent.objects.get(run=step.run).created_at == timezone.make_aware(naive)
