@@ -9,7 +9,7 @@ from typing import Any
 from django.conf import settings
 from django.utils import timezone
 
-from agents_app.core import dispatch
+from agents_app.core import dispatch, rows
 from agents_app.core.events import EventType
 from agents_app.models import (
     Approval,
@@ -53,17 +53,19 @@ def new_plan(
     plan = Plan.objects.create(
         run=w.run, version=version, reason=w.run.replan_reason, raw=raw, thinking=thinking
     )
-    Step.objects.bulk_create(
-        Step(
-            plan=plan,
-            run=w.run,
-            index=index,
-            objective=objective,
-            tool_names=tool_names,
-            reasoning=reasoning,
-            depends_on=depends_on,
-        )
-        for index, (objective, tool_names, reasoning, depends_on) in enumerate(steps)
+    rows.insert(
+        [
+            Step(
+                plan=plan,
+                run=w.run,
+                index=index,
+                objective=objective,
+                tool_names=tool_names,
+                reasoning=reasoning,
+                depends_on=depends_on,
+            )
+            for index, (objective, tool_names, reasoning, depends_on) in enumerate(steps)
+        ]
     )
     w.event(EventType.PLAN_CREATED, {"version": version, **shown})
     return plan

@@ -110,7 +110,15 @@ class RunRows:
 
 
 class RunExecutor:
-    def __init__(self, run_id: int, lease: Lease, provider: LLMProvider, registry: ToolRegistry):
+    def __init__(
+        self,
+        run_id: int,
+        lease: Lease,
+        provider: LLMProvider,
+        registry: ToolRegistry,
+        *,
+        run: Run | None = None,
+    ):
         self.run_id = run_id
         self.lease = lease
         self.provider = provider
@@ -122,11 +130,12 @@ class RunExecutor:
         # made from is kept (`rows`) while steps execute one after another, and read again
         # after anything else. What the hooks heard since the last commit waits in `pending`;
         # `watch` says when a cancel, a pause or the kill switch may have changed in between.
-        self.run: Run | None = None
+        self.run: Run | None = run  # as read after the lease was taken, with its task
         self.rows: RunRows | None = None
         self.pending = PendingWrites()
         self.watch = Watch(run_id)
         self.halted: bool | None = None
+        self.loaded = False  # `run` was read by load (else it was given, read with the lease)
         self._specs: list[ToolSpec] | None = None
         # The step the last step's end started (`start_next`), until it executes, and the
         # rows it was decided from.
@@ -149,8 +158,9 @@ class RunExecutor:
     def load(self) -> RunRows:
         if self.run is None:
             self.run = Run.objects.select_related("task").get(pk=self.run_id)
-        else:
+        elif self.loaded:
             read_again(self.run)
+        self.loaded = True
         plan = Plan.objects.filter(run=self.run).order_by("-version").first()
         steps = list(Step.objects.filter(plan=plan).order_by("index")) if plan else []
         return RunRows(self.run, plan, steps)
@@ -240,7 +250,8 @@ class RunExecutor:
                 finish(
                     w, RunStatus.FAILED, ErrorCode.INTERNAL_ERROR, f"{type(exc).__name__}: {exc}"
                 )
-        return not self.parked
+        # Parked, the run is nobody's; ended, there is nothing to decide: no reading again.
+        return not self.parked and not rows.run.is_terminal
 
     def keep_cut(self, w: Any, exc: Exception, reason: str) -> None:
         """A chat answer cut short: what it said and heard joins the transcript, each call
@@ -617,21 +628,24 @@ def execute_run(
         return Outcome("busy", retry_in=max(1.0, remaining))
     lease.start()
     try:
+        # Read once, after the lease was taken: the provider, the persona and the first
+        # decision are made from it.
+        run = Run.objects.select_related("connection", "profile", "task").get(pk=run_id)
         if provider is None:
             try:
-                provider = provider_for_run(run_id)
+                provider = provider_for_run(run)
             except DomainError as exc:
                 with locked_run(run_id, lease.token) as w:
                     finish(w, RunStatus.FAILED, exc.code, exc.message, exc.details)
                 return Outcome("finished")
-        provider = as_itself(run_id, provider)
+        provider = as_itself(run, provider)
         if registry is None:
             registry = get_registry()
             # This process's MCP sessions: started once, after any fork, then kept open.
             from tools_app.mcp.client import ensure_pool
 
             ensure_pool(registry, wait=settings.MCP_STARTUP_WAIT)
-        executor = RunExecutor(run_id, lease, provider, registry)
+        executor = RunExecutor(run_id, lease, provider, registry, run=run)
         # Each commit's events are sent while the next step runs (core.publisher); all of
         # them are sent before this delivery ends.
         with in_background():

@@ -64,11 +64,12 @@ def provider_for_connection(connection: LLMConnection) -> OpenAICompatibleProvid
     return _provider(base_url, model, key)
 
 
-def provider_for_run(run_id: int) -> LLMProvider:
+def provider_for_run(run: Run) -> LLMProvider:
     """The provider of the run's connection (the default for a run without one), watched so
     that its calls keep the connection's health and capabilities current; records the model
-    on the run. Raises LLMError LLM_NOT_CONFIGURED."""
-    run = Run.objects.select_related("connection", "profile", "task").get(pk=run_id)
+    on the run. `run` as read with its connection and profile. Raises LLMError
+    LLM_NOT_CONFIGURED."""
+    run_id = run.pk
     connection = run.connection or connection_ensure_default()
     if connection is None:
         return provider_from_settings()
@@ -86,10 +87,12 @@ def provider_for_run(run_id: int) -> LLMProvider:
         updates["llm_model"] = provider.model
     if updates:
         Run.objects.filter(pk=run_id).update(**updates)
-    return WatchedProvider(provider, connection.pk)
+        for name, value in updates.items():
+            setattr(run, name, value)
+    return WatchedProvider(provider, connection)
 
 
-def as_itself(run_id: int, provider: LLMProvider) -> LLMProvider:
+def as_itself(run: Run, provider: LLMProvider) -> LLMProvider:
     """The provider speaking as the run's persona (a profile's or a micro agent's), if any."""
-    persona = Run.objects.filter(pk=run_id).values_list("task__persona", flat=True).first()
+    persona = run.task.persona
     return PersonaProvider(provider, persona) if persona and persona.strip() else provider
