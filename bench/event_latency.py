@@ -1,7 +1,7 @@
 """How long an event takes from its commit to a WebSocket client, beside a raw Redis pub/sub
 round trip measured in the same run.
 
-    uv run python bench/event_latency.py [--events 1000]
+    uv run python bench/event_latency.py [--events 1000] [--warmup 200]
 
 The event path is the engine's: a RunEvent committed through run_writer.locked_run, published
 on commit to the channel layer (Redis) by the process's sender thread, picked up by a real daphne process running the JSON
@@ -52,6 +52,7 @@ def redis_round_trips(url: str, count: int) -> list[float]:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--events", type=int, default=1000)
+    parser.add_argument("--warmup", type=int, default=200)
     args = parser.parse_args()
 
     _, valkey = start_django("latency")
@@ -114,7 +115,7 @@ def main() -> None:
                 with arrived:
                     received[message["seq"]] = now
                     arrived.notify_all()
-                if message["seq"] >= args.events:
+                if message["seq"] >= args.warmup + args.events:
                     return
 
     listener = threading.Thread(target=lambda: asyncio.run(listen()), daemon=True)
@@ -126,7 +127,9 @@ def main() -> None:
     samples, whole = [], []
     committed: list[float] = []
     try:
-        for _ in range(args.events):
+        # The first events, unmeasured: daphne's first messages pay for its imports and the
+        # connections it opens (some 50 events of 5-40 ms on the 2-core machine).
+        for _ in range(args.warmup + args.events):
             started = time.perf_counter()
             with locked_run(run.pk) as w:
                 # Runs first of the commit's callbacks, before the publish: the commit's moment.
@@ -135,8 +138,9 @@ def main() -> None:
             with arrived:
                 if not arrived.wait_for(lambda seq=seq: seq in received, timeout=10):
                     raise RuntimeError(f"event {seq} never arrived")
-            samples.append((received[seq] - committed[-1]) * 1000)
-            whole.append((received[seq] - started) * 1000)
+            if seq > args.warmup:
+                samples.append((received[seq] - committed[-1]) * 1000)
+                whole.append((received[seq] - started) * 1000)
     finally:
         daphne.terminate()
         daphne.wait(10)
@@ -148,10 +152,13 @@ def main() -> None:
     from django.db import connection
 
     print(
-        f"event_latency: {args.events} events, {connection.vendor} + Redis, daphne + WebSocket client"
+        f"event_latency: {args.events} events after {args.warmup} unmeasured, "
+        f"{connection.vendor} + Redis, daphne + WebSocket client"
     )
+    verdict = "met" if p99 <= 5 else "not met"
     print(
-        f"  commit → WebSocket client   p50 {p50:7.2f} ms   p99 {p99:7.2f} ms   target p99 <= 5 ms"
+        f"  commit → WebSocket client   p50 {p50:7.2f} ms   p99 {p99:7.2f} ms   "
+        f"target p99 <= 5 ms: {verdict}"
     )
     print(f"  write + commit → client     p50 {w50:7.2f} ms   p99 {w99:7.2f} ms")
     print(f"  raw Redis pub/sub round trip p50 {r50:7.2f} ms   p99 {r99:7.2f} ms")

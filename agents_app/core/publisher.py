@@ -1,7 +1,7 @@
 """Sending to the channel layer off the caller's thread: one sender per process.
 
-What a commit publishes is handed to a daemon thread that owns an event loop and sends it, in
-the order it was handed over. A worker executing a run (`in_background()`) goes on at once and
+What a commit publishes is handed to a daemon thread that sends it with a synchronous Redis
+client, in the order it was handed over. A worker executing a run (`in_background()`) goes on at once and
 is at its next step while its events are sent; anywhere else (a request, a service called from a
 shell) `publish` returns once the message is sent, as a channel layer's `group_send` would, so a
 page that asks next sees it. The database holds every event, and readers fill a gap from it
@@ -14,6 +14,7 @@ every message to every member in one pipeline) instead of four round trips per m
 """
 
 import asyncio
+import collections
 import logging
 import os
 import threading
@@ -23,6 +24,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
+import redis
 from channels.layers import get_channel_layer
 
 logger = logging.getLogger(__name__)
@@ -31,8 +33,8 @@ Send = tuple[str, dict[str, Any]]  # (group, message)
 
 # How long a caller outside a worker's run waits for its message to be sent.
 WAIT_SECONDS = 2.0
-# Units waiting together are sent together, up to this many.
-MAX_UNITS_AT_ONCE = 64
+# How long a worker's unit may wait for the next ones, to go out with them.
+LINGER_SECONDS = 0.002
 
 _background: ContextVar[bool] = ContextVar("agentdesk_publish_in_background", default=False)
 
@@ -51,8 +53,10 @@ class Publisher:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._pid = 0
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._queue: asyncio.Queue[list[Send] | None] | None = None
+        self._pending: collections.deque[list[Send]] = collections.deque()
+        # Set when units wait; `_urgent` when somebody waits for one (not a worker's).
+        self._wake = threading.Event()
+        self._urgent = threading.Event()
         self._handed = 0  # units handed over, and units done: flush waits for them to meet
         self._done = 0
         self._settled = threading.Condition()
@@ -62,11 +66,15 @@ class Publisher:
         `in_background()`, return once they are sent."""
         if not sends:
             return
-        loop, queue = self._running()
+        self._running()
         with self._settled:
             self._handed += 1
-        loop.call_soon_threadsafe(queue.put_nowait, list(sends))
-        if not _background.get():
+        self._pending.append(list(sends))
+        background = _background.get()
+        if not background:
+            self._urgent.set()
+        self._wake.set()
+        if not background:
             self.flush(WAIT_SECONDS)
 
     def flush(self, timeout: float = 5.0) -> bool:
@@ -74,6 +82,8 @@ class Publisher:
         deadline = time.monotonic() + timeout
         with self._settled:
             target = self._handed
+            if self._done < target:
+                self._urgent.set()  # what lingers goes now
             while self._done < target:
                 left = deadline - time.monotonic()
                 if left <= 0:
@@ -81,79 +91,108 @@ class Publisher:
                 self._settled.wait(left)
         return True
 
-    def _running(self) -> tuple[asyncio.AbstractEventLoop, asyncio.Queue]:
+    def _running(self) -> None:
         # A forked child (a Celery pool process) inherits the object but not the thread.
-        if self._pid != os.getpid() or self._loop is None:
+        if self._pid != os.getpid():
             with self._lock:
-                if self._pid != os.getpid() or self._loop is None:
+                if self._pid != os.getpid():
                     self._start()
-        assert self._loop is not None and self._queue is not None
-        return self._loop, self._queue
 
     def _start(self) -> None:
-        ready = threading.Event()
-
-        def main() -> None:
-            loop = asyncio.new_event_loop()
-            asyncio.set_event_loop(loop)
-            self._loop, self._queue = loop, asyncio.Queue()
-            ready.set()
-            loop.run_until_complete(self._drain(self._queue))
-
         self._pid = os.getpid()
         self._handed = self._done = 0
-        threading.Thread(target=main, name="agentdesk-publisher", daemon=True).start()
-        ready.wait()
+        self._pending.clear()
+        self._wake, self._urgent = threading.Event(), threading.Event()
+        threading.Thread(target=self._drain, name="agentdesk-publisher", daemon=True).start()
 
-    async def _drain(self, queue: asyncio.Queue) -> None:
+    def _drain(self) -> None:
+        """The sender thread: a plain thread that sends with a synchronous Redis client. A
+        worker's units linger up to LINGER_SECONDS, so that the units its next commits hand
+        over go out with them, without waking this thread for each; a unit somebody waits for
+        (or a flush) ends the wait at once. Whatever waits is sent together, in the order
+        handed over. (An event loop here cost the worker a third of a step: every hand-over
+        woke it through a pipe, and its callbacks fought the worker's thread for the GIL.)"""
+        sender = Sender()
+        wake, urgent = self._wake, self._urgent
         while True:
-            # Whatever was handed over meanwhile goes out with it, in order: a worker faster
-            # than Redis costs fewer round trips, not more.
-            units = [await queue.get()]
-            while not queue.empty() and len(units) < MAX_UNITS_AT_ONCE:
-                units.append(queue.get_nowait())
-            sends = [send for unit in units for send in unit]
+            wake.wait()
+            if not urgent.is_set():
+                urgent.wait(LINGER_SECONDS)
+            urgent.clear()
+            wake.clear()
+            taken = []
+            while self._pending:
+                taken.append(self._pending.popleft())
+            if not taken:
+                continue
+            sends = [send for unit in taken for send in unit]
             try:
-                await send_unit(sends)
+                sender.send(sends)
             except Exception:
                 groups = sorted({group for group, _ in sends})
                 logger.warning("could not publish to %s", ", ".join(groups), exc_info=True)
             finally:
                 with self._settled:
-                    self._done += len(units)
+                    self._done += len(taken)
                     self._settled.notify_all()
 
 
-async def send_unit(sends: list[Send]) -> None:
-    layer = get_channel_layer()
-    if layer is None:
-        return
-    if _pipelined(layer):
-        await _send_pipelined(layer, sends)
-    else:
+class Sender:
+    """How the sender thread sends: channels_redis's layer on one Redis written directly, with
+    its keys, message format and capacity rule; any other layer through its group_send, on an
+    event loop of this thread's own."""
+
+    def __init__(self) -> None:
+        self._client: Any = None
+        self._layer: Any = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def send(self, sends: list[Send]) -> None:
+        layer = get_channel_layer()
+        if layer is None:
+            return
+        if _pipelined(layer):
+            send_pipelined(layer, self._redis(layer), sends)
+            return
+        if self._loop is None:
+            self._loop = asyncio.new_event_loop()
         for group, message in sends:
-            await layer.group_send(group, message)
+            self._loop.run_until_complete(layer.group_send(group, message))
+
+    def _redis(self, layer: Any) -> Any:
+        if self._client is None or self._layer is not layer:
+            host = dict(layer.hosts[0])
+            if "address" in host:
+                pool = redis.ConnectionPool.from_url(host.pop("address"), **host)
+            else:
+                pool = redis.ConnectionPool(**host)
+            self._client, self._layer = redis.Redis(connection_pool=pool), layer
+        return self._client
 
 
 def _pipelined(layer: Any) -> bool:
-    """channels_redis's own layer on one Redis (no sharding): its storage is known."""
+    """channels_redis's own layer on one Redis (no sharding, no Sentinel): its storage is
+    known."""
     from channels_redis.core import RedisChannelLayer
 
-    return type(layer) is RedisChannelLayer and layer.ring_size == 1
+    return (
+        type(layer) is RedisChannelLayer
+        and layer.ring_size == 1
+        and "master_name" not in layer.hosts[0]
+    )
 
 
-async def _send_pipelined(layer: Any, sends: list[Send]) -> None:
+def send_pipelined(layer: Any, client: Any, sends: list[Send]) -> None:
     """channels_redis's group_send, for several messages and groups at once: its keys, its
-    message format and its capacity rule, in two round trips."""
-    connection = layer.connection(0)
+    message format and its capacity rule, in two round trips (one when nobody listens)."""
     groups = list(dict.fromkeys(group for group, _ in sends))
     now = time.time()
-    pipe = connection.pipeline(transaction=False)
+    pipe = client.pipeline(transaction=False)
     for group in groups:
         key = layer._group_key(group)
         pipe.zremrangebyscore(key, min=0, max=int(now) - layer.group_expiry)
         pipe.zrange(key, 0, -1)
-    replies = await pipe.execute()
+    replies = pipe.execute()
     members = {
         group: [name.decode("utf8") for name in replies[2 * i + 1]]
         for i, group in enumerate(groups)
@@ -162,6 +201,8 @@ async def _send_pipelined(layer: Any, sends: list[Send]) -> None:
     messages: list[bytes] = []
     capacities: list[int] = []
     for group, message in sends:
+        if not members[group]:
+            continue
         mapped, serialized, capacity = layer._map_channel_keys_to_connection(
             members[group], message
         )
@@ -171,7 +212,7 @@ async def _send_pipelined(layer: Any, sends: list[Send]) -> None:
             capacities.append(capacity[channel_key])
     if not keys:
         return
-    pipe = connection.pipeline(transaction=False)
+    pipe = client.pipeline(transaction=False)
     for key in dict.fromkeys(keys):
         pipe.zremrangebyscore(key, min=0, max=int(now) - int(layer.expiry))
     # One script call for every message. A reader pops a channel's lowest score first, and
@@ -186,7 +227,7 @@ async def _send_pipelined(layer: Any, sends: list[Send]) -> None:
         *[_SCORES.next() for _ in keys],
         layer.expiry,
     )
-    await pipe.execute()
+    pipe.execute()
 
 
 class _Scores:
