@@ -115,11 +115,11 @@ def main() -> None:
 
     langgraph_once = langgraph_loop(args.steps, str(scratch / "langgraph.sqlite3"))
     # One of each first, unmeasured: imports, connections, the first statements prepared.
-    agentdesk_run(args.steps)
+    agentdesk_run(args.steps, count=False)
     langgraph_once()
     ours, theirs = [], []
     for _ in range(args.rounds):
-        elapsed, _, run = agentdesk_run(args.steps)
+        elapsed, _, run = agentdesk_run(args.steps, count=False)
         assert run.status == "succeeded", (run.status, run.error_message)
         ours.append(elapsed * 1000 / args.steps)
         theirs.append(langgraph_once() * 1000 / args.steps)

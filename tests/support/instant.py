@@ -63,10 +63,12 @@ def noop_registry() -> Any:
     return registry
 
 
-def agentdesk_run(steps: int) -> tuple[float, int, Any]:
+def agentdesk_run(steps: int, *, count: bool = True) -> tuple[float, int, Any]:
     """One run of `steps` steps executed by the real engine on this process's database:
-    (seconds, queries, the run)."""
+    (seconds, queries, the run). Without `count`, the queries are not counted (0): a
+    comparison times the engine, not the counting."""
     import time
+    from contextlib import nullcontext
 
     from django.contrib.auth import get_user_model
     from django.db import connection
@@ -80,12 +82,12 @@ def agentdesk_run(steps: int) -> tuple[float, int, Any]:
     provider, registry = instant_llm(steps), noop_registry()
     queries = 0
 
-    def count(execute, sql, params, many, context):
+    def counter(execute, sql, params, many, context):
         nonlocal queries
         queries += 1
         return execute(sql, params, many, context)
 
-    with connection.execute_wrapper(count):
+    with connection.execute_wrapper(counter) if count else nullcontext():
         started = time.perf_counter()
         execute_run(run.pk, provider=provider, registry=registry)
         elapsed = time.perf_counter() - started
