@@ -107,7 +107,7 @@ def finish(
     w.transition(status)
     if status == RunStatus.FAILED:
         w.event(EventType.ERROR, {"code": code, "message": message, "details": details or {}})
-    w.event(EventType.RESULT, agent_result(run))
+    w.event(EventType.RESULT, agent_result(run, plan))
     webhooks_notify(user_id=run.owner_id, event_type=RUN_FINISHED, payload=finished_payload(run))
     for hook in FINISH_HOOKS:
         hook(w)

@@ -1,19 +1,32 @@
 """Every JSON shape of a run, built once: the summary lists show, a plan with its steps,
 seed 000's AgentResult, the links, and the `run.finished` webhook payload."""
 
-from typing import Any
+from typing import Any, Literal
 
 from agents_app.models import (
+    Plan,
     Run,
     RunStatus,
+    ToolCall,
 )
 from agents_app.runs.selectors import current_plan
 
 
-def agent_result(run: Run) -> dict[str, Any]:
-    """Seed 000's AgentResult for a run, from the steps of its latest plan."""
-    plan = current_plan(run)
-    steps = list(plan.steps.order_by("index").prefetch_related("tool_calls")) if plan else []
+def agent_result(run: Run, plan: Plan | None | Literal[False] = False) -> dict[str, Any]:
+    """Seed 000's AgentResult for a run, from the steps of its latest plan (`plan`, when the
+    caller just read it)."""
+    if plan is False:
+        plan = current_plan(run)
+    steps = list(plan.steps.order_by("index")) if plan else []
+    # Each step's calls of its last attempt, in the order made (a tool called twice: the last).
+    outputs: dict[tuple[int, int], dict[str, Any]] = {}
+    calls = ToolCall.objects.filter(step__in=[step.pk for step in steps]).order_by("id")
+    for step_id, attempt, tool, result, error in calls.values_list(
+        "step_id", "attempt", "tool", "result", "error"
+    ):
+        outputs.setdefault((step_id, attempt), {})[tool] = (
+            result if error == "" else {"error": error}
+        )
     executed = []
     for step in steps:
         executed.append(
@@ -21,11 +34,7 @@ def agent_result(run: Run) -> dict[str, Any]:
                 "step_index": step.index,
                 "objective": step.objective,
                 "status": step.status,
-                "tool_outputs": {
-                    call.tool: call.result if call.error == "" else {"error": call.error}
-                    for call in step.tool_calls.all()
-                    if call.attempt == step.retry_count
-                },
+                "tool_outputs": outputs.get((step.pk, step.retry_count), {}),
                 "output": step.output,
                 "error_message": step.error or None,
                 "retry_count": step.retry_count,
