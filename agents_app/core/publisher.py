@@ -1,16 +1,17 @@
 """Sending to the channel layer off the caller's thread: one sender per process.
 
 What a commit publishes is handed to a daemon thread that sends it with a synchronous Redis
-client, in the order it was handed over. A worker executing a run (`in_background()`) goes on at once and
-is at its next step while its events are sent; anywhere else (a request, a service called from a
-shell) `publish` returns once the message is sent, as a channel layer's `group_send` would, so a
-page that asks next sees it. The database holds every event, and readers fill a gap from it
-(streaming/feeds), so a publish that fails or is lost with its process costs a page a read of the
-table, never an event. `flush()` waits for what was handed over so far.
+client, in the order it was handed over. A worker executing a run (`in_background()`) goes on
+at once and is at its next step while its events are sent; anywhere else (a request, a service
+called from a shell) `publish` returns once the message is sent, as a channel layer's
+`group_send` would, so a page that asks next sees it. The database holds every event, and
+readers fill a gap from it (streaming/feeds), so a publish that fails or is lost with its
+process costs a page a read of the table, never an event. `flush()` waits for what was handed
+over so far.
 
 One hand-over is one unit: all the messages of one commit, for all of its groups, sent together.
-With channels_redis that is two Redis round trips for the whole unit (who is in each group, then
-every message to every member in one pipeline) instead of four round trips per message.
+With channels_redis that is two Redis round trips for whatever units wait (who is in each group,
+then every message to every member in one pipeline) instead of four round trips per message.
 """
 
 import asyncio
