@@ -11,7 +11,7 @@ from agents_app.core.errors import ErrorCode
 from agents_app.engine.evidence import CallRecord, citable_numbers
 from agents_app.engine.hooks import EngineHooks
 from agents_app.engine.llm import LLMProvider
-from agents_app.engine.structured import ask_structured
+from agents_app.engine.structured import ask_structured, schema_of
 from agents_app.engine.verifier import verification_schema
 
 # Stuck: the same call with the same result this many times, or the same error this many times.
@@ -89,10 +89,11 @@ def evaluate_contract(
 ) -> ContractVerdict:
     citable = citable_numbers(calls)
     schema = verification_schema(citable)
+    verdict_schema = schema_of(ContractVerdict)
     schema = {
-        **ContractVerdict.model_json_schema(),
+        **verdict_schema,
         "properties": {
-            **ContractVerdict.model_json_schema()["properties"],
+            **verdict_schema["properties"],
             "evidence": schema["properties"]["evidence"],
         },
     }

@@ -1,5 +1,7 @@
 """Ask the model for a JSON answer that must validate; retry once with the error shown to it."""
 
+import copy
+import functools
 import time
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -21,6 +23,17 @@ ATTEMPTS = 2
 ECHO_CHARS = 2_000
 # How much of the reason the run's error message carries (its details keep more).
 SAID_CHARS = 300
+
+
+@functools.cache
+def _schema(model: type[BaseModel]) -> dict[str, Any]:
+    return model.model_json_schema()
+
+
+def schema_of(model: type[BaseModel]) -> dict[str, Any]:
+    """`model`'s JSON schema, a copy of its own to change: pydantic builds it anew on every
+    call (about a millisecond), and a run asks for some on every plan and verdict."""
+    return copy.deepcopy(_schema(model))
 
 
 def ask_structured(
@@ -45,7 +58,7 @@ def ask_structured(
     deadline = time.monotonic() + timeout
     first_messages = list(messages)
     messages = first_messages
-    wanted = without_prose(schema if schema is not None else model.model_json_schema())
+    wanted = without_prose(schema if schema is not None else schema_of(model))
     error, said, cut_offs = "", "", 0
     for _ in range(ATTEMPTS):
         hooks.checkpoint()

@@ -9,13 +9,13 @@ from agents_app.engine.hooks import EngineHooks
 from agents_app.engine.llm import LLMProvider
 from agents_app.engine.prompts import verify_messages
 from agents_app.engine.schemas import VerificationOutput
-from agents_app.engine.structured import ask_structured
+from agents_app.engine.structured import ask_structured, schema_of
 
 
 def verification_schema(citable: list[int]) -> dict[str, Any]:
     """VerificationOutput's JSON schema with `evidence` limited to the calls it may cite, so a
     server that applies the schema cannot produce another number."""
-    schema = VerificationOutput.model_json_schema()
+    schema = schema_of(VerificationOutput)
     evidence = dict(schema["properties"]["evidence"])
     if citable:
         evidence["items"] = {"type": "integer", "enum": list(citable)}
