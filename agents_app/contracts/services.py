@@ -182,7 +182,7 @@ def agent_start(*, agent: ContractAgent, actor: Any, interface: str) -> Run:
             max_tokens=agent.max_tokens or settings.CONTRACT_MAX_TOKENS,
             max_seconds=agent.max_seconds or settings.CONTRACT_MAX_SECONDS,
         )
-        run = run_create(task=task, kind=RunKind.CONTRACT, conversation=conversation)
+        run = run_create(task=task, kind=RunKind.CONTRACT, conversation=conversation, first=True)
         place(
             [
                 ConversationEntry(

@@ -255,7 +255,7 @@ def _answer(conversation: Conversation, entry: ConversationEntry) -> Run:
         fast_path=True,
         connection=conversation.connection,
     )
-    run = run_create(task=task, kind=RunKind.CHAT, conversation=conversation)
+    run = run_create(task=task, kind=RunKind.CHAT, conversation=conversation, first=True)
     entry.run = run
     place([entry], conversation.pk)
     run_enqueue(run_id=run.pk)

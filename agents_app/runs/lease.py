@@ -57,10 +57,14 @@ class Lease:
         finally:
             connection.close()
 
-    def release(self) -> None:
+    def release(self, *, handed_back: bool = False) -> None:
+        """Stop renewing and give the run up; `handed_back`: a commit of this worker already
+        did (the run ended or parked), so there is nothing to write."""
         self._stop.set()
         if self._thread.is_alive():
             self._thread.join(timeout=5)
+        if handed_back:
+            return
         Run.objects.filter(pk=self.run_id, lease_owner=self.token).update(
             lease_owner="", lease_expires_at=None
         )

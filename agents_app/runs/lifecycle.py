@@ -23,6 +23,7 @@ from agents_app.models import (
 )
 from agents_app.runs.files import workspace_name
 from agents_app.runs.presenters import agent_result, finished_payload
+from agents_app.runs.selectors import current_plan
 from agents_app.runs.writer import RunWriter
 from agents_app.webhooks.services import RUN_FINISHED, webhooks_notify
 
@@ -45,30 +46,29 @@ def new_plan(
     thinking: str,
     steps: list[tuple[str, list[str], str, list[int]]],
     shown: dict[str, Any],
-) -> Plan:
+) -> tuple[Plan, list[Step]]:
     """The run's next plan version with its steps (objective, tool names, reasoning, the
     steps it depends on) and its plan_created event (`shown`: what the event says of it
-    besides the version)."""
+    besides the version). Returns the plan and its steps in index order, as they were
+    written (with their ids): what the database holds of them."""
     version = (previous.version if previous else 0) + 1
-    plan = Plan.objects.create(
-        run=w.run, version=version, reason=w.run.replan_reason, raw=raw, thinking=thinking
-    )
-    rows.insert(
-        [
-            Step(
-                plan=plan,
-                run=w.run,
-                index=index,
-                objective=objective,
-                tool_names=tool_names,
-                reasoning=reasoning,
-                depends_on=depends_on,
-            )
-            for index, (objective, tool_names, reasoning, depends_on) in enumerate(steps)
-        ]
-    )
+    plan = Plan(run=w.run, version=version, reason=w.run.replan_reason, raw=raw, thinking=thinking)
+    rows.insert([plan], ids=True)
+    written = [
+        Step(
+            plan=plan,
+            run=w.run,
+            index=index,
+            objective=objective,
+            tool_names=tool_names,
+            reasoning=reasoning,
+            depends_on=depends_on,
+        )
+        for index, (objective, tool_names, reasoning, depends_on) in enumerate(steps)
+    ]
+    rows.insert(written, ids=True)
     w.event(EventType.PLAN_CREATED, {"version": version, **shown})
-    return plan
+    return plan, written
 
 
 def skip_step(w: RunWriter, step: Step, reason: str) -> None:
@@ -80,25 +80,27 @@ def skip_step(w: RunWriter, step: Step, reason: str) -> None:
 
 
 def finish(
-    w: RunWriter, status: str, code: str = "", message: str = "", details: Any = None
+    w: RunWriter,
+    status: str,
+    code: str = "",
+    message: str = "",
+    details: Any = None,
+    *,
+    held: tuple[Plan | None, list[Step]] | None = None,
 ) -> None:
-    """End the run: close unfinished steps, record the outcome and the AgentResult event."""
+    """End the run: close unfinished steps, record the outcome and the AgentResult event.
+    `held`: the run's latest plan and its steps as the worker holding the lease holds them
+    (what the database holds: nobody else writes them meanwhile), so they are not read
+    again and only a step that needs closing is written."""
     run = w.run
     if run.is_terminal:
         return
-    plan = Plan.objects.filter(run=run).order_by("-version").first()
+    plan, steps = held if held is not None else (current_plan(run), None)
     if plan is not None:
-        now = timezone.now()
-        Step.objects.filter(plan=plan, status=StepStatus.RUNNING).update(
-            status=StepStatus.FAILED, error=f"{code}: {message}", finished_at=now
-        )
-        Step.objects.filter(plan=plan, status=StepStatus.PENDING).update(
-            status=StepStatus.SKIPPED, error=f"run ended: {code or status}", finished_at=now
-        )
+        _close_steps(plan, steps, f"{code}: {message}", f"run ended: {code or status}")
         ToolCall.objects.filter(run=run, status=ToolCallStatus.WAITING_APPROVAL).update(
             status=ToolCallStatus.SKIPPED, error=f"run ended: {code or status}"
         )
-        Step.objects.filter(plan=plan, progress__isnull=False).update(progress=None)
     Approval.objects.filter(run=run, status=ApprovalStatus.PENDING).update(
         status=ApprovalStatus.VOID, decided_at=timezone.now()
     )
@@ -107,10 +109,35 @@ def finish(
     w.transition(status)
     if status == RunStatus.FAILED:
         w.event(EventType.ERROR, {"code": code, "message": message, "details": details or {}})
-    w.event(EventType.RESULT, agent_result(run, plan))
+    w.event(EventType.RESULT, agent_result(run, plan, steps))
     webhooks_notify(user_id=run.owner_id, event_type=RUN_FINISHED, payload=finished_payload(run))
     for hook in FINISH_HOOKS:
         hook(w)
+
+
+def _close_steps(plan: Plan, steps: list[Step] | None, failed: str, skipped: str) -> None:
+    """At a run's end, its plan's steps left running fail (`failed`: why), its pending ones
+    are skipped (`skipped`: why) and a parked step's progress is dropped: in the rows, and in
+    `steps` when the caller holds them (then only the steps that change are written)."""
+    now = timezone.now()
+    fail = {"status": StepStatus.FAILED, "error": failed, "finished_at": now}
+    skip = {"status": StepStatus.SKIPPED, "error": skipped, "finished_at": now}
+    if steps is None:
+        Step.objects.filter(plan=plan, status=StepStatus.RUNNING).update(**fail)
+        Step.objects.filter(plan=plan, status=StepStatus.PENDING).update(**skip)
+        Step.objects.filter(plan=plan, progress__isnull=False).update(progress=None)
+        return
+    for step in steps:
+        changes = {
+            StepStatus.RUNNING: fail,
+            StepStatus.PENDING: skip,
+        }.get(step.status, {})
+        if step.progress is not None:
+            changes = {**changes, "progress": None}
+        if changes:
+            for name, value in changes.items():
+                setattr(step, name, value)
+            rows.update(Step, step.pk, **changes)
 
 
 def workspace_for(run: Any) -> Path:

@@ -7,17 +7,21 @@ from agents_app.models import (
     Plan,
     Run,
     RunStatus,
+    Step,
     ToolCall,
 )
 from agents_app.runs.selectors import current_plan
 
 
-def agent_result(run: Run, plan: Plan | None | Literal[False] = False) -> dict[str, Any]:
+def agent_result(
+    run: Run, plan: Plan | None | Literal[False] = False, steps: list[Step] | None = None
+) -> dict[str, Any]:
     """Seed 000's AgentResult for a run, from the steps of its latest plan (`plan`, when the
-    caller just read it)."""
+    caller just read it; `steps`, its steps in index order, when the caller holds them)."""
     if plan is False:
         plan = current_plan(run)
-    steps = list(plan.steps.order_by("index")) if plan else []
+    if steps is None:
+        steps = list(plan.steps.order_by("index")) if plan else []
     # Each step's calls of its last attempt, in the order made (a tool called twice: the last).
     outputs: dict[tuple[int, int], dict[str, Any]] = {}
     calls = ToolCall.objects.filter(step__in=[step.pk for step in steps]).order_by("id")

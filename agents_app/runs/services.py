@@ -35,7 +35,7 @@ from agents_app.models import (
 )
 from agents_app.runs.control import refuse_while_halted
 from agents_app.runs.lifecycle import finish, run_enqueue
-from agents_app.runs.writer import locked_run
+from agents_app.runs.writer import RunWriter, locked_run
 
 # Task.approval_timeout is a PositiveIntegerField: the column's range.
 APPROVAL_TIMEOUT_MAX = STORED_INT_MAX
@@ -170,7 +170,7 @@ def task_submit(
         connection=chosen,
         team=team,
     )
-    run = run_create(task=task, close_policy=close_policy or ClosePolicy.CANCEL)
+    run = run_create(task=task, close_policy=close_policy or ClosePolicy.CANCEL, first=True)
     audit_record(
         action=TASK_SUBMIT, interface=interface, actor=owner, run=run, details={"task_id": task.pk}
     )
@@ -185,13 +185,19 @@ def run_create(
     kind: str | None = None,
     conversation: Any = None,
     close_policy: str = ClosePolicy.CANCEL,
+    first: bool = False,
 ) -> Run:
     """A new queued Run of `task` with the task's budgets (or the defaults) and its first
     event. The caller enqueues it (run_enqueue) once it should start. A chat answer (`kind`
-    chat) names its `conversation`; `close_policy`: what its children do when it ends first."""
+    chat) names its `conversation`; `close_policy`: what its children do when it ends first;
+    `first`: the caller has just created the task, so this is its first attempt."""
     kind = kind or (RunKind.TEAM if task.team else RunKind.TASK)
-    # The task row is locked so two restarts at once cannot both take the same attempt number.
-    Task.objects.select_for_update().filter(pk=task.pk).first()
+    if first:
+        attempt = 1
+    else:
+        # The task row is locked so two restarts at once cannot take the same attempt number.
+        Task.objects.select_for_update().filter(pk=task.pk).first()
+        attempt = task.runs.count() + 1
     # The task's connection while it is enabled, else the default of the moment (which the
     # worker falls back to as well).
     connection = task.connection
@@ -200,7 +206,7 @@ def run_create(
     run = Run.objects.create(
         task=task,
         owner=task.owner,
-        attempt=task.runs.count() + 1,
+        attempt=attempt,
         max_tokens=task.max_tokens or settings.RUN_MAX_TOKENS,
         max_tool_calls=task.max_tool_calls or settings.RUN_MAX_TOOL_CALLS,
         connection=connection,
@@ -209,9 +215,10 @@ def run_create(
         conversation=conversation,
         profile=head_node_profile() if kind == RunKind.TEAM else None,
         close_policy=close_policy,
+        event_seq=1,
     )
-    with locked_run(run.pk) as w:
-        w.event(EventType.RUN_QUEUED, {"task": task.text, "attempt": run.attempt})
+    # Nobody sees the row before this transaction commits: its first event needs no lock.
+    RunWriter(run).first_event(EventType.RUN_QUEUED, {"task": task.text, "attempt": attempt})
     return run
 
 

@@ -51,6 +51,13 @@ class RunWriter:
         self._events.append(event)
         return event
 
+    def first_event(self, type: EventType, payload: dict[str, Any]) -> None:
+        """The first event of a run this transaction created with `event_seq` 1, whose row
+        nobody else can see yet: written without a lock or an update of the row."""
+        assert self.run.event_seq == 1 and not self._events, "a new run's first event only"
+        self._events.append(RunEvent(run=self.run, seq=1, type=type, payload=payload))
+        self._write_events()
+
     def transition(self, status: str, **payload: Any) -> None:
         if not self.run.can_transition_to(status):
             raise InvalidTransition(f"run {self.run.pk}: {self.run.status} -> {status}")
@@ -80,10 +87,14 @@ class RunWriter:
             self.run.save(update_fields=sorted(self._fields))
             if self._fields & CONTROL_FIELDS:
                 signal_run(self.run.pk)
+        self._write_events()
+        self._fields.clear()
+
+    def _write_events(self) -> None:
+        """Insert the events collected, to be published once the transaction commits."""
         if self._events:
             rows.insert(self._events)
             transaction.on_commit(partial(publish_events, self.run, list(self._events)))
-        self._fields.clear()
         self._events.clear()
 
 
@@ -126,12 +137,15 @@ class FencedWriter(RunWriter):
     their seqs from what it returns, so other writers' events (a cancel's) never collide.
 
     Only the lease holder writes what the hot path sets (tokens, tool calls made, the final
-    response), so the worker's own values are the row's. It changes no status: `transition`
-    is refused."""
+    response), so the worker's own values are the row's. The status too: nobody else changes
+    it while the run is leased (a cancel or a pause sets a flag the holder obeys). So a fenced
+    commit may move the run on (a step's end to verifying), never park or end it (that hands
+    the run back); the fence then also checks that the status is still the one it left."""
 
     def __init__(self, run: Run, lease_token: str):
         super().__init__(run)
         self.lease_token = lease_token
+        self.status_before: str | None = None
 
     def event(self, type: EventType, payload: dict[str, Any] | None = None) -> RunEvent:
         event = RunEvent(run=self.run, seq=0, type=type, payload=payload or {})
@@ -139,12 +153,20 @@ class FencedWriter(RunWriter):
         return event
 
     def transition(self, status: str, **payload: Any) -> None:
-        raise InvalidTransition("a fenced commit changes no status: use locked_run")
+        if status in PARKED_STATUSES or status in TERMINAL_STATUSES:
+            raise InvalidTransition("a fenced commit neither parks nor ends a run: use locked_run")
+        if self.status_before is None:
+            self.status_before = self.run.status
+        super().transition(status, **payload)
 
     def flush(self) -> None:
         run, count = self.run, len(self._events)
         fields = [Run._meta.get_field(name) for name in sorted(self._fields - {"event_seq"})]
         quote = connection.ops.quote_name
+        # After a transition, the fence also holds the status it moved the run from.
+        guard, guarded = "", []
+        if self.status_before is not None:
+            guard, guarded = f" AND {quote('status')} = %s", [self.status_before]
         assignments = [f"{quote('event_seq')} = {quote('event_seq')} + %s"]
         params: list[Any] = [count]
         for field in fields:
@@ -152,12 +174,12 @@ class FencedWriter(RunWriter):
             params.append(field.get_db_prep_save(getattr(run, field.attname), connection))
         sql = (
             f"UPDATE {quote(Run._meta.db_table)} SET {', '.join(assignments)} "
-            f"WHERE {quote('id')} = %s AND {quote('lease_owner')} = %s "
+            f"WHERE {quote('id')} = %s AND {quote('lease_owner')} = %s{guard} "
             f"RETURNING {quote('event_seq')}, {quote('cancel_requested')}, "
             f"{quote('pause_requested')}"
         )
         with connection.cursor() as cursor:
-            cursor.execute(sql, [*params, run.pk, self.lease_token])
+            cursor.execute(sql, [*params, run.pk, self.lease_token, *guarded])
             row = cursor.fetchone()
         if row is None:
             raise LeaseLost(f"run {run.pk} is leased by another worker")
@@ -168,11 +190,8 @@ class FencedWriter(RunWriter):
         )
         for seq, event in enumerate(self._events, start=run.event_seq - count + 1):
             event.seq = seq
-        if self._events:
-            rows.insert(self._events)
-            transaction.on_commit(partial(publish_events, run, list(self._events)))
+        self._write_events()
         self._fields.clear()
-        self._events.clear()
 
 
 @contextmanager

@@ -21,6 +21,7 @@ from agents_app.core.audit import arguments_sha256
 from agents_app.core.errors import DomainError, ErrorCode
 from agents_app.core.events import EventType
 from agents_app.core.publisher import PUBLISHER, in_background
+from agents_app.core.rows import update as rows_update
 from agents_app.core.watch import Watch
 from agents_app.engine.analysis import analyze_task, select_tools
 from agents_app.engine.contract import continue_message
@@ -64,6 +65,7 @@ from agents_app.worker.hooks import (
 )
 from agents_app.worker.llm import as_itself, provider_for_run
 from agents_app.worker.steps import (
+    STEP_STARTED,
     STEP_WRITTEN_AT_ITS_END,
     replan_history,
     step_states,
@@ -81,9 +83,16 @@ logger = logging.getLogger(__name__)
 TRANSCRIPT_KINDS = frozenset({RunKind.CHAT, RunKind.CONTRACT})
 
 # The actions after which the executor's rows are what the database holds: they change the
-# run (read again by every commit) and the steps in memory, and no plan.
+# run (read again by every commit) and the steps in memory, or (a plan) put the plan they
+# wrote and its steps in place of the rows' own.
 KEEPS_ROWS = frozenset(
-    {ActionKind.START, ActionKind.EXECUTE, ActionKind.SKIP, ActionKind.BEGIN_VERIFY}
+    {
+        ActionKind.START,
+        ActionKind.PLAN,
+        ActionKind.EXECUTE,
+        ActionKind.SKIP,
+        ActionKind.BEGIN_VERIFY,
+    }
 )
 
 
@@ -99,7 +108,7 @@ class Outcome:
 # --- performing one decision ----------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@dataclass
 class RunRows:
     """What one decision is made from: the run, its latest plan and that plan's steps in
     index order."""
@@ -277,6 +286,11 @@ class RunExecutor:
         self.parked = True
 
     def perform_start(self, action: Action, rows: RunRows) -> None:
+        # A plan made without the model (the fast path: a chat's answer, a short task) is
+        # written in the start's commit.
+        if rows.plan is None and rows.run.kind != RunKind.TEAM and self.plans_fast(rows):
+            self.plan(rows, start=True)
+            return
         with self.lock() as w:
             w.transition(RunStatus.PLANNING)
 
@@ -284,7 +298,7 @@ class RunExecutor:
         if rows.run.kind == RunKind.TEAM:
             plan_team(self, rows.run, rows.plan, rows.steps)
         else:
-            self.plan(rows.run, rows.plan, rows.steps)
+            self.plan(rows)
 
     def perform_delegate(self, action: Action, rows: RunRows) -> None:
         delegate(self, action, rows)
@@ -306,7 +320,7 @@ class RunExecutor:
             w.transition(RunStatus.VERIFYING)
 
     def perform_verify(self, action: Action, rows: RunRows) -> None:
-        verify(self, rows.run, rows.steps, fast=is_fast_plan(rows.plan.raw))
+        verify(self, rows.run, rows.plan, rows.steps, fast=is_fast_plan(rows.plan.raw))
 
     # --- the work behind plan, execute and verify -------------------------------------------
 
@@ -350,19 +364,26 @@ class RunExecutor:
             )
         return offered
 
-    def plan(self, run: Run, previous: Plan | None, previous_steps: list[Step]) -> None:
-        hooks = self.hooks(run)
-        # The fast path (engine/fast.py) plans without the model, on the first plan only: a
-        # replan after a direct attempt asks the planner, with that attempt as history.
-        fast = (
+    def plans_fast(self, rows: RunRows) -> bool:
+        """The fast path (engine/fast.py) plans without the model, on the first plan only: a
+        replan after a direct attempt asks the planner, with that attempt as history."""
+        run = rows.run
+        return (
             run.kind in TRANSCRIPT_KINDS
-            or previous is None
+            or rows.plan is None
             and takes_fast_path(
                 text=run.task.text,
                 option=run.task.fast_path,
                 max_chars=settings.AGENT_FAST_PATH_MAX_CHARS,
             )
         )
+
+    def plan(self, rows: RunRows, *, start: bool = False) -> None:
+        """The run's next plan, in one commit with its first step's start (and, with `start`,
+        the run's). `rows` then hold the new plan and its steps."""
+        run, previous = rows.run, rows.plan
+        hooks = self.hooks(run)
+        fast = self.plans_fast(rows)
         if fast:
             tool_names = [t.name for t in self.specs(run)]
             output = fast_plan(task=run.task.text, tool_names=tool_names)
@@ -375,12 +396,14 @@ class RunExecutor:
                 tools=self.offered_tools(run, hooks),
                 max_steps=settings.AGENT_MAX_STEPS,
                 timeout=settings.AGENT_PLAN_TIMEOUT,
-                history=replan_history(run, previous_steps) if previous else "",
+                history=replan_history(run, rows.steps) if previous else "",
                 max_tokens=settings.LLM_MAX_TOKENS_PLAN,
             )
         with self.lock() as w:
+            if start:
+                w.transition(RunStatus.PLANNING)
             raw = fast_plan_raw(output) if fast else output.model_dump()
-            plan = new_plan(
+            plan, steps = new_plan(
                 w,
                 previous=previous,
                 raw=raw,
@@ -404,6 +427,11 @@ class RunExecutor:
                     "status": RunStatus.RUNNING,
                 },
             )
+            # The first step starts with its plan, as each step's end starts the next.
+            started = self.start_next(w, steps)
+            if started is not None:
+                rows_update(Step, started.pk, **{f: getattr(started, f) for f in STEP_STARTED})
+        rows.plan, rows.steps = plan, steps
 
     def start_step(self, w: Any, step: Step, resume: Resume | None, *, save: bool = True) -> None:
         """Mark `step` running, with its step_started event, in `w`'s transaction (its row is
@@ -425,7 +453,7 @@ class RunExecutor:
         # A crash after this commit restarts the step from scratch, like any interruption.
         step.progress = None
         if save:
-            step.save(update_fields=["status", "retry_count", "started_at", "progress"])
+            step.save(update_fields=STEP_STARTED)
         w.event(
             EventType.STEP_STARTED,
             {
@@ -438,11 +466,14 @@ class RunExecutor:
         )
 
     def start_next(self, w: Any, steps: list[Step]) -> Step | None:
-        """At a step's end, in its transaction: when the next decision will be to execute a
-        step that has not started, start it now (one commit a step fewer). The run's flags were
-        just read under the lock; the kill switch is looked at too. Should the decision be
-        otherwise after all (a pause, a cancel or the kill switch in between), the step is
-        put back (`unstart`) in that decision's commit."""
+        """At a step's end (or a plan's), in its transaction: when the next decision will be
+        to execute a step that has not started, start it now (one commit a step fewer); when
+        it will be to begin verifying, the run is verifying from this commit on. The run's
+        flags are the ones its last commit read or returned; the kill switch is looked at
+        too. Should the decision be otherwise after all (a pause, a cancel or the kill switch
+        in between), the step is put back (`unstart`) in that decision's commit; verifying
+        needs no putting back (a pause or a cancel stops a verifying run as it would have
+        stopped the run a moment earlier)."""
         if self.watch.switch_moved():
             self.halted = KillSwitch.is_engaged()
         run = w.run
@@ -455,6 +486,9 @@ class RunExecutor:
             delegates=run.kind == RunKind.TEAM,
         )
         action = next_action(state)
+        if action.kind == ActionKind.BEGIN_VERIFY:
+            w.transition(RunStatus.VERIFYING)
+            return None
         if action.kind != ActionKind.EXECUTE:
             return None
         step = steps[action.step_index]
@@ -572,7 +606,7 @@ class RunExecutor:
                     "status": RunStatus.RUNNING,
                 },
             )
-            started = None if chat else self.start_next(w, steps)
+            started = self.start_next(w, steps)
             # The step's outcome and the next step's start in one statement.
             write_steps([step] if started is None else [step, started], STEP_WRITTEN_AT_ITS_END)
 
@@ -627,6 +661,7 @@ def execute_run(
         )
         return Outcome("busy", retry_in=max(1.0, remaining))
     lease.start()
+    handed_back = False
     try:
         # Read once, after the lease was taken: the provider, the persona and the first
         # decision are made from it.
@@ -651,10 +686,12 @@ def execute_run(
         with in_background():
             while executor.step_once():
                 pass
+        # Its end or its parking committed the lease's release with it.
+        handed_back = executor.run is not None and not executor.run.lease_owner
         return Outcome("finished")
     except LeaseLost:
         logger.warning("run %s: lease lost to another worker; stopping", run_id)
         return Outcome("lost")
     finally:
-        lease.release()
+        lease.release(handed_back=handed_back)
         PUBLISHER.flush()

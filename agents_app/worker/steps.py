@@ -6,6 +6,8 @@ from django.db import connection
 from agents_app.engine.decide import StepState
 from agents_app.models import Run, Step
 
+# A step's row at its start.
+STEP_STARTED = ["status", "retry_count", "started_at", "progress"]
 # A step's row at its end (its outcome), and the next step's (its start) in the same statement.
 STEP_WRITTEN_AT_ITS_END = [
     "status",

@@ -14,7 +14,7 @@ from agents_app.core.events import EventType
 from agents_app.engine.contract import evaluate_contract, stuck
 from agents_app.engine.fast import fast_verdict
 from agents_app.engine.verifier import verify as judge
-from agents_app.models import Run, RunKind, RunStatus, Step
+from agents_app.models import Plan, Run, RunKind, RunStatus, Step
 from agents_app.runs.lifecycle import finish
 from agents_app.worker.evidence import call_records, evidence_problem
 from agents_app.worker.team import verify_team
@@ -81,7 +81,9 @@ def verify_contract(ex: "RunExecutor", run: Run, steps: list[Step]) -> None:
         keep_log(w)
 
 
-def verify(ex: "RunExecutor", run: Run, steps: list[Step], *, fast: bool = False) -> None:
+def verify(
+    ex: "RunExecutor", run: Run, plan: Plan, steps: list[Step], *, fast: bool = False
+) -> None:
     if run.kind == RunKind.CONTRACT:
         verify_contract(ex, run, steps)
         return
@@ -124,12 +126,13 @@ def verify(ex: "RunExecutor", run: Run, steps: list[Step], *, fast: bool = False
             if verdict.task_complete and run.kind != RunKind.CHAT
             else None
         )
+        held = (plan, steps)  # this worker's: nobody else writes them while it holds the run
         if problem is not None:
-            finish(w, RunStatus.FAILED, problem.code, problem.message, problem.details)
+            finish(w, RunStatus.FAILED, problem.code, problem.message, problem.details, held=held)
         elif verdict.task_complete:
             last_output = next((s.output for s in reversed(steps) if s.output), "")
             w.set(final_response=verdict.response or w.run.final_response or last_output)
-            finish(w, RunStatus.SUCCEEDED)
+            finish(w, RunStatus.SUCCEEDED, held=held)
         elif verdict.should_replan and can_replan:
             w.set(replans=w.run.replans + 1, replan_reason=verdict.reasoning)
             w.event(EventType.REPLANNED, {"replans": w.run.replans, "reason": verdict.reasoning})
@@ -142,4 +145,5 @@ def verify(ex: "RunExecutor", run: Run, steps: list[Step], *, fast: bool = False
                 # The model's words are no error message: they go into the details.
                 verdict.reasoning if derived else "The verifier judged the task incomplete",
                 {} if derived else {"verifier": verdict.reasoning},
+                held=held,
             )

@@ -7,8 +7,15 @@ import pytest
 from django.utils import timezone
 
 from agents_app.core.events import EventType
-from agents_app.models import Run, RunEvent, RunStatus
-from agents_app.runs.writer import InvalidTransition, LeaseLost, RunWriter, locked_run
+from agents_app.models import Run, RunEvent, RunStatus, Task
+from agents_app.runs.services import run_create
+from agents_app.runs.writer import (
+    InvalidTransition,
+    LeaseLost,
+    RunWriter,
+    fenced_run,
+    locked_run,
+)
 from tests.support.runs import advance
 from tests.support.runs import make_run as queued_run
 
@@ -252,3 +259,53 @@ def test_a_run_about_to_park_counts_no_parked_time_yet(owner):
     run.refresh_from_db()
     assert run.parked_seconds == 0
     assert timezone.now() - run.parked_at < timedelta(seconds=30)
+
+
+@pytest.mark.django_db
+def test_a_fenced_commit_moves_the_run_on_with_its_event_and_keeps_the_lease(owner):
+    run = held(advance(make_run(owner), RunStatus.RUNNING), "worker-1")
+    with fenced_run(run, "worker-1") as w:
+        w.transition(RunStatus.VERIFYING)
+    fresh = Run.objects.get(pk=run.pk)
+    assert (fresh.status, fresh.lease_owner) == (RunStatus.VERIFYING, "worker-1")
+    last = RunEvent.objects.filter(run=run).order_by("-seq").first()
+    assert (last.seq, last.type, last.payload) == (
+        fresh.event_seq,
+        EventType.RUN_STATUS,
+        {"status": RunStatus.VERIFYING},
+    )
+
+
+@pytest.mark.django_db
+def test_a_fenced_commit_whose_status_changed_underneath_writes_nothing(owner):
+    """Nobody changes a leased run's status; should someone, the fence holds on it too."""
+    run = held(advance(make_run(owner), RunStatus.RUNNING), "worker-1")
+    Run.objects.filter(pk=run.pk).update(status=RunStatus.PAUSED)
+    events = RunEvent.objects.filter(run=run).count()
+    with pytest.raises(LeaseLost), fenced_run(run, "worker-1") as w:
+        w.set(final_response="mine")
+        w.transition(RunStatus.VERIFYING)
+    fresh = Run.objects.get(pk=run.pk)
+    assert (fresh.status, fresh.final_response) == (RunStatus.PAUSED, "")
+    assert RunEvent.objects.filter(run=run).count() == events
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("status", [RunStatus.PAUSED, RunStatus.SUCCEEDED])
+def test_a_fenced_commit_neither_parks_nor_ends_a_run(owner, status):
+    run = held(advance(make_run(owner), RunStatus.RUNNING), "worker-1")
+    with pytest.raises(InvalidTransition), fenced_run(run, "worker-1") as w:
+        w.transition(status)
+    assert Run.objects.get(pk=run.pk).status == RunStatus.RUNNING
+
+
+@pytest.mark.django_db
+def test_a_new_tasks_run_is_its_first_attempt_with_its_queued_event_first(owner):
+    task = Task.objects.create(owner=owner, text="Do the thing")
+    run = run_create(task=task, first=True)
+    again = run_create(task=task)
+    assert (run.attempt, again.attempt) == (1, 2)
+    for each in (run, again):
+        each.refresh_from_db()
+        events = list(RunEvent.objects.filter(run=each).values_list("seq", "type"))
+        assert (each.event_seq, events) == (1, [(1, EventType.RUN_QUEUED)])

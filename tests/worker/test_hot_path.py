@@ -95,3 +95,33 @@ def test_every_call_result_event_and_audit_row_of_a_run_is_written(owner, settin
     assert AuditEvent.objects.filter(run_id=run.pk, action="llm.call").count() == 2 * steps + 2
     assert AuditEvent.objects.filter(run_id=run.pk, action="tool.call").count() == steps
     assert run.prompt_tokens == run.completion_tokens == 2 * steps + 2
+
+
+class Answers:
+    """A model that answers every step at once, calling nothing."""
+
+    def complete(self, request):
+        from agents_app.engine.llm import LLMResponse, Usage
+
+        return LLMResponse(content="42", usage=Usage(1, 1))
+
+
+def test_a_one_step_fast_path_run_is_three_transactions_from_its_lease_to_its_end(owner):
+    """The start, its plan and its step's start in one commit; the step's end and verifying
+    in the next; the verdict and the end in the last, which hands the lease back too."""
+    task = Task.objects.create(owner=owner, text="What is six times seven?", fast_path=True)
+    run = Run.objects.create(task=task, owner=owner, max_tokens=10**6, max_tool_calls=10)
+    with CaptureQueriesContext(connection) as log:
+        execute_run(run.pk, provider=Answers(), registry=noop_registry())
+    run.refresh_from_db()
+    assert (run.status, run.final_response, run.lease_owner) == ("succeeded", "42", "")
+
+    statements = [query["sql"] for query in log.captured_queries]
+    assert sum(sql.startswith("BEGIN") for sql in statements) == 3, statements
+    assert statements[-1].startswith("COMMIT")  # the lease went with the end
+    # Every status it went through is still told, in order, each once.
+    said = RunEvent.objects.filter(run=run, type="run_status").order_by("seq")
+    assert [e.payload["status"] for e in said] == ["planning", "running", "verifying", "succeeded"]
+    types = list(RunEvent.objects.filter(run=run).order_by("seq").values_list("type", flat=True))
+    assert types.index("plan_created") < types.index("step_started") < types.index("step_completed")
+    assert Step.objects.get(run=run).status == "completed"
