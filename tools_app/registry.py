@@ -86,12 +86,25 @@ class ToolError(Exception):
     """A tool failed in a way the model should hear about (refused path, HTTP error...)."""
 
 
+# Validators by the identity of the schema they check (held with it, so the id stays its own):
+# a tool's spec is checked at every call, and building its validator costs more than using it.
+_validators: dict[int, tuple[dict[str, Any], Any]] = {}
+VALIDATORS_KEPT = 1024
+
+
+def _validator(schema: dict[str, Any]) -> Any:
+    kept = _validators.get(id(schema))
+    if kept is None or kept[0] is not schema:
+        if len(_validators) >= VALIDATORS_KEPT:
+            _validators.clear()  # schemas of specs since replaced (an MCP server's tools)
+        kept = _validators[id(schema)] = (schema, jsonschema.Draft202012Validator(schema))
+    return kept[1]
+
+
 def check_arguments(tool: str, schema: dict[str, Any], arguments: Any) -> None:
     """Raise DomainError(INVALID_ARGUMENTS), naming up to ten problems, unless `arguments`
     fits `schema` (a tool's input schema)."""
-    errors = sorted(
-        jsonschema.Draft202012Validator(schema).iter_errors(arguments), key=lambda e: list(e.path)
-    )
+    errors = sorted(_validator(schema).iter_errors(arguments), key=lambda e: list(e.path))
     if errors:
         raise DomainError(
             ErrorCode.INVALID_ARGUMENTS,

@@ -58,6 +58,9 @@ from django.db.models import QuerySet
 
 from agents_app.models import AuditEvent, AuditInterface, Run
 
+# AuditInterface.values builds its list anew at each look.
+INTERFACES = frozenset(AuditInterface.values)
+
 LLM_CALL = "llm.call"
 TOOL_CALL = "tool.call"
 TASK_SUBMIT = "task.submit"
@@ -139,7 +142,7 @@ def audit_event(
 ) -> AuditEvent:
     """The AuditEvent `audit_record` would append, not saved yet: for a caller that writes
     several at once (`AuditEvent.objects.bulk_create`). Raises as `audit_record` does."""
-    if interface not in AuditInterface.values:
+    if interface not in INTERFACES:
         raise ValueError(f"Unknown audit interface {interface!r}")
     if not action:
         raise ValueError("An audit event needs an action")
