@@ -7,7 +7,13 @@ their pinned names (`core.dispatch.TaskName`).
 import logging
 
 from celery import shared_task
-from celery.signals import worker_process_init, worker_ready
+from celery.signals import (
+    task_postrun,
+    task_prerun,
+    worker_init,
+    worker_process_init,
+    worker_ready,
+)
 from django.db import DatabaseError, transaction
 
 from agents_app.approvals.decisions import approval_expire
@@ -15,6 +21,7 @@ from agents_app.core import task_metrics
 from agents_app.core.dispatch import TaskName
 from agents_app.runs.control import runs_recover
 from agents_app.webhooks.services import webhook_deliver
+from agents_app.worker.connections import close_old, keep_connections
 from agents_app.worker.execution import execute_run as run_execute
 from agents_app.worker.mcp_startup import on_worker_process_init, on_worker_ready
 from agents_app.worker.sweeps import sweep_approvals
@@ -66,6 +73,11 @@ def expire_approval(self, approval_id: int) -> str:
 # Every process that receives or runs these tasks counts them for Prometheus, in the Redis all
 # of them share (core.task_metrics), so /metrics sees every worker on every machine.
 task_metrics.connect()
+
+# A worker's processes keep their database connection from task to task (worker.connections).
+worker_init.connect(keep_connections)
+task_prerun.connect(close_old)
+task_postrun.connect(close_old)
 
 # Every process that executes runs connects to the MCP servers as it starts (worker.mcp_startup).
 worker_process_init.connect(on_worker_process_init)

@@ -120,6 +120,9 @@ DATABASES = {
         conn_max_age=env_int("DATABASE_CONN_MAX_AGE", 0, minimum=0),
     )
 }
+# A Celery worker's processes keep their connection across tasks this long (Django's
+# CONN_MAX_AGE, for them alone: agents_app/worker/connections.py).
+WORKER_DATABASE_CONN_MAX_AGE = env_int("WORKER_DATABASE_CONN_MAX_AGE", 300, minimum=0)
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # SQLite creates its file (and the -wal and -shm files, which copy its mode) world-readable
     # under the usual umask: create it first, for this user only.
@@ -256,6 +259,10 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
     "unacked_restore_throttle": 1,
 }
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+# Celery's Django fixup closes every database connection around every task unless this is
+# set; with it, the worker follows Django's rules instead (agents_app/worker/connections.py),
+# and Celery reconnects after this many tasks.
+CELERY_DB_REUSE_MAX = 1000
 
 # --- LLM ----------------------------------------------------------------------
 LLM_BASE_URL = env_str("LLM_BASE_URL")

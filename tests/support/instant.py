@@ -64,7 +64,8 @@ def noop_registry() -> Any:
 
 
 def agentdesk_run(steps: int, *, count: bool = True) -> tuple[float, int, Any]:
-    """One run of `steps` steps executed by the real engine on this process's database:
+    """One run of `steps` steps executed by the real engine on this process's database, as a
+    worker process executes it (its connection kept from run to run, worker.connections):
     (seconds, queries, the run). Without `count`, the queries are not counted (0): a
     comparison times the engine, not the counting."""
     import time
@@ -74,7 +75,10 @@ def agentdesk_run(steps: int, *, count: bool = True) -> tuple[float, int, Any]:
     from django.db import connection
 
     from agents_app.models import Run, Task
+    from agents_app.worker.connections import keep_connections
     from agents_app.worker.execution import execute_run
+
+    keep_connections()
 
     user, _ = get_user_model().objects.get_or_create(username="bench")
     task = Task.objects.create(owner=user, text="benchmark")
