@@ -119,21 +119,47 @@ class _DeadlineReached(Exception):
     pass
 
 
-_tls_lock = threading.Lock()
+_shared_lock = threading.Lock()
 _tls: dict[int, ssl.SSLContext] = {}
 
 
 def _tls_context() -> ssl.SSLContext:
     """The process's TLS context, as httpx builds it (certifi, or SSL_CERT_FILE / SSL_CERT_DIR):
-    building one reads the CA bundle (some 25 ms), and a worker makes a client a run. Only the
-    context is shared; each provider keeps its own client and connections, closed with it."""
+    building one reads the CA bundle (some 25 ms)."""
     pid = os.getpid()  # a forked child builds its own
-    with _tls_lock:
+    with _shared_lock:
         context = _tls.get(pid)
         if context is None:
             _tls.clear()
             context = _tls[pid] = httpx.create_ssl_context()
         return context
+
+
+# The process's clients, by server, key and timeout: a worker makes a provider for every run,
+# and a client of its own each time would cost its building and a new connection to the server
+# (a TLS handshake, for a remote one). A client is thread-safe (its connection pool is), and a
+# forked child makes its own: its parent's connections are not its to use.
+_clients: dict[tuple[int, str, str, float], openai.OpenAI] = {}
+CLIENTS_KEPT = 32
+
+
+def _shared_client(base_url: str, api_key: str, timeout: float) -> openai.OpenAI:
+    key = (os.getpid(), base_url, api_key, timeout)
+    with _shared_lock:
+        client = _clients.get(key)
+        if client is not None:
+            return client
+    made = openai.OpenAI(
+        base_url=base_url,
+        api_key=api_key,
+        max_retries=0,  # retries are ours: they know the deadline and the fallbacks
+        timeout=timeout,
+        http_client=openai.DefaultHttpxClient(verify=_tls_context()),
+    )
+    with _shared_lock:
+        if len(_clients) >= CLIENTS_KEPT or any(k[0] != key[0] for k in _clients):
+            _clients.clear()  # forgotten, not closed: another thread may be using one
+        return _clients.setdefault(key, made)
 
 
 class _ToolsIgnored(Exception):
@@ -149,7 +175,8 @@ class _Interrupted(Exception):
 
 
 class OpenAICompatibleProvider:
-    """Calls one model on one OpenAI-compatible server. Thread-safe; keep one per process."""
+    """Calls one model on one OpenAI-compatible server. Thread-safe; its HTTP client is the
+    process's for that server (`_shared_client`)."""
 
     def __init__(
         self,
@@ -177,17 +204,19 @@ class OpenAICompatibleProvider:
         self.temperature = temperature
         self._sleep = sleep
         try:
-            self._client = openai.OpenAI(
-                base_url=self.base_url,
-                api_key=api_key or PLACEHOLDER_API_KEY,
-                max_retries=0,  # retries are ours: they know the deadline and the fallbacks
-                timeout=request_timeout,
-                http_client=openai.DefaultHttpxClient(verify=_tls_context()),
+            self._client = _shared_client(
+                self.base_url, api_key or PLACEHOLDER_API_KEY, request_timeout
             )
         except Exception as exc:
             raise LLMError(ErrorCode.LLM_NOT_CONFIGURED, f"invalid LLM settings: {exc}") from exc
 
     def close(self) -> None:
+        """Close the client this provider shares with the process's others for its server:
+        the next provider for it makes a new one."""
+        with _shared_lock:
+            for key, client in list(_clients.items()):
+                if client is self._client:
+                    del _clients[key]
         self._client.close()
 
     def complete(self, request: LLMRequest) -> LLMResponse:

@@ -5,6 +5,7 @@ import time
 
 import pytest
 
+from agents_app.engine import openai_provider
 from agents_app.engine.llm import LLMError, LLMRequest, ToolSchema
 from agents_app.engine.openai_provider import (
     OpenAICompatibleProvider,
@@ -590,3 +591,37 @@ def test_it_refuses_a_base_url_without_a_scheme():
         OpenAICompatibleProvider(base_url="localhost:8000/v1", api_key="", model="m")
 
     assert raised.value.code == "LLM_NOT_CONFIGURED"
+
+
+# --- one client a server in a process -----------------------------------------------------
+
+
+def test_providers_of_one_server_and_key_share_the_process_client(server):
+    """A worker makes a provider for every run: they share one client (its connections)."""
+    server.script([{"match": "hello", "replies": [{"content": "Hi."}, {"content": "Hi again."}]}])
+    first = OpenAICompatibleProvider(base_url=server.base_url, api_key="", model="a")
+    second = OpenAICompatibleProvider(base_url=server.base_url + "/", api_key="", model="b")
+    other_key = OpenAICompatibleProvider(base_url=server.base_url, api_key="k2", model="a")
+
+    assert first._client is second._client
+    assert other_key._client is not first._client
+    assert first.complete(ask()).content == "Hi."
+    assert second.complete(ask()).content == "Hi again."
+
+
+def test_a_closed_providers_client_is_not_handed_out_again(server):
+    server.script([{"match": "hello", "replies": [{"content": "Still here."}]}])
+    first = OpenAICompatibleProvider(base_url=server.base_url, api_key="", model="a")
+    first.close()
+    after = OpenAICompatibleProvider(base_url=server.base_url, api_key="", model="a")
+
+    assert after._client is not first._client
+    assert after.complete(ask()).content == "Still here."
+
+
+def test_a_forked_process_makes_its_own_client(server, monkeypatch):
+    parents = OpenAICompatibleProvider(base_url=server.base_url, api_key="", model="a")
+    monkeypatch.setattr(openai_provider.os, "getpid", lambda: -1)
+    childs = OpenAICompatibleProvider(base_url=server.base_url, api_key="", model="a")
+
+    assert childs._client is not parents._client
