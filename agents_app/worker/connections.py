@@ -23,6 +23,10 @@ def keep_connections(**kwargs: Any) -> None:
         connections.settings[alias]["CONN_MAX_AGE"] = settings.WORKER_DATABASE_CONN_MAX_AGE
 
 
-def close_old(**kwargs: Any) -> None:
-    """Around each task (`task_prerun`, `task_postrun`): what Django does around a request."""
+def close_old(sender: Any = None, **kwargs: Any) -> None:
+    """Around each task (`task_prerun`, `task_postrun`): what Django does around a request.
+    Not for a task applied in the caller's own process (`apply`, eager): its connection is the
+    caller's, maybe inside the caller's transaction (Celery's fixup leaves those alone too)."""
+    if getattr(getattr(sender, "request", None), "is_eager", False):
+        return
     close_old_connections()

@@ -5,7 +5,7 @@ import pytest
 from celery.signals import task_postrun, task_prerun, worker_init
 from django.db import connection, connections
 
-import agents_app.tasks  # noqa: F401  (connects the worker's signals, as a worker imports it)
+import agents_app.tasks  # (connects the worker's signals, as a worker imports it)
 from agents_app.worker.connections import close_old, keep_connections
 from config.celery import app
 
@@ -61,3 +61,12 @@ def test_without_it_each_task_gets_a_new_connection():
     """The web processes' rule (DATABASE_CONN_MAX_AGE 0): the control for the tests above."""
     first = a_task_queries()
     assert a_task_queries() is not first
+
+
+def test_a_task_applied_in_this_process_leaves_its_connection_alone():
+    """`apply` (eager) runs the task in the caller's process, maybe in its transaction."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 1")
+    used = connection.connection
+    assert agents_app.tasks.expire_approval.apply(args=[0]).successful()
+    assert connection.connection is used
