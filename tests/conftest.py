@@ -144,8 +144,9 @@ def shared_worker(module_worker, transactional_db) -> Worker:
     the worker has nothing left to do: no run of this test is still queued or executing on
     it, to write into the next test's tables. Ids are never reused after a flush, so a late
     timer or retry message of this test finds no row and does nothing. Between tasks the
-    worker keeps no database connection, and only one thing else: what the scripted LLM was
-    found to reject, so tests that script its `options` need a worker of their own. A worker
+    worker keeps its database connection (worker/connections.py; no rows with it) and one
+    thing else: what the scripted LLM was found to reject, so tests that script its
+    `options` need a worker of their own. A worker
     that does not go idle is killed (the next test gets a fresh one) and the test fails."""
     worker = module_worker.running()
     yield worker

@@ -16,8 +16,8 @@ pytestmark = pytest.mark.integration
 
 # Children answer directly (one model request each) instead of planning.
 DIRECT = {"AGENT_FAST_PATH_MAX_CHARS": "500"}
-# How long each child's one model request takes.
-CHILD_SECONDS = 2.0
+# Where the two children's requests wait for each other.
+MEETING = {"name": "children", "parties": 2, "timeout": 30}
 
 
 def split(*subtasks: tuple[str, str]) -> dict:
@@ -79,8 +79,11 @@ def test_independent_children_run_at_the_same_time_on_two_workers(
                 ("Research ALPHA-PART of the topic", "research_agent"),
                 ("Implement BETA-PART of the tool", "builder_agent"),
             ),
+            # Each child's request waits until the other's is in flight too (30 s at most), so
+            # a worker that starts late does not fail the test, and one worker doing both
+            # children in turn does: its first request is answered before the second comes.
             *(
-                answers(marker, {"content": f"{marker} done", "delay": CHILD_SECONDS})
+                answers(marker, {"content": f"{marker} done", "meet": MEETING})
                 for marker in markers
             ),
         ]
@@ -93,9 +96,9 @@ def test_independent_children_run_at_the_same_time_on_two_workers(
 
     first, second = assert_each_child_handed_back_once(head, markers)
     assert {first.profile.name, second.profile.name} == {"research_agent", "builder_agent"}
-    # Each child's one request took CHILD_SECONDS, and both were in flight at once: one after
-    # the other, the second would have come after the first was answered. (How long the two
-    # take together, against one worker doing both, is a figure: bench/team_parallel.py.)
+    # Both children's requests were in flight at once: one after the other, the second would
+    # have come after the first was answered. (How long the two take together, against one
+    # worker doing both, is a figure: bench/team_parallel.py.)
     windows = [
         (came, answered) for text, came, answered in llm.timeline if "AGENTDESK:DIRECT" in text
     ]

@@ -55,6 +55,10 @@ class ScriptedLLMServer:
         self._options: dict[str, Any] = {}
         self._requests: list[dict[str, Any]] = []
         self._timeline: list[tuple[str, float, float | None]] = []
+        # How many requests reached each named meeting (a reply's `meet`), and the condition
+        # those that wait for the others wait on.
+        self._meetings: dict[str, int] = {}
+        self._met = threading.Condition(self._lock)
         self._stopping = threading.Event()
         self._httpd = ThreadingHTTPServer((host, port), _Handler)
         self._httpd.daemon_threads = True
@@ -83,6 +87,8 @@ class ScriptedLLMServer:
 
     def stop(self) -> None:
         self._stopping.set()
+        with self._met:
+            self._met.notify_all()
         self._httpd.shutdown()
         self._httpd.server_close()
         if self._thread is not None:
@@ -105,7 +111,7 @@ class ScriptedLLMServer:
         """Forget the rules, options and recorded requests."""
         with self._lock:
             self._script, self._options, self._requests = Script(), {}, []
-            self._timeline = []
+            self._timeline, self._meetings = [], {}
 
     @property
     def requests(self) -> list[dict[str, Any]]:
@@ -133,6 +139,19 @@ class ScriptedLLMServer:
             if number < len(self._timeline):
                 text, came, _ = self._timeline[number]
                 self._timeline[number] = (text, came, time.monotonic())
+
+    def _meet(self, meeting: dict[str, Any]) -> bool:
+        """Wait until `parties` requests reached the meeting `name`, at most `timeout` seconds
+        (30 by default); whether they all came. Requests that only overlap when they run at
+        the same time are held until the others are in flight too, however late one starts."""
+        name, parties = str(meeting["name"]), int(meeting["parties"])
+        with self._met:
+            self._meetings[name] = self._meetings.get(name, 0) + 1
+            self._met.notify_all()
+            return self._met.wait_for(
+                lambda: self._meetings.get(name, 0) >= parties or self._stopping.is_set(),
+                timeout=float(meeting.get("timeout", 30)),
+            )
 
     def _rejection(self, body: dict[str, Any]) -> str | None:
         with self._lock:
@@ -222,6 +241,8 @@ class _Handler(BaseHTTPRequestHandler):
             message = no_reply_message(body.get("messages") or [])
             self._send_json(500, _error_body(message, "server_error"))
             return
+        if reply.get("meet"):
+            self.scripted._meet(reply["meet"])
         if reply.get("delay") and self.scripted._stopping.wait(float(reply["delay"])):
             return
         if reply.get("drop"):

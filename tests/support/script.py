@@ -25,6 +25,9 @@ A reply may hold:
 Over HTTP only (the provider refuses them):
     chunks: [str, ...]           exact content pieces to stream instead of splitting `content`
     status: int, error: str, retry_after: seconds   an error answer instead
+    meet: {"name": str, "parties": int, "timeout": seconds (30)}   wait until `parties`
+                                 requests reached the meeting `name` (or the timeout), then
+                                 answer: requests that can only overlap if they run at once
     delay: seconds               sleep before answering (timeouts)
     chunk_delay: seconds         sleep between streamed chunks
     drop: True                   close the connection without answering
@@ -43,7 +46,7 @@ from typing import Any
 DEFAULT_USAGE = {"prompt_tokens": 11, "completion_tokens": 7}
 WIRE_ONLY = frozenset(
     ["chunks", "status", "error", "retry_after", "delay", "chunk_delay", "drop", "truncate"]
-    + ["garbled", "reasoning_field"]
+    + ["garbled", "reasoning_field", "meet"]
 )
 
 
