@@ -2,6 +2,7 @@
 the run (closing its steps, its result event, the `run.finished` webhook) and its
 workspace directory."""
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -142,5 +143,6 @@ def _close_steps(plan: Plan, steps: list[Step] | None, failed: str, skipped: str
 
 def workspace_for(run: Any) -> Path:
     path = Path(settings.WORKSPACE_ROOT) / workspace_name(run)
-    path.mkdir(parents=True, exist_ok=True)
+    if not os.path.isdir(path):  # one stat a step, where mkdir would fail and raise
+        path.mkdir(parents=True, exist_ok=True)
     return path

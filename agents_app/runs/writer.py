@@ -5,7 +5,7 @@ from contextlib import contextmanager
 from functools import partial
 from typing import Any
 
-from django.db import connection, transaction
+from django.db import DEFAULT_DB_ALIAS, connection, connections, transaction
 from django.utils import timezone
 
 from agents_app.core import rows
@@ -47,7 +47,9 @@ class RunWriter:
     def event(self, type: EventType, payload: dict[str, Any] | None = None) -> RunEvent:
         self.run.event_seq += 1
         self._fields.add("event_seq")
-        event = RunEvent(run=self.run, seq=self.run.event_seq, type=type, payload=payload or {})
+        event = RunEvent(
+            run_id=self.run.pk, seq=self.run.event_seq, type=type, payload=payload or {}
+        )
         self._events.append(event)
         return event
 
@@ -55,7 +57,7 @@ class RunWriter:
         """The first event of a run this transaction created with `event_seq` 1, whose row
         nobody else can see yet: written without a lock or an update of the row."""
         assert self.run.event_seq == 1 and not self._events, "a new run's first event only"
-        self._events.append(RunEvent(run=self.run, seq=1, type=type, payload=payload))
+        self._events.append(RunEvent(run_id=self.run.pk, seq=1, type=type, payload=payload))
         self._write_events()
 
     def transition(self, status: str, **payload: Any) -> None:
@@ -148,7 +150,7 @@ class FencedWriter(RunWriter):
         self.status_before: str | None = None
 
     def event(self, type: EventType, payload: dict[str, Any] | None = None) -> RunEvent:
-        event = RunEvent(run=self.run, seq=0, type=type, payload=payload or {})
+        event = RunEvent(run_id=self.run.pk, seq=0, type=type, payload=payload or {})
         self._events.append(event)
         return event
 
@@ -161,24 +163,16 @@ class FencedWriter(RunWriter):
 
     def flush(self) -> None:
         run, count = self.run, len(self._events)
-        fields = [Run._meta.get_field(name) for name in sorted(self._fields - {"event_seq"})]
-        quote = connection.ops.quote_name
+        names = tuple(sorted(self._fields - {"event_seq"}))
         # After a transition, the fence also holds the status it moved the run from.
-        guard, guarded = "", []
-        if self.status_before is not None:
-            guard, guarded = f" AND {quote('status')} = %s", [self.status_before]
-        assignments = [f"{quote('event_seq')} = {quote('event_seq')} + %s"]
+        guarded = [] if self.status_before is None else [self.status_before]
+        sql, fields = fence_statement(names, bool(guarded))
+        conn = connections[DEFAULT_DB_ALIAS]
         params: list[Any] = [count]
-        for field in fields:
-            assignments.append(f"{quote(field.column)} = %s")
-            params.append(field.get_db_prep_save(getattr(run, field.attname), connection))
-        sql = (
-            f"UPDATE {quote(Run._meta.db_table)} SET {', '.join(assignments)} "
-            f"WHERE {quote('id')} = %s AND {quote('lease_owner')} = %s{guard} "
-            f"RETURNING {quote('event_seq')}, {quote('cancel_requested')}, "
-            f"{quote('pause_requested')}"
-        )
-        with connection.cursor() as cursor:
+        for field, prepare in fields:
+            value = getattr(run, field.attname)
+            params.append(value if prepare is None else prepare(value, conn))
+        with conn.cursor() as cursor:
             cursor.execute(sql, [*params, run.pk, self.lease_token, *guarded])
             row = cursor.fetchone()
         if row is None:
@@ -192,6 +186,33 @@ class FencedWriter(RunWriter):
             event.seq = seq
         self._write_events()
         self._fields.clear()
+
+
+# The fence's UPDATE for each (database, fields written, status guarded): a run writes a few
+# shapes, step after step.
+_fences: dict[tuple[str, tuple[str, ...], bool], tuple[str, list[tuple[Any, Any]]]] = {}
+
+
+def fence_statement(names: tuple[str, ...], guarded: bool) -> tuple[str, list[Any]]:
+    """FencedWriter's UPDATE setting the fields `names` (and advancing `event_seq` by its
+    first parameter), with the fields in their parameters' order and how each is prepared
+    (core.rows)."""
+    key = (connection.vendor, names, guarded)
+    shape = _fences.get(key)
+    if shape is None:
+        quote = connection.ops.quote_name
+        fields = [Run._meta.get_field(name) for name in names]
+        assignments = [f"{quote('event_seq')} = {quote('event_seq')} + %s"]
+        assignments += [f"{quote(field.column)} = %s" for field in fields]
+        guard = f" AND {quote('status')} = %s" if guarded else ""
+        sql = (
+            f"UPDATE {quote(Run._meta.db_table)} SET {', '.join(assignments)} "
+            f"WHERE {quote('id')} = %s AND {quote('lease_owner')} = %s{guard} "
+            f"RETURNING {quote('event_seq')}, {quote('cancel_requested')}, "
+            f"{quote('pause_requested')}"
+        )
+        shape = _fences[key] = (sql, [(field, rows.preparer(field)) for field in fields])
+    return shape
 
 
 @contextmanager

@@ -1,8 +1,11 @@
 """A run's steps as the executor writes and decides on them: one UPDATE for a step's outcome and
 the next step's start, the steps as the decision sees them, what a replan is told of them."""
 
-from django.db import connection
+from typing import Any
 
+from django.db import DEFAULT_DB_ALIAS, connections
+
+from agents_app.core import rows
 from agents_app.engine.decide import StepState
 from agents_app.models import Run, Step
 
@@ -38,26 +41,45 @@ def write_steps(steps: list[Step], fields: list[str]) -> None:
     """Write `fields` of `steps` in one UPDATE (a CASE on the id per column): a step's outcome
     and the next step's start. Django's bulk_update says the same, at ten times the CPU."""
     if len(steps) == 1:
-        steps[0].save(update_fields=fields)
+        step = steps[0]
+        rows.update(Step, step.pk, **{name: getattr(step, name) for name in fields})
         return
-    quote = connection.ops.quote_name
-    # PostgreSQL cannot tell a CASE's type from bare parameters: each value is cast.
-    cast = connection.vendor == "postgresql"
-    assignments, params = [], []
-    for name in fields:
-        field = Step._meta.get_field(name)
-        value = f"CAST(%s AS {field.db_type(connection)})" if cast else "%s"
-        whens = " ".join(f"WHEN %s THEN {value}" for _ in steps)
-        assignments.append(f"{quote(field.column)} = CASE {quote('id')} {whens} END")
+    conn = connections[DEFAULT_DB_ALIAS]
+    sql, prepared = steps_statement(conn, tuple(fields), len(steps))
+    params: list[Any] = []
+    for field, prepare in prepared:
         for step in steps:
-            params += [step.pk, field.get_db_prep_save(getattr(step, field.attname), connection)]
-    ids = ", ".join("%s" for _ in steps)
-    sql = (
-        f"UPDATE {quote(Step._meta.db_table)} SET {', '.join(assignments)} "
-        f"WHERE {quote('id')} IN ({ids})"
-    )
-    with connection.cursor() as cursor:
+            value = getattr(step, field.attname)
+            params += [step.pk, value if prepare is None else prepare(value, conn)]
+    with conn.cursor() as cursor:
         cursor.execute(sql, [*params, *(step.pk for step in steps)])
+
+
+# write_steps' UPDATE for each (database, fields, number of steps): a run writes one or two.
+_statements: dict[tuple[str, tuple[str, ...], int], tuple[str, list[Any]]] = {}
+
+
+def steps_statement(conn: Any, fields: tuple[str, ...], count: int) -> tuple[str, list[Any]]:
+    key = (conn.vendor, fields, count)
+    shape = _statements.get(key)
+    if shape is None:
+        quote = conn.ops.quote_name
+        # PostgreSQL cannot tell a CASE's type from bare parameters: each value is cast.
+        cast = conn.vendor == "postgresql"
+        assignments, prepared = [], []
+        for name in fields:
+            field = Step._meta.get_field(name)
+            value = f"CAST(%s AS {field.db_type(conn)})" if cast else "%s"
+            whens = " ".join(f"WHEN %s THEN {value}" for _ in range(count))
+            assignments.append(f"{quote(field.column)} = CASE {quote('id')} {whens} END")
+            prepared.append((field, rows.preparer(field)))
+        ids = ", ".join("%s" for _ in range(count))
+        sql = (
+            f"UPDATE {quote(Step._meta.db_table)} SET {', '.join(assignments)} "
+            f"WHERE {quote('id')} IN ({ids})"
+        )
+        shape = _statements[key] = (sql, prepared)
+    return shape
 
 
 def replan_history(run: Run, steps: list[Step]) -> str:

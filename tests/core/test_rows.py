@@ -4,6 +4,7 @@ through the ORM, a row is the same on SQLite and PostgreSQL."""
 import datetime
 
 import pytest
+from django.db import connection
 from django.utils import timezone
 
 from agents_app.core import rows
@@ -93,3 +94,29 @@ def test_a_naive_datetime_is_prepared_as_the_orm_prepares_it(step, settings):
         rows.insert([RunEvent(run=step.run, seq=1, type="x", payload={}, created_at=naive)])
 
     assert RunEvent.objects.get(run=step.run).created_at == timezone.make_aware(naive)
+
+
+@pytest.mark.parametrize(
+    "when",
+    [
+        datetime.datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=datetime.UTC),
+        datetime.datetime(2026, 1, 2, 3, 4, 5, tzinfo=datetime.UTC),  # no fraction written
+        datetime.datetime(
+            2026, 1, 2, 3, 4, 5, 6, tzinfo=datetime.timezone(datetime.timedelta(hours=2))
+        ),
+    ],
+    ids=["utc", "utc-whole-second", "plus-two-hours"],
+)
+def test_an_aware_datetime_is_written_as_the_orm_writes_it(step, when):
+    RunEvent.objects.create(run=step.run, seq=1, type="orm", payload={}, created_at=when)
+    rows.insert([RunEvent(run_id=step.run_id, seq=2, type="rows", payload={}, created_at=when)])
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT CAST(created_at AS TEXT) FROM agents_app_runevent WHERE run_id = %s "
+            "ORDER BY seq",
+            [step.run_id],
+        )
+        by_the_orm, by_rows = (row[0] for row in cursor.fetchall())
+    assert by_rows == by_the_orm
+    assert [e.created_at for e in RunEvent.objects.filter(run=step.run)] == [when, when]
