@@ -42,7 +42,8 @@ class StepInput:
     objective: str
     reasoning: str
     tool_names: list[str]
-    # (index, objective, status, output) of the steps before this one.
+    # (index, objective, status, output) of the steps before this one that it is shown
+    # (prompts.shown_earlier), and how many before it are not.
     earlier: list[tuple[int, str, str, str]]
     # A fast-path step (engine/fast.py): the task itself, asked with the short direct prompt.
     direct: bool = False
@@ -56,6 +57,7 @@ class StepInput:
     # With a transcript: end after one tool cycle (the model's calls and their results), as a
     # contract agent's cycle does, its next step judged between cycles.
     one_cycle: bool = False
+    unshown: int = 0
 
 
 @dataclass(frozen=True)
@@ -212,6 +214,7 @@ def execute_step(
             objective=step.objective,
             reasoning=step.reasoning,
             earlier=step.earlier,
+            unshown=step.unshown,
         )
         thoughts, rounds, pending = [], 0, []
         evidence = {}

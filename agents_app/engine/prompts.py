@@ -8,6 +8,11 @@ from tools_app.registry import ToolSpec
 
 CONTEXT_CHARS = 8_000
 OUTPUT_CHARS = 4_000
+# The earlier steps a step's prompt shows: those it depends on, and the last EARLIER_STEPS
+# before it. A long plan's prompt (and what building it costs) stays the same size at step 500
+# as at step 20; what the others produced reaches a step through its dependencies, the run's
+# files, and the verifier, which reads every step.
+EARLIER_STEPS = 20
 
 
 def _clip(text: str, limit: int) -> str:
@@ -58,11 +63,19 @@ def step_messages(
     objective: str,
     reasoning: str,
     earlier: list[tuple[int, str, str, str]],
+    unshown: int = 0,
 ) -> list[dict[str, Any]]:
+    """`earlier`: the steps before this one it is shown (`shown_earlier`), `unshown` of them
+    left out."""
     done = "\n".join(
         f"Step {i} ({status}): {obj}\nOutput: {_clip(out, OUTPUT_CHARS)}"
         for i, obj, status, out in earlier
     )
+    if unshown:
+        done = (
+            f"({unshown} of the steps before this one not shown: it does not depend on them)\n"
+            + done
+        )
     system = (
         f"AGENTDESK:STEP {index}\nYou are executing step {index} of {total} of a plan for the task "
         "below. Do the step's work with the offered tools, then answer with a short plain-text summary of "
@@ -171,3 +184,10 @@ def cut_off_message(max_tokens: int | None) -> dict[str, Any]:
         "content": f"Your last answer went past the {max_tokens}-token limit and was cut off. "
         "Answer again, much shorter: brief texts, nothing repeated.",
     }
+
+
+def shown_earlier(index: int, depends_on: list[int]) -> list[int]:
+    """The indexes of the earlier steps step `index` is shown, in order: every step it depends
+    on and the last EARLIER_STEPS before it."""
+    start = max(0, index - EARLIER_STEPS)
+    return sorted({d for d in depends_on if 0 <= d < start}) + list(range(start, index))

@@ -42,6 +42,7 @@ from agents_app.engine.fast import (
 from agents_app.engine.hooks import StopRun
 from agents_app.engine.llm import LLMProvider
 from agents_app.engine.planner import make_plan
+from agents_app.engine.prompts import shown_earlier
 from agents_app.models import (
     Approval,
     ApprovalStatus,
@@ -68,6 +69,7 @@ from agents_app.worker.steps import (
     STEP_STARTED,
     STEP_WRITTEN_AT_ITS_END,
     replan_history,
+    step_at,
     step_states,
     write_steps,
 )
@@ -521,11 +523,8 @@ class RunExecutor:
         )
         if resume is not None:
             hooks.let_through[resume.handle.call_id] = "person"
-        earlier = [
-            (s.index, s.objective, s.status, s.output or s.error)
-            for s in steps
-            if s.index < step.index
-        ]
+        shown = [step_at(steps, i) for i in shown_earlier(step.index, step.depends_on)]
+        earlier = [(s.index, s.objective, s.status, s.output or s.error) for s in shown]
         try:
             outcome = execute_step(
                 provider=self.provider,
@@ -540,6 +539,7 @@ class RunExecutor:
                     reasoning=step.reasoning,
                     tool_names=list(step.tool_names),
                     earlier=earlier,
+                    unshown=step.index - len(earlier),
                     direct=direct,
                     transcript=self.transcript(run, hooks) if chat else None,
                     one_cycle=run.kind == RunKind.CONTRACT,

@@ -37,6 +37,14 @@ def step_states(steps: list[Step]) -> tuple[StepState, ...]:
     return tuple(states)
 
 
+def step_at(steps: list[Step], index: int) -> Step:
+    """The step of `steps` (a plan's, in index order) with `index`: found where it stands,
+    without a search, as a plan's steps are numbered from 0."""
+    if index < len(steps) and steps[index].index == index:
+        return steps[index]
+    return next(s for s in steps if s.index == index)
+
+
 def write_steps(steps: list[Step], fields: list[str]) -> None:
     """Write `fields` of `steps` in one UPDATE (a CASE on the id per column): a step's outcome
     and the next step's start. Django's bulk_update says the same, at ten times the CPU."""

@@ -486,6 +486,34 @@ def test_a_step_is_shown_the_steps_before_it_and_not_those_after(owner):
     assert "Step 1" not in system_prompt(1).split("Earlier steps:")[1]
 
 
+def test_a_late_step_is_shown_what_it_depends_on_and_the_last_steps_before_it(owner, settings):
+    settings.AGENT_MAX_STEPS = 30
+    steps = [step(f"part {i}") for i in range(23)] + [step("put it together", [], [0, 1])]
+    rules = [
+        {"match": "AGENTDESK:PLAN", "replies": [plan_reply(*steps)]},
+        {"match": "AGENTDESK:STEP", "replies": [{"content": "did it"}], "repeat": True},
+        {"match": "AGENTDESK:VERIFY", "replies": [verdict()]},
+    ]
+    run, provider, _ = run_with(owner, rules)
+    assert run.status == "succeeded", run.error_message
+
+    last = next(
+        r.messages[0]["content"]
+        for r in provider.requests
+        if "AGENTDESK:STEP 23\n" in r.messages[0]["content"]
+    )
+    shown = last.split("Earlier steps:\n")[1]
+    # Steps 0 and 1 (its dependencies) and the last 20 (3 to 22); step 2 is left out, and said to be.
+    assert [int(line.split()[1]) for line in shown.splitlines() if line.startswith("Step ")] == [
+        0,
+        1,
+        *range(3, 23),
+    ]
+    assert shown.startswith(
+        "(1 of the steps before this one not shown: it does not depend on them)"
+    )
+
+
 def test_progress_updates_count_the_steps_done_out_of_the_plan(owner):
     run, _, _ = run_with(owner, TWO_STEPS)
 
