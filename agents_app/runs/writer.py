@@ -5,7 +5,7 @@ from contextlib import contextmanager
 from functools import partial
 from typing import Any
 
-from django.db import DEFAULT_DB_ALIAS, connection, connections, transaction
+from django.db import DEFAULT_DB_ALIAS, connections, transaction
 from django.utils import timezone
 
 from agents_app.core import rows
@@ -166,8 +166,8 @@ class FencedWriter(RunWriter):
         names = tuple(sorted(self._fields - {"event_seq"}))
         # After a transition, the fence also holds the status it moved the run from.
         guarded = [] if self.status_before is None else [self.status_before]
-        sql, fields = fence_statement(names, bool(guarded))
         conn = connections[DEFAULT_DB_ALIAS]
+        sql, fields = fence_statement(conn, names, bool(guarded))
         params: list[Any] = [count]
         for field, prepare in fields:
             value = getattr(run, field.attname)
@@ -193,14 +193,16 @@ class FencedWriter(RunWriter):
 _fences: dict[tuple[str, tuple[str, ...], bool], tuple[str, list[tuple[Any, Any]]]] = {}
 
 
-def fence_statement(names: tuple[str, ...], guarded: bool) -> tuple[str, list[Any]]:
+def fence_statement(
+    conn: Any, names: tuple[str, ...], guarded: bool
+) -> tuple[str, list[tuple[Any, Any]]]:
     """FencedWriter's UPDATE setting the fields `names` (and advancing `event_seq` by its
     first parameter), with the fields in their parameters' order and how each is prepared
     (core.rows)."""
-    key = (connection.vendor, names, guarded)
+    key = (conn.vendor, names, guarded)
     shape = _fences.get(key)
     if shape is None:
-        quote = connection.ops.quote_name
+        quote = conn.ops.quote_name
         fields = [Run._meta.get_field(name) for name in names]
         assignments = [f"{quote('event_seq')} = {quote('event_seq')} + %s"]
         assignments += [f"{quote(field.column)} = %s" for field in fields]

@@ -21,7 +21,6 @@ from agents_app.core.audit import arguments_sha256
 from agents_app.core.errors import DomainError, ErrorCode
 from agents_app.core.events import EventType
 from agents_app.core.publisher import PUBLISHER, in_background
-from agents_app.core.rows import update as rows_update
 from agents_app.core.watch import Watch
 from agents_app.engine.analysis import analyze_task, select_tools
 from agents_app.engine.contract import continue_message
@@ -432,7 +431,7 @@ class RunExecutor:
             # The first step starts with its plan, as each step's end starts the next.
             started = self.start_next(w, steps)
             if started is not None:
-                rows_update(Step, started.pk, **{f: getattr(started, f) for f in STEP_STARTED})
+                write_steps([started], STEP_STARTED)
         rows.plan, rows.steps = plan, steps
 
     def start_step(self, w: Any, step: Step, resume: Resume | None, *, save: bool = True) -> None:
