@@ -75,6 +75,21 @@
     return parseInt(element && element.dataset.seq, 10) || 0;
   }
 
+  // Controls as they read, whatever CSRF token their forms carry (a page has one, the socket's
+  // fragments none: requests send it in a header) and however they are indented.
+  function controlsKey(element) {
+    var copy = element.cloneNode(true);
+    copy.removeAttribute("hx-swap-oob");
+    Array.from(copy.querySelectorAll("input[name=csrfmiddlewaretoken]")).forEach(function (input) {
+      input.remove();
+    });
+    return copy.outerHTML.replace(/\s+/g, " ").replace(/> </g, "><");
+  }
+
+  function sameControls(incoming, current) {
+    return controlsKey(incoming) === controlsKey(current);
+  }
+
   var previousWidth = null;
   var logWasAtBottom = false;
 
@@ -96,6 +111,12 @@
     } else if (target.id === "progress") {
       var bar = target.querySelector(".progress-bar");
       previousWidth = bar ? bar.style.width : null;
+    } else if (target.id === "run-controls") {
+      // An update that leaves the buttons as they are (a replay of the events the page was
+      // rendered after, a status change that asks nothing new of the person) keeps the ones on
+      // the page: a click that lands while they are replaced is lost, and so is the focus.
+      var box = fragment.firstElementChild || fragment;
+      if (box.id === "run-controls" && sameControls(box, target)) event.detail.shouldSwap = false;
     } else if (target.id === "approval") {
       // The same approval again (a replay, a status change) must not wipe what the person is
       // typing into its dialog, nor reopen a dialog they closed.

@@ -11,7 +11,7 @@ from django.db import transaction
 from agents_app.models import AuditInterface, Run, RunEvent, RunStatus
 from agents_app.runs.services import run_cancel
 from tests.support.browser import PASSWORD, WAIT_MS, expect, log_in, run_id_of
-from tests.support.runs import add_plan, complete_step, fail, make_run, succeed
+from tests.support.runs import add_plan, advance, complete_step, fail, make_run, succeed
 from tests.support.script import plan_reply, step, verdict
 
 pytestmark = pytest.mark.integration
@@ -244,6 +244,7 @@ def test_a_cancelled_run_can_be_restarted_as_attempt_2(page, stack, owner):
     page.wait_for_url(re.compile(r"/runs/\d+/$"))
     first_id = run_id_of(page)
     expect(page.locator("#step-1-0")).to_have_attribute("data-status", "running", timeout=WAIT_MS)
+    expect(page.locator("#run-status")).to_have_attribute("data-status", "running")
 
     page.click("#cancel-run")
     expect(page.locator("#cancel-run")).to_have_text("Cancelling…")
@@ -274,6 +275,30 @@ def test_a_cancelled_run_can_be_restarted_as_attempt_2(page, stack, owner):
     earlier.click()
     page.wait_for_url(f"/runs/{first_id}/")
     expect(page.locator("#attempts a.attempt")).to_contain_text("#2")
+
+
+def test_an_update_that_leaves_the_buttons_as_they_are_does_not_replace_them(page, stack, owner):
+    # A page rendered mid-run replays the events after its seq, and the run's status changes
+    # re-render its controls: a click landing while they are replaced would be lost.
+    with transaction.atomic():
+        run = make_run(owner, "Write the report")  # queued, never enqueued: nobody runs it
+    log_in(page, "owner", PASSWORD)
+    page.goto(f"/runs/{run.pk}/")
+    expect(page.locator(".live-indicator")).to_have_attribute("data-state", "live")
+    cancel = page.locator("#cancel-run")
+    cancel.focus()
+    cancel.evaluate("button => { button.kept = true; }")
+
+    advance(run, RunStatus.PLANNING)
+    expect(page.locator("#run-status")).to_have_attribute("data-status", "planning")
+    expect(page.locator("#event-log li[data-type=run_status]")).to_have_count(1)
+    assert cancel.evaluate("button => button.kept === true")
+    assert page.evaluate("document.activeElement.id") == "cancel-run"
+
+    # A change the person should see still replaces them.
+    run_cancel(run=run, actor=owner, interface=AuditInterface.WEB)
+    expect(cancel).to_have_text("Cancelling…")
+    assert cancel.evaluate("button => button.kept === undefined")
 
 
 def test_the_dashboard_shows_a_new_run_and_its_status_live(
