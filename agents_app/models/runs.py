@@ -361,7 +361,9 @@ class ToolCall(models.Model):
 class RunEvent(models.Model):
     """Append-only log of a run; (run, seq) is gapless and ordered, so clients resume by seq."""
 
-    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="events")
+    # No index of its own: (run, seq)'s unique index serves every lookup by run, and every
+    # event written would update both.
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="events", db_index=False)
     seq = models.PositiveIntegerField()
     type = models.CharField(max_length=40)
     payload = models.JSONField(default=dict)

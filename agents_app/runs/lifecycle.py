@@ -4,6 +4,7 @@ workspace directory."""
 
 import os
 from collections.abc import Callable
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -142,7 +143,13 @@ def _close_steps(plan: Plan, steps: list[Step] | None, failed: str, skipped: str
 
 
 def workspace_for(run: Any) -> Path:
-    path = Path(settings.WORKSPACE_ROOT) / workspace_name(run)
+    path = _workspace_path(settings.WORKSPACE_ROOT, workspace_name(run))
     if not os.path.isdir(path):  # one stat a step, where mkdir would fail and raise
         path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+@lru_cache(maxsize=1024)
+def _workspace_path(root: str, name: str) -> Path:
+    """Built once per run, not at every step (a Path costs more than the stat)."""
+    return Path(root) / name
