@@ -1,5 +1,9 @@
+import time
+
 import pytest
 from channels.layers import DEFAULT_CHANNEL_LAYER, channel_layers
+from django.core.management.base import CommandError
+from django.test import TransactionTestCase
 
 from agents_app.models import ApiKey
 from tests.support.llm_server import ScriptedLLMServer
@@ -11,6 +15,32 @@ from tools_app.mcp.client import shutdown_pool
 # (tests/support/personas.py), the real model's server (tests/support/local_model.py) and the
 # rest (tests/support/fixtures.py).
 pytest_plugins = ["tests.support.personas", "tests.support.fixtures", "tests.support.local_model"]
+
+FLUSH_ATTEMPTS = 3
+
+
+def flush_again_after_a_deadlock(teardown):
+    """pytest-django empties the tables after a transactional test with one TRUNCATE of them
+    all. On PostgreSQL a process of the test's stack still reading (a page's last request, a
+    worker's periodic sweep) can deadlock with it, and PostgreSQL may pick the TRUNCATE as the
+    victim: the flush then fails and the next test finds this one's rows. A deadlock's victim is
+    tried again, as PostgreSQL advises; any other failure is raised."""
+
+    def fixture_teardown(self):
+        for attempt in range(1, FLUSH_ATTEMPTS + 1):
+            try:
+                return teardown(self)
+            except CommandError as exc:
+                if attempt == FLUSH_ATTEMPTS or "deadlock detected" not in str(exc.__cause__):
+                    raise
+                time.sleep(0.2 * attempt)
+
+    return fixture_teardown
+
+
+TransactionTestCase._fixture_teardown = flush_again_after_a_deadlock(
+    TransactionTestCase._fixture_teardown
+)
 
 # Fixtures that start processes (daphne, Celery workers) for all the tests of their module or
 # package. Under pytest-xdist those tests form a group that runs in one test process (see
