@@ -150,6 +150,6 @@ def workspace_for(run: Any) -> Path:
 
 
 @lru_cache(maxsize=1024)
-def _workspace_path(root: str, name: str) -> Path:
+def _workspace_path(root: str | Path, name: str) -> Path:
     """Built once per run, not at every step (a Path costs more than the stat)."""
     return Path(root) / name
