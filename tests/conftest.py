@@ -74,6 +74,18 @@ def plain_static_storage(settings):
     }
 
 
+@pytest.fixture(autouse=True, scope="session")
+def boards_checked():
+    """A worker's board of a plan's steps is told each change of a step's status
+    (Step.set_status); in tests every use of a board compares it with its steps, so a change
+    made another way fails the test that made it instead of deciding from a stale board."""
+    from agents_app.worker import steps
+
+    steps.CHECKED = True
+    yield
+    steps.CHECKED = False
+
+
 @pytest.fixture(autouse=True)
 def fresh_channel_layer():
     """Each test gets a channel layer of its own. The layer keeps state bound to the event loop

@@ -5,6 +5,7 @@ a crash anywhere replays nothing, because the next delivery reads the same rows 
 the same thing.
 """
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -40,6 +41,69 @@ class StepState:
     depends_on: tuple[int, ...] = ()
 
 
+class StepBoard:
+    """A plan's steps as decisions see them, for a driver that keeps them between decisions
+    (a worker under its lease) and tells the board each change of a step's status (`set`).
+    What a decision asks of the steps is kept as they change: the pending steps a failed,
+    skipped or timed-out dependency blocks, where the first step not yet done stands, how many
+    are done. Deciding on step 500 then costs what deciding on step 5 does; a board built
+    afresh from the same states decides alike (tests/engine/test_step_board.py)."""
+
+    def __init__(self, states: Iterable[StepState] = ()):
+        self.states = list(states)
+        self._at = {s.index: position for position, s in enumerate(self.states)}
+        self._dependents: dict[int, list[int]] = {}
+        for s in self.states:
+            for d in s.depends_on:
+                self._dependents.setdefault(d, []).append(s.index)
+        self._blocked = {s.index for s in self.states if self._is_blocked(s)}
+        self.done = sum(1 for s in self.states if s.status in DONE)
+        self._open = 0  # no step before this position is open (not done)
+
+    def __len__(self) -> int:
+        return len(self.states)
+
+    def status_of(self, index: int) -> StepStatus:
+        return self.states[self._at[index]].status
+
+    def set(self, index: int, status: StepStatus) -> None:
+        """Step `index` has `status` now."""
+        position = self._at[index]
+        old = self.states[position]
+        if old.status == status:
+            return
+        self.states[position] = StepState(index, status, old.depends_on)
+        self.done += (status in DONE) - (old.status in DONE)
+        if status not in DONE and position < self._open:
+            self._open = position
+        if (status in BLOCKING) != (old.status in BLOCKING):
+            for d in self._dependents.get(index, ()):
+                self._recheck(self.states[self._at[d]])
+        self._recheck(self.states[position])
+
+    def blocked(self) -> tuple[int, ...]:
+        """The pending steps a dependency that did not complete blocks, in index order."""
+        return tuple(sorted(self._blocked))
+
+    def open_steps(self) -> Iterator[StepState]:
+        """The steps not done, in index order (from the first of them, found once)."""
+        while self._open < len(self.states) and self.states[self._open].status in DONE:
+            self._open += 1
+        states = self.states
+        return (states[p] for p in range(self._open, len(states)) if states[p].status not in DONE)
+
+    def _is_blocked(self, step: StepState) -> bool:
+        return step.status == StepStatus.PENDING and any(
+            self.status_of(d) in BLOCKING for d in step.depends_on
+        )
+
+    def _recheck(self, step: StepState) -> None:
+        if self._is_blocked(step):
+            self._blocked.add(step.index)
+        else:
+            self._blocked.discard(step.index)
+
+
 @dataclass(frozen=True)
 class RunState:
     status: RunStatus
@@ -48,7 +112,8 @@ class RunState:
     halted: bool = False
     # A person paused this run: park at this step boundary until they resume it.
     pause_requested: bool = False
-    steps: tuple[StepState, ...] = ()
+    # A tuple of states, or the board a driver keeps (StepBoard): the same decision.
+    steps: tuple[StepState, ...] | StepBoard = ()
     # Its steps are done by child runs (a team's head node): a running step is a child at
     # work, and every step that can start starts at once.
     delegates: bool = False
@@ -80,30 +145,23 @@ def next_action(state: RunState) -> Action:
         return Action(ActionKind.VERIFY)
     # running: skip what can no longer run, then the first runnable step in index order
     # (dependencies only point backwards, so index order is a valid order).
-    by_index = {s.index: s for s in state.steps}
-    blocked = tuple(
-        s.index
-        for s in state.steps
-        if s.status == StepStatus.PENDING
-        and any(by_index[d].status in BLOCKING for d in s.depends_on)
-    )
+    steps = state.steps if isinstance(state.steps, StepBoard) else StepBoard(state.steps)
+    blocked = steps.blocked()
     if blocked:
         return Action(ActionKind.SKIP, skip=blocked)
     if state.delegates:
         ready = tuple(
             s.index
-            for s in state.steps
+            for s in steps.open_steps()
             if s.status == StepStatus.PENDING
-            and all(by_index[d].status == StepStatus.COMPLETED for d in s.depends_on)
+            and all(steps.status_of(d) == StepStatus.COMPLETED for d in s.depends_on)
         )
         if ready:
             return Action(ActionKind.DELEGATE, delegate=ready)
-        if any(s.status not in DONE for s in state.steps):
+        if steps.done < len(steps):
             return Action(ActionKind.WAIT)
         return Action(ActionKind.BEGIN_VERIFY)
-    for step in state.steps:
-        if step.status in DONE:
-            continue
-        if all(by_index[d].status == StepStatus.COMPLETED for d in step.depends_on):
+    for step in steps.open_steps():
+        if all(steps.status_of(d) == StepStatus.COMPLETED for d in step.depends_on):
             return Action(ActionKind.EXECUTE, step_index=step.index)
     return Action(ActionKind.BEGIN_VERIFY)

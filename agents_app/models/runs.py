@@ -325,6 +325,15 @@ class Step(models.Model):
     def is_done(self) -> bool:
         return self.status in STEP_DONE_STATUSES
 
+    def set_status(self, status: str) -> None:
+        """The step's status (not saved), told to the board a worker decides this step's plan
+        on, if it keeps one (engine.decide.StepBoard, worker.steps.board_of): every change of a
+        step's status goes through here."""
+        self.status = status
+        board = self.__dict__.get("_board")
+        if board is not None:
+            board.set(self.index, status)
+
 
 class ToolCallStatus(models.TextChoices):
     RUNNING = "running"

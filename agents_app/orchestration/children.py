@@ -180,7 +180,7 @@ def spawn_child(
             EventType.RUN_QUEUED,
             {"task": text, "attempt": 1, "parent_id": parent.pk, "root_id": root_id},
         )
-    step.status = StepStatus.RUNNING
+    step.set_status(StepStatus.RUNNING)
     step.save(update_fields=["status"])
     correlation = uuid.uuid4()
     AgentMessage.objects.create(
@@ -383,7 +383,7 @@ def hand_back(w: RunWriter) -> None:
             return
         if step is not None and step.status == StepStatus.RUNNING:
             succeeded = child.status == RunStatus.SUCCEEDED
-            step.status = StepStatus.COMPLETED if succeeded else StepStatus.FAILED
+            step.set_status(StepStatus.COMPLETED if succeeded else StepStatus.FAILED)
             step.output = envelope["summary"] if succeeded else ""
             step.error = "" if succeeded else envelope["summary"]
             step.save(update_fields=["status", "output", "error"])

@@ -74,7 +74,7 @@ def new_plan(
 
 
 def skip_step(w: RunWriter, step: Step, reason: str) -> None:
-    step.status = StepStatus.SKIPPED
+    step.set_status(StepStatus.SKIPPED)
     step.error = reason
     step.finished_at = timezone.now()
     step.save(update_fields=["status", "error", "finished_at"])

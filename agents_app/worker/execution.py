@@ -25,7 +25,6 @@ from agents_app.core.watch import Watch
 from agents_app.engine.analysis import analyze_task, select_tools
 from agents_app.engine.contract import continue_message
 from agents_app.engine.decide import (
-    DONE,
     Action,
     ActionKind,
     RunState,
@@ -67,9 +66,9 @@ from agents_app.worker.llm import as_itself, provider_for_run
 from agents_app.worker.steps import (
     STEP_STARTED,
     STEP_WRITTEN_AT_ITS_END,
+    board_of,
     replan_history,
     step_at,
-    step_states,
     write_steps,
 )
 from agents_app.worker.team import delegate, plan_team, wait
@@ -207,7 +206,7 @@ class RunExecutor:
             cancel_requested=rows.run.cancel_requested,
             halted=self.halted,
             pause_requested=rows.run.pause_requested,
-            steps=step_states(rows.steps),
+            steps=board_of(rows.steps),
             delegates=rows.run.kind == RunKind.TEAM,
         )
 
@@ -449,7 +448,7 @@ class RunExecutor:
                 f"stopped each time (RUN_MAX_TAKEOVERS={settings.RUN_MAX_TAKEOVERS})",
                 {"step_index": step.index, "interruptions": step.retry_count},
             )
-        step.status = StepStatus.RUNNING
+        step.set_status(StepStatus.RUNNING)
         step.started_at = timezone.now()
         # A crash after this commit restarts the step from scratch, like any interruption.
         step.progress = None
@@ -483,7 +482,7 @@ class RunExecutor:
             cancel_requested=run.cancel_requested,
             halted=bool(self.halted),
             pause_requested=run.pause_requested,
-            steps=step_states(steps),
+            steps=board_of(steps),
             delegates=run.kind == RunKind.TEAM,
         )
         action = next_action(state)
@@ -503,7 +502,7 @@ class RunExecutor:
         """Put back the step `start_next` started, in the caller's transaction: it never ran."""
         step, self.started_next = self.started_next, None
         if step is not None:
-            step.status = StepStatus.PENDING
+            step.set_status(StepStatus.PENDING)
             step.started_at = None
             step.save(update_fields=["status", "started_at"])
 
@@ -565,7 +564,7 @@ class RunExecutor:
             hooks.flush_tokens()
         # A chat's answer joins its transcript, which reads the run's row: not fenced.
         with self.lock(fenced=not chat) as w:
-            step.status = outcome.status
+            step.set_status(outcome.status)
             step.output = outcome.output
             step.error = f"{outcome.error_code}: {outcome.error}" if outcome.error_code else ""
             step.thinking = outcome.thinking
@@ -595,7 +594,7 @@ class RunExecutor:
                 for later in steps:
                     if later.index > step.index and later.status == StepStatus.PENDING:
                         skip_step(w, later, "finish_task was called")
-            done = sum(1 for s in steps if s.status in DONE)
+            done = board_of(steps).done
             w.event(
                 EventType.PROGRESS_UPDATE,
                 {

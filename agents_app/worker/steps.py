@@ -6,7 +6,7 @@ from typing import Any
 from django.db import DEFAULT_DB_ALIAS, connections
 
 from agents_app.core import rows
-from agents_app.engine.decide import StepState
+from agents_app.engine.decide import StepBoard, StepState
 from agents_app.models import Run, Step
 
 # A step's row at its start.
@@ -23,18 +23,29 @@ STEP_WRITTEN_AT_ITS_END = [
 ]
 
 
-def step_states(steps: list[Step]) -> tuple[StepState, ...]:
-    """The steps as the decision sees them. Each step keeps its StepState until its status
-    changes: a run's steps are looked at before every step, and a decision on step 500 should
-    cost about what it costs on step 5."""
-    states = []
-    for step in steps:
-        cached = step.__dict__.get("_decided_as")
-        if cached is None or cached.status != step.status:
-            cached = StepState(step.index, step.status, tuple(step.depends_on))
-            step.__dict__["_decided_as"] = cached
-        states.append(cached)
-    return tuple(states)
+def board_of(steps: list[Step]) -> StepBoard:
+    """The board decisions on `steps` (a plan's, in index order) are made from: built from
+    them the first time, then told each change of a step's status by Step.set_status. A run's
+    steps are looked at before every step: a decision on step 500 should cost about what it
+    costs on step 5."""
+    board = steps[0].__dict__.get("_board") if steps else None
+    if board is None or len(board) != len(steps):
+        board = StepBoard(StepState(s.index, s.status, tuple(s.depends_on)) for s in steps)
+        for step in steps:
+            step.__dict__["_board"] = board
+    elif CHECKED:
+        told = [(s.index, s.status) for s in board.states]
+        actual = [(s.index, s.status) for s in steps]
+        if told != actual:
+            raise AssertionError(
+                f"a step's status changed without Step.set_status: the board has {told}, "
+                f"the steps {actual}"
+            )
+    return board
+
+
+# Tests set this (tests/conftest.py): every board is compared with its steps when it is used.
+CHECKED = False
 
 
 def step_at(steps: list[Step], index: int) -> Step:

@@ -192,7 +192,7 @@ def decide(w: Any, index: int, profile: str, why: str) -> None:
 
 
 def refuse(w: Any, step: Step, why: str) -> None:
-    step.status = StepStatus.FAILED
+    step.set_status(StepStatus.FAILED)
     step.error = f"{ErrorCode.DELEGATION_REFUSED}: {why}"
     step.save(update_fields=["status", "error"])
     w.event(EventType.DELEGATION_REFUSED, {"index": step.index, "reason": why})
