@@ -56,6 +56,7 @@ from channels.db import database_sync_to_async
 from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import QuerySet
 
+from agents_app.core import rows
 from agents_app.models import AuditEvent, AuditInterface, Run
 
 # AuditInterface.values builds its list anew at each look.
@@ -156,7 +157,8 @@ def audit_event(
         label = actor.get_username()
     else:
         label = WORKER_LABEL if interface == AuditInterface.WORKER else SYSTEM_LABEL
-    return AuditEvent(
+    return rows.new(
+        AuditEvent,
         action=action,
         interface=interface,
         actor=actor,

@@ -47,8 +47,8 @@ class RunWriter:
     def event(self, type: EventType, payload: dict[str, Any] | None = None) -> RunEvent:
         self.run.event_seq += 1
         self._fields.add("event_seq")
-        event = RunEvent(
-            run_id=self.run.pk, seq=self.run.event_seq, type=type, payload=payload or {}
+        event = rows.new(
+            RunEvent, run_id=self.run.pk, seq=self.run.event_seq, type=type, payload=payload or {}
         )
         self._events.append(event)
         return event
@@ -57,7 +57,9 @@ class RunWriter:
         """The first event of a run this transaction created with `event_seq` 1, whose row
         nobody else can see yet: written without a lock or an update of the row."""
         assert self.run.event_seq == 1 and not self._events, "a new run's first event only"
-        self._events.append(RunEvent(run_id=self.run.pk, seq=1, type=type, payload=payload))
+        self._events.append(
+            rows.new(RunEvent, run_id=self.run.pk, seq=1, type=type, payload=payload)
+        )
         self._write_events()
 
     def transition(self, status: str, **payload: Any) -> None:
@@ -150,7 +152,7 @@ class FencedWriter(RunWriter):
         self.status_before: str | None = None
 
     def event(self, type: EventType, payload: dict[str, Any] | None = None) -> RunEvent:
-        event = RunEvent(run_id=self.run.pk, seq=0, type=type, payload=payload or {})
+        event = rows.new(RunEvent, run_id=self.run.pk, seq=0, type=type, payload=payload or {})
         self._events.append(event)
         return event
 

@@ -356,7 +356,8 @@ class DatabaseHooks:
                     },
                 )
             w.set(tool_calls_made=run.tool_calls_made + 1)
-            call = ToolCall(
+            call = rows.new(
+                ToolCall,
                 run_id=self.run_id,
                 step=self.step,
                 attempt=self.step.retry_count,

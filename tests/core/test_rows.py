@@ -120,3 +120,63 @@ def test_an_aware_datetime_is_written_as_the_orm_writes_it(step, when):
         by_the_orm, by_rows = (row[0] for row in cursor.fetchall())
     assert by_rows == by_the_orm
     assert [e.created_at for e in RunEvent.objects.filter(run=step.run)] == [when, when]
+
+
+def fields_of(obj):
+    return {f.attname: getattr(obj, f.attname) for f in type(obj)._meta.concrete_fields}
+
+
+@pytest.mark.parametrize("model", [RunEvent, ToolCall, AuditEvent])
+def test_a_row_built_the_short_way_is_the_one_its_constructor_builds(model, step, owner):
+    when = timezone.now()
+    given = {
+        RunEvent: {"run_id": step.run_id, "seq": 4, "type": "x", "created_at": when},
+        ToolCall: {"run_id": step.run_id, "step": step, "tool": "noop", "created_at": when},
+        AuditEvent: {"action": "a", "interface": "worker", "actor": owner, "created_at": when},
+    }[model]
+    built, constructed = rows.new(model, **given), model(**given)
+
+    assert fields_of(built) == fields_of(constructed)
+    assert built._state.adding and built._state.db is None
+    related = {RunEvent: None, ToolCall: "step", AuditEvent: "actor"}[model]
+    if related:  # the object given stands for itself: no query to read it again
+        assert getattr(built, related) is given[related]
+
+
+def test_defaults_are_made_for_each_row_not_shared(step):
+    first = rows.new(RunEvent, run_id=step.run_id, seq=1, type="x")
+    second = rows.new(RunEvent, run_id=step.run_id, seq=2, type="x")
+
+    first.payload["changed"] = True
+    assert second.payload == {} and first.created_at is not None
+
+
+def test_an_unknown_name_is_refused_as_the_constructor_refuses_it(step):
+    with pytest.raises(TypeError, match="colour"):
+        rows.new(RunEvent, run_id=step.run_id, colour="red")
+
+
+def test_a_model_with_init_receivers_is_not_built_the_short_way():
+    from django.db.models.signals import post_init
+
+    from agents_app.models import Plan as Model
+
+    def receiver(**kwargs):
+        pass
+
+    post_init.connect(receiver, sender=Model)
+    rows._shapes.pop(Model, None)
+    try:
+        with pytest.raises(TypeError, match="init signal"):
+            rows.new(Model, version=1)
+    finally:
+        post_init.disconnect(receiver, sender=Model)
+        rows._shapes.pop(Model, None)
+
+
+def test_a_row_built_the_short_way_is_written_and_read_back(step):
+    event = rows.new(RunEvent, run=step.run, seq=9, type="tool_result", payload={"é": [1]})
+
+    rows.insert([event])
+
+    assert RunEvent.objects.get(run=step.run, seq=9).payload == {"é": [1]}
