@@ -5,8 +5,11 @@ starts it): N runs submitted at once through the service layer (`task_submit`, t
 one step whose one model turn answers, the test suite's scripted LLM server), timed from the
 first submit to the last run finished; then N raw Celery tasks that only count themselves
 (bench/celery_noop.py) on the same broker and workers, timed the same way. Prints runs/s, raw
-tasks/s, their ratio, and how the runs/s grow from 1 to 2 to 4 processes. Meant for PostgreSQL
-and Redis (with SQLite, writers wait for each other's lock):
+tasks/s, their ratio, and how the runs/s grow from 1 to 2 to 4 processes; and where the
+processors' time went for each (bench/cpu.py: CPU ms a run and a raw task in the workers, the
+LLM server, PostgreSQL, Redis, this process submitting, anything else, and how busy the
+processors were), which says what saturates first. Meant for PostgreSQL and Redis (with SQLite,
+writers wait for each other's lock):
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/test REDIS_URL=redis://127.0.0.1:6379/0 \\
         uv run python bench/throughput.py [--runs 200] [--processes 1 2 4]
@@ -17,7 +20,9 @@ import os
 import signal
 import sys
 import time
+from typing import Any
 
+from cpu import Group, report, snapshot
 from harness import start_django  # noqa: E402  (bench/ is on sys.path when run as a script)
 from run_start import free_port, spawn, wait_for
 
@@ -38,10 +43,14 @@ def main() -> int:
 
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     llm = spawn(["-m", "tests.support.llm_server", "--port", str(port)], scratch / "llm.log", env)
-    results = []
+    results, spent = [], []
     try:
         for processes in args.processes:
-            results.append((processes, *measure(processes, args.runs, scratch, env)))
+            runs_per_second, raw_per_second, cpu = measure(
+                processes, args.runs, scratch, env, llm.pid
+            )
+            results.append((processes, runs_per_second, raw_per_second))
+            spent.append((processes, cpu))
     finally:
         os.killpg(llm.pid, signal.SIGTERM)
         llm.wait(timeout=30)
@@ -60,6 +69,10 @@ def main() -> int:
             f"ratio {runs_per_second / raw_per_second:.2f}x   "
             f"vs 1 process {runs_per_second / base:.2f}x"
         )
+    for processes, (runs_cpu, raw_cpu) in spent:
+        print(f"  {processes} worker process{'es' if processes > 1 else ''}")
+        print(f"    {runs_cpu}")
+        print(f"    {raw_cpu}")
     worst = min(r / raw for _, r, raw in results)
     print(
         f"  target      runs/s >= {TARGET_RAW}x raw Celery: "
@@ -68,8 +81,9 @@ def main() -> int:
     return 0
 
 
-def measure(processes: int, runs: int, scratch, env) -> tuple[float, float]:
-    """(runs/s, raw tasks/s) with a worker of `processes` pool processes."""
+def measure(processes: int, runs: int, scratch, env, llm: int) -> tuple[float, float, Any]:
+    """(runs/s, raw tasks/s, where the CPU went for each) with a worker of `processes` pool
+    processes."""
     log = scratch / f"worker-{processes}.log"
     worker = spawn(
         [
@@ -89,13 +103,22 @@ def measure(processes: int, runs: int, scratch, env) -> tuple[float, float]:
     )
     try:
         wait_for(lambda: " ready." in log.read_text(), 90, "the worker was not ready")
-        return run_rate(runs, processes), raw_rate(runs)
+        groups = [
+            Group("workers", roots=(worker.pid,)),
+            Group("LLM server", roots=(llm,)),
+            Group("PostgreSQL", commands=("postgres",)),
+            Group("Redis", commands=("redis-server", "valkey-server")),
+            Group("submitting", roots=(os.getpid(),)),
+        ]
+        runs_per_second, runs_cpu = run_rate(runs, processes, groups)
+        raw_per_second, raw_cpu = raw_rate(runs, groups)
+        return runs_per_second, raw_per_second, (runs_cpu, raw_cpu)
     finally:
         os.killpg(worker.pid, signal.SIGTERM)
         worker.wait(timeout=60)
 
 
-def run_rate(runs: int, processes: int) -> float:
+def run_rate(runs: int, processes: int, groups: list[Group]) -> tuple[float, str]:
     from django.contrib.auth import get_user_model
 
     from agents_app.core import dispatch
@@ -111,21 +134,21 @@ def run_rate(runs: int, processes: int) -> float:
     ]
     warming = Run.objects.filter(pk__in=warm, finished_at__isnull=True)
     wait_for(lambda: not warming.exists(), 120, "the first runs did not finish")
-    started = time.perf_counter()
+    before, started = snapshot(groups), time.perf_counter()
     ids = [
         task_submit(owner=owner, interface="api", text=f"Write the answer {n}", fast_path=True).pk
         for n in range(runs)
     ]
     pending = Run.objects.filter(pk__in=ids, finished_at__isnull=True)
     wait_for(lambda: not pending.exists(), 600, "the runs did not finish")
-    elapsed = time.perf_counter() - started
+    elapsed, after = time.perf_counter() - started, snapshot(groups)
     failed = Run.objects.filter(pk__in=ids).exclude(status="succeeded").count()
     if failed:
         raise SystemExit(f"throughput: {failed} of {runs} runs did not succeed")
-    return runs / elapsed
+    return runs / elapsed, report(before, after, runs, "run ")
 
 
-def raw_rate(tasks: int) -> float:
+def raw_rate(tasks: int, groups: list[Group]) -> tuple[float, str]:
     import redis
     from celery import current_app
     from celery_noop import COUNTER
@@ -133,11 +156,12 @@ def raw_rate(tasks: int) -> float:
 
     client = redis.Redis.from_url(settings.REDIS_URL)
     client.delete(COUNTER)
-    started = time.perf_counter()
+    before, started = snapshot(groups), time.perf_counter()
     for _ in range(tasks):
         current_app.send_task("bench.noop")
     wait_for(lambda: int(client.get(COUNTER) or 0) >= tasks, 300, "the raw tasks did not finish")
-    return tasks / (time.perf_counter() - started)
+    elapsed, after = time.perf_counter() - started, snapshot(groups)
+    return tasks / elapsed, report(before, after, tasks, "task")
 
 
 if __name__ == "__main__":
