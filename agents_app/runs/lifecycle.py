@@ -138,7 +138,10 @@ def _close_steps(plan: Plan, steps: list[Step] | None, failed: str, skipped: str
             changes = {**changes, "progress": None}
         if changes:
             for name, value in changes.items():
-                setattr(step, name, value)
+                if name == "status":
+                    step.set_status(value)  # told to the board the worker decides from
+                else:
+                    setattr(step, name, value)
             rows.update(Step, step.pk, **changes)
 
 
