@@ -1,4 +1,5 @@
 import time
+from collections.abc import Iterator
 
 import pytest
 from channels.layers import DEFAULT_CHANNEL_LAYER, channel_layers
@@ -8,7 +9,15 @@ from django.test import TransactionTestCase
 from agents_app.models import ApiKey
 from tests.support.llm_server import ScriptedLLMServer
 from tests.support.processes import stop_all, wait_until
-from tests.support.worker import SharedWorker, Worker, worker_idle
+from tests.support.stack import (
+    GlobalState,
+    Stack,
+    own_stack,
+    sending_to,
+    stack_env,
+    stack_queue,
+)
+from tests.support.worker import Worker, worker_idle
 from tools_app.mcp.client import shutdown_pool
 
 # The shared fixtures, registered once for every test: the personas and their clients
@@ -45,6 +54,7 @@ TransactionTestCase._fixture_teardown = flush_again_after_a_deadlock(
 # Fixtures that start processes (daphne, Celery workers) for all the tests of their module or
 # package. Under pytest-xdist those tests form a group that runs in one test process (see
 # tests/parallel.py), which starts the processes once instead of each process its own copies.
+# The session's live stack (tests/support/stack.py) needs no group: each process has its own.
 PROCESS_FIXTURES = ("stack_processes", "web", "module_worker")
 
 
@@ -59,10 +69,37 @@ def pytest_collection_modifyitems(config, items):
             continue
         for name in PROCESS_FIXTURES:
             if name in item.fixturenames:
+                if name != "web" and not own_stack(item.module):
+                    break  # the session's stack
                 definition = item._fixtureinfo.name2fixturedefs[name][-1]
                 where = item.module.__name__ if definition.scope == "module" else definition.baseid
                 item.add_marker(pytest.mark.xdist_group(f"{name}:{where}"))
                 break
+
+
+def stack_test(item) -> bool:
+    return bool({"stack", "shared_worker"} & set(item.fixturenames))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item):
+    """A test of a stack sends its runs to that stack's queue, from its first fixture on."""
+    if stack_test(item):
+        module = item.module if own_stack(item.module) else None
+        item._sending = sending_to(stack_queue(module))
+        item._sending.__enter__()
+    return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item, nextitem):
+    try:
+        return (yield)
+    finally:
+        sending = getattr(item, "_sending", None)
+        if sending is not None:
+            item._sending = None
+            sending.__exit__(None, None, None)
 
 
 @pytest.fixture(autouse=True)
@@ -135,11 +172,22 @@ def llm(llm_server, settings):
     return llm_server
 
 
+@pytest.fixture(scope="session")
+def live_stack(django_db_setup, llm_server, tmp_path_factory) -> Iterator[Stack]:
+    """This test process's stack: daphne and a worker on the test database, each started when
+    a test first asks for it (tests/support/stack.py)."""
+    log_dir = tmp_path_factory.mktemp("live-stack")
+    # Contract agents' logs, written by both, out of the checkout.
+    env = stack_env(llm_server, stack_queue(), AGENT_LOG_DIR=str(log_dir / "agent-logs"))
+    stack = Stack(log_dir, env, "live", llm=llm_server)
+    yield stack
+    stack.stop()
+
+
 @pytest.fixture
 def start_worker(llm_server, tmp_path, transactional_db):
-    """Start real Celery workers on demand; all are stopped after the test."""
-    # This test's workers must be the only ones reading the queue.
-    SharedWorker.stop_all()
+    """Start real Celery workers on demand; all are stopped after the test. They read the test
+    process's base queue, which no shared stack reads."""
     workers: list[Worker] = []
 
     def start(name: str = "w1", **env: str) -> Worker:
@@ -155,32 +203,27 @@ def start_worker(llm_server, tmp_path, transactional_db):
 
 @pytest.fixture(scope="module")
 def module_worker_env() -> dict[str, str]:
-    """More environment for the worker a module's tests share; a module overrides this."""
+    """More environment for a module's own worker; a module that overrides this gets one."""
     return {}
 
 
 @pytest.fixture(scope="module")
-def module_worker(llm_server, django_db_setup, module_worker_env, tmp_path_factory):
-    env = {
-        "LLM_BASE_URL": llm_server.base_url,
-        "LLM_MODEL": "scripted",
-        # Overdue approvals are decided by their own timer messages, as with a worker started
-        # by the test: a long-lived worker's periodic sweep must not decide them instead.
-        "APPROVAL_SWEEP_INTERVAL": "0",
-        **module_worker_env,
-    }
-    shared = SharedWorker(tmp_path_factory.mktemp("worker"), **env)
-    yield shared
-    shared.stop()
+def module_worker(request, live_stack, llm_server, module_worker_env, tmp_path_factory):
+    if not own_stack(request.module):
+        yield live_stack
+        return
+    env = stack_env(llm_server, stack_queue(request.module), **module_worker_env)
+    own = Stack(tmp_path_factory.mktemp("worker"), env, "shared", llm=llm_server)
+    yield own
+    own.stop()
 
 
 @pytest.fixture
-def shared_worker(module_worker, transactional_db) -> Worker:
-    """A real Celery worker that the tests of a module share: the first one starts it, the end
-    of the module stops it. For tests that only need a worker to be there: not one that they
-    stop, kill or pause, nor one with an environment of their own (a module sets its tests'
-    with `module_worker_env`), nor one that starts after their rows exist (its startup
-    recovery and sweep); those use `start_worker`.
+def shared_worker(module_worker, transactional_db) -> Iterator[Worker]:
+    """A real Celery worker that tests share: the session's (tests/support/stack.py), or the
+    module's own when it sets `module_worker_env`. For tests that only need a worker to be
+    there: not one that they stop, kill or pause, nor one that starts after their rows exist
+    (its startup recovery and sweep); those use `start_worker`.
 
     `transactional_db` flushes the tables after each test, so each test ends by waiting until
     the worker has nothing left to do: no run of this test is still queued or executing on
@@ -188,10 +231,15 @@ def shared_worker(module_worker, transactional_db) -> Worker:
     timer or retry message of this test finds no row and does nothing. Between tasks the
     worker keeps its database connection (worker/connections.py; no rows with it) and one
     thing else: what the scripted LLM was found to reject, so tests that script its
-    `options` need a worker of their own. A worker
-    that does not go idle is killed (the next test gets a fresh one) and the test fails."""
+    `options` need a worker of their own. A worker that does not go idle is killed (the next
+    test gets a fresh one) and the test fails; so does a test that leaves the global state
+    (kill switch, YOLO, MCP servers, rules) other than it found it."""
     worker = module_worker.running()
+    before = GlobalState.read()
     yield worker
     if not wait_until(worker_idle, timeout=30):
         module_worker.kill()
         pytest.fail(f"the shared worker did not finish this test's work: {worker.log()[-3000:]}")
+    left = before.changes(GlobalState.read())
+    if left:
+        pytest.fail(f"this test left the shared stack's global state changed: {left}")

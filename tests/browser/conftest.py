@@ -2,13 +2,15 @@
 after collectstatic, a Celery worker and Redis, all on pytest-django's test database. The LLM
 is the scripted server, the one stand-in.
 
-daphne and the worker start once per module. That is safe with `transactional_db` flushing the
+daphne and the worker are the test process's live stack (tests/support/stack.py), started
+once for every browser test of the process and the other tests of a shared worker; a module
+with `STACK_ENV` gets its own. That is safe with `transactional_db` flushing the
 tables between tests because neither keeps anything between two requests or two tasks but their
 connections, and each test waits for the worker to go idle before the flush.
 """
 
 import os
-from dataclasses import dataclass
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,28 +18,10 @@ import pytest
 from agents_app.models import Run
 from config.env import BASE_DIR
 from tests.support.browser import CHROMIUM, WAIT_MS, BrowserThread, Remote
-from tests.support.llm_server import ScriptedLLMServer
+from tests.support.stack import GlobalState, Stack, own_stack, stack_env, stack_queue
 from tests.support.waiting import wait_for
-from tests.support.web import WebServer
-from tests.support.worker import Worker
 
 VIEWPORT = {"width": 1280, "height": 900}
-
-
-@dataclass
-class Stack:
-    url: str
-    web: WebServer
-    worker: Worker
-    llm: ScriptedLLMServer
-    log_dir: Path
-    env: dict[str, str]
-    workers_started: int = 1
-
-    def restart_worker(self) -> None:
-        self.worker.kill()
-        self.workers_started += 1
-        self.worker = Worker(f"browser-{self.workers_started}", self.log_dir, **self.env).start()
 
 
 SCREENSHOTS = BASE_DIR / "docs" / "screenshots"
@@ -62,27 +46,22 @@ def browser():
 
 
 @pytest.fixture(scope="module")
-def stack_processes(request, django_db_setup, llm_server, tmp_path_factory):
-    # Both need the LLM: daphne refuses a task when none is configured, the worker calls it.
+def stack_processes(request, live_stack, llm_server, tmp_path_factory) -> Iterator[Stack]:
+    """The session's stack, or the module's own when it sets `STACK_ENV = {...}` (settings of
+    its own for both processes)."""
+    if not own_stack(request.module):
+        yield live_stack
+        return
     log_dir = tmp_path_factory.mktemp("stack")
-    env = {
-        "LLM_BASE_URL": llm_server.base_url,
-        "LLM_MODEL": "scripted",
-        # Contract agents' logs, written by both, out of the checkout.
-        "AGENT_LOG_DIR": str(log_dir / "agent-logs"),
-        # A module's own settings for both processes (`STACK_ENV = {...}` in the module).
-        **getattr(request.module, "STACK_ENV", {}),
-    }
-    web = WebServer(log_dir, **env).start()
-    try:
-        worker = Worker("browser-1", log_dir, **env).start()
-    except Exception:
-        web.stop()
-        raise
-    stack = Stack(web.url, web, worker, llm_server, log_dir, env)
-    yield stack
-    stack.worker.stop()
-    web.stop()
+    env = stack_env(
+        llm_server,
+        stack_queue(request.module),
+        AGENT_LOG_DIR=str(log_dir / "agent-logs"),
+        **request.module.STACK_ENV,
+    )
+    own = Stack(log_dir, env, "browser", llm=llm_server)
+    yield own
+    own.stop()
 
 
 def _worker_idle() -> bool:
@@ -90,16 +69,22 @@ def _worker_idle() -> bool:
 
 
 @pytest.fixture
-def stack(stack_processes, transactional_db):
-    """The running stack, with the scripted LLM reset for this test."""
+def stack(stack_processes, transactional_db) -> Iterator[Stack]:
+    """The running stack (daphne and a worker), with the scripted LLM reset for this test; the
+    test must leave its global state as it found it (tests/support/stack.py)."""
     stack_processes.llm.reset()
+    stack_processes.running()
+    stack_processes.web  # noqa: B018  (started here, not inside the test's first request)
+    before = GlobalState.read()
     yield stack_processes
     # A run still on the worker would write into the next test's tables after the flush.
     try:
         wait_for(_worker_idle, timeout=30, message="the worker to finish this test's runs")
     except AssertionError:
-        stack_processes.restart_worker()
+        stack_processes.kill()
         raise
+    left = before.changes(GlobalState.read())
+    assert not left, f"this test left the shared stack's global state changed: {left}"
 
 
 @pytest.fixture
