@@ -69,7 +69,7 @@ def pytest_collection_modifyitems(config, items):
             continue
         for name in PROCESS_FIXTURES:
             if name in item.fixturenames:
-                if name != "web" and not own_stack(item.module):
+                if name == "stack_processes" and not own_stack(item.module):
                     break  # the session's stack
                 definition = item._fixtureinfo.name2fixturedefs[name][-1]
                 where = item.module.__name__ if definition.scope == "module" else definition.baseid
@@ -77,15 +77,13 @@ def pytest_collection_modifyitems(config, items):
                 break
 
 
-def stack_test(item) -> bool:
-    return bool({"stack", "shared_worker"} & set(item.fixturenames))
-
-
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_setup(item):
     """A test of a stack sends its runs to that stack's queue, from its first fixture on."""
-    if stack_test(item):
-        module = item.module if own_stack(item.module) else None
+    if {"stack", "shared_worker"} & set(item.fixturenames):
+        module = (
+            item.module if own_stack(item.module) or "shared_worker" in item.fixturenames else None
+        )
         item._sending = sending_to(stack_queue(module))
         item._sending.__enter__()
     return (yield)
@@ -186,8 +184,10 @@ def live_stack(django_db_setup, llm_server, tmp_path_factory) -> Iterator[Stack]
 
 @pytest.fixture
 def start_worker(llm_server, tmp_path, transactional_db):
-    """Start real Celery workers on demand; all are stopped after the test. They read the test
-    process's base queue, which no shared stack reads."""
+    """Start real Celery workers on demand; all are stopped after the test. A live shared
+    worker is stopped first (the next test that needs it starts it again): it would connect to
+    this test's MCP servers and take its runs."""
+    Stack.stop_workers()
     workers: list[Worker] = []
 
     def start(name: str = "w1", **env: str) -> Worker:
@@ -203,15 +203,14 @@ def start_worker(llm_server, tmp_path, transactional_db):
 
 @pytest.fixture(scope="module")
 def module_worker_env() -> dict[str, str]:
-    """More environment for a module's own worker; a module that overrides this gets one."""
+    """More environment for the worker a module's tests share; a module overrides this."""
     return {}
 
 
 @pytest.fixture(scope="module")
-def module_worker(request, live_stack, llm_server, module_worker_env, tmp_path_factory):
-    if not own_stack(request.module):
-        yield live_stack
-        return
+def module_worker(request, llm_server, django_db_setup, module_worker_env, tmp_path_factory):
+    """The worker a module's tests share, on a queue of its own. Not the session's: a worker
+    keeps what it learned of the scripted LLM and the connections between tasks."""
     env = stack_env(llm_server, stack_queue(request.module), **module_worker_env)
     own = Stack(tmp_path_factory.mktemp("worker"), env, "shared", llm=llm_server)
     yield own
@@ -220,8 +219,8 @@ def module_worker(request, live_stack, llm_server, module_worker_env, tmp_path_f
 
 @pytest.fixture
 def shared_worker(module_worker, transactional_db) -> Iterator[Worker]:
-    """A real Celery worker that tests share: the session's (tests/support/stack.py), or the
-    module's own when it sets `module_worker_env`. For tests that only need a worker to be
+    """A real Celery worker that the tests of a module share: the first one starts it, the end
+    of the module stops it. For tests that only need a worker to be
     there: not one that they stop, kill or pause, nor one that starts after their rows exist
     (its startup recovery and sweep); those use `start_worker`.
 

@@ -12,9 +12,9 @@ Tests marked `xdist_group(name)` run in one process, one after the other (tests/
 marks those that share a daphne or a Celery worker started for their module). xdist's own
 `--dist loadgroup` finds the groups in the node ids, which pytest 9.2 no longer lets it change
 (pytest-dev/pytest-xdist#1386): here the test processes write the groups to a file that the
-scheduler reads. The processes also move those groups and the `integration` tests (the slow
-ones: real workers, daphne, browsers, `go`) to the front of the queue, so that no process
-starts one of them when the others are nearly done.
+scheduler reads. The processes also move those groups, the `integration` tests (the slow
+ones: real workers, daphne, `go`) and then the browser tests to the front of the queue, so that
+no process starts one of them when the others are nearly done.
 """
 
 import json
@@ -74,13 +74,20 @@ def pytest_collection_modifyitems(config, items):
         if names:
             groups[item.nodeid] = "_".join(names)
     # Stable: within each part the order stays pytest-django's (database tests first).
-    items.sort(
-        key=lambda item: (item.nodeid not in groups, not item.get_closest_marker("integration"))
-    )
+    items.sort(key=lambda item: (item.nodeid not in groups, _rank(item)))
     path = Path(directory) / f"{config.workerinput['workerid']}.json"
     temporary = path.with_suffix(".tmp")
     temporary.write_text(json.dumps(groups))
     os.replace(temporary, path)  # whole before xdist reports this process's collection
+
+
+def _rank(item) -> int:
+    """The slow tests first: those that start processes of their own, then those of the test
+    process's live stack (tests/support/stack.py), which a test starting its own workers stops:
+    so each process meets the two kinds one after the other, not in turns."""
+    if "stack" in item.fixturenames:
+        return 1
+    return 0 if item.get_closest_marker("integration") or "start_worker" in item.fixturenames else 2
 
 
 def _group_name(mark) -> str:

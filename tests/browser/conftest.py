@@ -27,10 +27,25 @@ VIEWPORT = {"width": 1280, "height": 900}
 SCREENSHOTS = BASE_DIR / "docs" / "screenshots"
 
 
+_HASHES: dict[str, str] = {}  # password -> its hash by the production hasher, once a process
+
+
 @pytest.fixture
-def fast_password_hashing():
+def fast_password_hashing(monkeypatch):
     """The suite's fast hasher (tests/support/personas.py) turned off: the browser signs in
-    through daphne, whose settings lack it, so passwords are hashed as in production."""
+    through daphne, whose settings lack it, so passwords are hashed as in production. Each
+    password is hashed once per test process (some half a second of CPU each time), and daphne
+    still checks every sign-in against that hash."""
+    from django.contrib.auth import base_user, hashers
+
+    def make_password(password, salt=None, hasher="default"):
+        if salt is not None or hasher != "default" or not isinstance(password, str):
+            return hashers.make_password(password, salt, hasher)
+        if password not in _HASHES:
+            _HASHES[password] = hashers.make_password(password)
+        return _HASHES[password]
+
+    monkeypatch.setattr(base_user, "make_password", make_password)
 
 
 @pytest.fixture(scope="session")

@@ -6,7 +6,7 @@ readable in both modes."""
 import pytest
 from django.db import transaction
 
-from agents_app.approvals.rules import rule_create
+from agents_app.approvals.rules import rule_create, rule_revoke
 from agents_app.models import Approval, AuditInterface
 from agents_app.runs.services import run_cancel
 from tests.support.approvals import pending
@@ -91,14 +91,16 @@ def runs(owner):
         complete_step(working, add_plan(working, ["List links", "Fetch each", "Report"]), 0)
         asking = pending(owner, tool="http_get")
         Approval.objects.filter(pk=asking.pk).update(arguments={"url": LONG_URL})
-        rule_create(
+        rule = rule_create(
             owner_id=owner.pk,
             tool="write_file",
             arguments={"path": f"{LONG_WORD}.txt", "content": LONG_URL},
             actor=owner,
             interface=AuditInterface.WEB,
         )
-    return {"finished": done}
+    yield {"finished": done}
+    # The stack is shared: it must find no rule of this test's (tests/support/stack.py).
+    rule_revoke(rule=rule, actor=owner, interface=AuditInterface.WEB)
 
 
 def pages(runs):

@@ -2,10 +2,11 @@
 
 A test process has one live stack (daphne + a Celery worker, both on the test database, with
 the scripted LLM), started piece by piece when a test first asks for it (`live_stack`) and
-stopped at the end of the session: the browser tests and every module of `shared_worker` tests
-use it. A module that needs other settings for its processes (`STACK_ENV`, `module_worker_env`)
-gets stacks of its own for its tests. Tests that kill, pause or reconfigure a worker start
-their own (`start_worker`).
+stopped at the end of the session: the browser tests use it. A browser module that needs other
+settings for its processes (`STACK_ENV`) gets a stack of its own, and the tests of a module of
+`shared_worker` tests share a worker of the module's own (a worker keeps what it learned of the
+scripted LLM between tasks). Tests that kill, pause or reconfigure a worker start their own
+(`start_worker`), and stop any live shared worker first: it would connect to their MCP servers.
 
 Queues keep them apart. Each stack reads a queue of its own; a test process sends its runs to
 its base queue (CELERY_QUEUE, read only by the workers a test starts itself), except while a
@@ -22,9 +23,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 from celery import current_app
 
+from tests.support.processes import stop_all
 from tests.support.web import WebServer
 from tests.support.worker import Worker
 
@@ -68,9 +71,11 @@ def sending_to(queue: str) -> Iterator[None]:
         conf.task_default_queue = before
 
 
-@dataclass
+@dataclass(eq=False)  # one object per stack: kept in a set
 class Stack:
     """daphne and a worker on one queue, each started when first asked for."""
+
+    live: "ClassVar[set[Stack]]" = set()  # this process's stacks with a worker running
 
     log_dir: Path
     env: dict[str, str]
@@ -103,6 +108,7 @@ class Stack:
             self.workers_started += 1
             name = f"{self.name}-{self.workers_started}"
             self._worker = Worker(name, self.log_dir, **self.env).start()
+            Stack.live.add(self)
         return self._worker
 
     def kill(self) -> None:
@@ -117,10 +123,17 @@ class Stack:
         self.running()
 
     def stop(self) -> None:
-        from tests.support.processes import stop_all
-
         stop_all([p for p in (self._worker, self._web) if p is not None])
         self._worker = self._web = None
+        Stack.live.discard(self)
+
+    @classmethod
+    def stop_workers(cls) -> None:
+        """Stop every stack's worker (their daphnes go on); each starts again when asked."""
+        stop_all([stack._worker for stack in cls.live if stack._worker is not None])
+        for stack in cls.live:
+            stack._worker = None
+        cls.live.clear()
 
 
 @dataclass(frozen=True)
