@@ -95,7 +95,7 @@ def main() -> None:
 
     async def listen() -> None:
         url = f"ws://127.0.0.1:{port}/ws/api/runs/{run.pk}/"
-        for _ in range(100):
+        for _ in range(600):  # a minute: daphne imports the whole app first
             try:
                 connection = await websockets.connect(
                     url, additional_headers={"Authorization": f"Bearer {raw_key}"}
@@ -120,7 +120,7 @@ def main() -> None:
 
     listener = threading.Thread(target=lambda: asyncio.run(listen()), daemon=True)
     listener.start()
-    if not ready.wait(30):
+    if not ready.wait(90):
         raise RuntimeError("no WebSocket connection")
     time.sleep(0.5)  # let the consumer join its group
 

@@ -13,8 +13,9 @@ builtin file tools; http_get is switched off, as staff would for a machine witho
 
 Printed: each run's outcome and time; then tasks truly done, false successes (the run says
 succeeded, the check says otherwise), runs that ended by a phase timeout, failures by code,
-the median time, and whether the targets hold (0 false successes, 0 phase timeouts, at least
-5 of 10 done with SmolLM2-135M). The script never fails on a missed target: it reports it.
+the median time, and whether the targets hold with SmolLM2-135M (0 false successes, 0 phase
+timeouts, at least half done: 5 of the 10; of fewer tasks, `--tasks N`, the first N, half of
+those). The script never fails on a missed target: it reports it.
 """
 
 import argparse
@@ -239,11 +240,12 @@ def report(path: Path, load_seconds: float, results: list[Result]) -> None:
     print(
         f"  median time         {median:.1f} s per task, {sum(r.seconds for r in results):.0f} s in all"
     )
-    if path.name == SMOLLM2_FILE and total == len(TASKS):
+    if path.name == SMOLLM2_FILE and total:
+        half = (total + 1) // 2
         targets = [
             ("0 false successes", false == 0),
             ("0 phase timeouts", timeouts == 0),
-            (">= 5 of 10 truly done", done >= 5),
+            (f">= {half} of {total} truly done", done >= half),
         ]
         print(
             "  targets             "

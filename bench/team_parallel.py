@@ -1,12 +1,14 @@
 """How long a team's two independent children take together: a head node splits each task into
-two subtasks whose one model request takes 2 s each (the test suite's scripted LLM), and the
-children run as their own Celery tasks. With two worker processes (concurrency 1 each) they run
-at the same time; with one, one after the other. Prints, per setting, the time from the first
-child's model request to the last child's answer (p50 and max over the tasks), the ratio of the
-two, and the target of issue 15: two 2-second children done in under 3 s on two workers.
+two subtasks whose one model request takes 2 s each (the test suite's scripted LLM;
+--child-seconds), and the children run as their own Celery tasks. With two worker processes
+(concurrency 1 each) they run at the same time; with one (the same tasks again once one of the
+two is stopped), one after the other. Prints, per setting, the time from the first child's
+model request to the last child's answer (p50 and max over the tasks), the ratio of the two,
+and the target of issue 15: two 2-second children done in under 3 s on two workers (children
+of another length: in under their length and 1 s).
 
-Run: `uv run python bench/team_parallel.py [--tasks 3]` (SQLite and an embedded Valkey in a
-temporary VAR_DIR unless DATABASE_URL / REDIS_URL are set).
+Run: `uv run python bench/team_parallel.py [--tasks 3] [--child-seconds 2]` (SQLite and an
+embedded Valkey in a temporary VAR_DIR unless DATABASE_URL / REDIS_URL are set).
 """
 
 import argparse
@@ -14,14 +16,16 @@ import os
 import shutil
 import signal
 import statistics
+import subprocess
 import sys
 import time
 
 from harness import start_django  # noqa: E402  (bench/ is on sys.path when run as a script)
 from run_start import spawn, wait_for
 
-CHILD_SECONDS = 2.0
-TARGET = 3.0  # seconds: both children answered within this of the first one's request
+# Both children answered within one child's length and this many seconds of the first one's
+# request (issue 15: two 2-second children in under 3 s).
+SLACK = 1.0
 
 SPLIT = {
     "pattern": "parallel",
@@ -36,6 +40,7 @@ SPLIT = {
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", type=int, default=3)
+    parser.add_argument("--child-seconds", type=float, default=2.0)
     args = parser.parse_args()
 
     from tests.support.llm_server import ScriptedLLMServer
@@ -47,7 +52,7 @@ def main() -> int:
             {"match": "AGENTDESK:TEAM", "replies": [json_reply(SPLIT)], "repeat": True},
             {
                 "match": "AGENTDESK:DIRECT",
-                "replies": [{"content": "done", "delay": CHILD_SECONDS}],
+                "replies": [{"content": "done", "delay": args.child_seconds}],
                 "repeat": True,
             },
         ]
@@ -62,57 +67,46 @@ def main() -> int:
     scratch, valkey = start_django("team")
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     spans: dict[int, list[float]] = {}
+    workers = []
     try:
-        for workers in (2, 1):
-            processes = []
-            for number in range(workers):
-                log = scratch / f"worker-{workers}-{number}.log"
-                processes.append(
-                    (
-                        spawn(
-                            [
-                                "-m",
-                                "celery",
-                                "-A",
-                                "config",
-                                "worker",
-                                "--loglevel=INFO",
-                                "--concurrency=1",
-                                f"--hostname=w{number}@%h",
-                            ],
-                            log,
-                            env,
-                        ),
-                        log,
-                    )
-                )
-            try:
-                for _, log in processes:
-                    wait_for(lambda log=log: " ready." in log.read_text(), 90, "a worker not ready")
-                spans[workers] = [measure(llm) for _ in range(args.tasks)]
-            finally:
-                for process, _ in processes:
-                    os.killpg(process.pid, signal.SIGTERM)
-                    process.wait(timeout=30)
+        for number in range(2):
+            log = scratch / f"worker-{number}.log"
+            command = ["-m", "celery", "-A", "config", "worker", "--loglevel=INFO"]
+            workers.append(
+                (spawn([*command, "--concurrency=1", f"--hostname=w{number}@%h"], log, env), log)
+            )
+        for _, log in workers:
+            wait_for(lambda log=log: " ready." in log.read_text(), 90, "a worker not ready")
+        spans[2] = [measure(llm) for _ in range(args.tasks)]
+        stop(workers.pop()[0])  # the same tasks again, on the one worker left
+        spans[1] = [measure(llm) for _ in range(args.tasks)]
     finally:
+        for worker, _ in workers:
+            stop(worker)
         llm.stop()
         if valkey is not None:
             valkey.stop()
     print(
         f"team_parallel: {args.tasks} team tasks, each two independent children of "
-        f"{CHILD_SECONDS:g} s (their one model request)"
+        f"{args.child_seconds:g} s (their one model request)"
     )
-    for workers, found in spans.items():
+    for count, found in spans.items():
         print(
-            f"  {f'{workers} worker process' + ('es' if workers > 1 else ''):<20}first request to last "
+            f"  {f'{count} worker process' + ('es' if count > 1 else ''):<20}first request to last "
             f"answer p50 {statistics.median(found):.2f} s, max {max(found):.2f} s"
         )
     ratio = statistics.median(spans[2]) / statistics.median(spans[1])
     print(f"  two workers / one   {ratio:.2f}x")
-    met = max(spans[2]) < TARGET
-    print(f"  target              under {TARGET:g} s on two workers: {'met' if met else 'MISSED'}")
+    target = args.child_seconds + SLACK
+    met = max(spans[2]) < target
+    print(f"  target              under {target:g} s on two workers: {'met' if met else 'MISSED'}")
     shutil.rmtree(scratch, ignore_errors=True)
     return 0
+
+
+def stop(worker: subprocess.Popen) -> None:
+    os.killpg(worker.pid, signal.SIGTERM)
+    worker.wait(timeout=30)
 
 
 def measure(llm) -> float:
