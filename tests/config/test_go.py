@@ -1,4 +1,12 @@
-"""`uv run go` starts the whole stack, and stops all of it; `ensure_admin` makes the first login."""
+"""`uv run go` starts the whole stack, keeps it running and stops all of it; `ensure_admin`
+makes the first login.
+
+A `go` takes over 20 s of processor time to start (migrations, static files, daphne, a Celery
+worker, Valkey), and a loaded machine a minute. The tests that need one that is up, and leave
+it up (a child they kill is started again), share one (`shared_go`); the signal tests take it
+and stop it (`go_to_stop`). Tests that start `go` with settings of their own start their own
+(`start_go`).
+"""
 
 import contextlib
 import json
@@ -16,9 +24,11 @@ from io import StringIO
 from pathlib import Path
 
 import pytest
+from celery import Celery
 from django.contrib.auth import authenticate, get_user_model
 from django.core.management import call_command
 
+from config.celery import app as celery_app
 from config.env import BASE_DIR, embedded_redis_url_file
 from config.supervision import RESTART_FIRST_DELAY, RESTART_RESET_AFTER, Backoff
 from tests.support.local_model import smollm2_path
@@ -31,6 +41,7 @@ from tests.support.waiting import wait_for
 # has taken over 60 s there. A healthy `go` reaches each line long before.
 START_TIMEOUT = 180.0
 STOP_TIMEOUT = 60.0
+WORKER = f"agentdesk@{socket.gethostname()}"  # the name `go` gives its worker (-n agentdesk@%h)
 
 # `go` here always runs its embedded stack (its own SQLite file and Valkey), whatever
 # DATABASE_URL says, so a pass against PostgreSQL would only repeat these minutes.
@@ -64,11 +75,16 @@ class RunningGo:
 
     @property
     def output(self) -> str:
-        return "".join(self.lines)
+        return self.output_since(0)
 
-    def wait_for_output(self, text: str, timeout: float) -> None:
+    def output_since(self, line: int) -> str:
+        """What it printed from its line number `line` on: a test of the shared `go` reads
+        only what it printed since the test began (`start = len(go.lines)`)."""
+        return "".join(self.lines[line:])
+
+    def wait_for_output(self, text: str, timeout: float, since: int = 0) -> None:
         deadline = time.monotonic() + timeout
-        while text not in self.output:
+        while text not in self.output_since(since):
             if self.process.poll() is not None or time.monotonic() > deadline:
                 pytest.fail(f"`go` never printed {text!r}; its output:\n{self.output}")
             time.sleep(0.2)
@@ -85,6 +101,16 @@ class RunningGo:
                     parents.append(pid)
         return found
 
+    def kill(self) -> None:
+        """SIGKILL it and everything below it: a failed test must not leave a server behind."""
+        if self.process.poll() is None:
+            leftovers = self.descendants()
+            self.process.kill()
+            self.process.wait()
+            for pid, _ in leftovers:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+
 
 def _start_time(pid: int) -> str:
     # Fields after the parenthesised command name; the start time is field 22 of the whole line.
@@ -99,8 +125,16 @@ def _is_running(pid: int, start_time: str) -> bool:
     return stat[19] == start_time and stat[0] != "Z"
 
 
-@pytest.fixture
-def go_env(tmp_path: Path) -> dict[str, str]:
+def _stop_leaving_nothing(go: RunningGo, stop_signal: int) -> None:
+    """`stop_signal` stops `go` cleanly (exit code 0), and every process below it with it."""
+    children = go.descendants()
+    go.process.send_signal(stop_signal)
+    assert go.process.wait(timeout=STOP_TIMEOUT) == 0, go.output
+    assert [pid for pid, started in children if _is_running(pid, started)] == []
+
+
+def go_environment(directory: Path, **overrides: str) -> dict[str, str]:
+    """The environment of a `go` with its embedded stack in `directory`."""
     env = dict(os.environ)
     env.update(
         # A port of the system's choosing: Valkey's own search starts at 16379 for every
@@ -109,12 +143,18 @@ def go_env(tmp_path: Path) -> dict[str, str]:
         PORT=str(free_port()),
         HOST="127.0.0.1",
         REDIS_URL="",  # empty rather than unset, so a REDIS_URL in .env is not picked up
-        VAR_DIR=str(tmp_path / "var"),
-        DATABASE_URL=f"sqlite:///{tmp_path / 'db.sqlite3'}",
+        VAR_DIR=str(directory / "var"),
+        DATABASE_URL=f"sqlite:///{directory / 'db.sqlite3'}",
         ADMIN_PASSWORD="launcher-test-pass",
         WORKER_CONCURRENCY="1",
     )
+    env.update(overrides)
     return env
+
+
+@pytest.fixture
+def go_env(tmp_path: Path) -> dict[str, str]:
+    return go_environment(tmp_path)
 
 
 @pytest.fixture
@@ -126,56 +166,110 @@ def start_go(go_env: dict[str, str]) -> Iterator[Callable[[], RunningGo]]:
         return launched[-1]
 
     yield start
-    for go in launched:  # a failed test must not leave a server behind
-        if go.process.poll() is None:
-            leftovers = go.descendants()
-            go.process.kill()
-            go.process.wait()
-            for pid, _ in leftovers:
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGKILL)
+    for go in launched:
+        go.kill()
+
+
+class SharedGo:
+    """The `go` that the tests of this module share, started when a test first asks for it
+    (`running`). A test that stops it takes it (`take`), and a test that fails throws it away
+    (`discard`), as it may have left it broken: the next test that asks gets a new one, in the
+    same directory, as a second `uv run go` finds the first one's database and static files
+    (its migrations and collectstatic then have nothing to do: a quarter less processor time
+    to start)."""
+
+    def __init__(self, directory: Path, overrides: dict[str, str]) -> None:
+        self.directory = directory
+        self.overrides = overrides
+        self.go: RunningGo | None = None
+        self.launched: list[RunningGo] = []
+
+    def running(self) -> RunningGo:
+        if self.go is None:
+            go = RunningGo(go_environment(self.directory, **self.overrides))
+            self.launched.append(go)
+            go.wait_for_output("AgentDesk is running at", START_TIMEOUT)
+            self.go = go
+        return self.go
+
+    def take(self) -> RunningGo:
+        go = self.running()
+        self.go = None
+        return go
+
+    def discard(self) -> None:
+        if self.go is not None:
+            self.go.kill()
+            self.go = None
+
+
+@pytest.fixture(scope="module")
+def module_go(llm_server, tmp_path_factory) -> Iterator[SharedGo]:
+    """The module's shared `go`, with the scripted LLM and a lease of a few seconds, a little
+    longer than a new worker takes to start: a dead worker's run is then taken over when its
+    lease expires, not by the new worker's startup (nor, an hour later, by Redis). Its
+    LOCAL_MODEL names no file: the explicit LLM_BASE_URL wins, so `go` neither checks nor
+    starts it."""
+    shared = SharedGo(
+        tmp_path_factory.mktemp("go"),
+        {
+            "LLM_BASE_URL": llm_server.base_url,
+            "LLM_MODEL": "scripted",
+            "LOCAL_MODEL": "no/such/model.gguf",
+            "RUN_LEASE_SECONDS": "8",
+            "LLM_RETRY_BASE_DELAY": "0.05",
+        },
+    )
+    yield shared
+    try:
+        if shared.go is not None:
+            # No signal test took it after the tests that had `go` start a child again: its
+            # clean stop covers those replacements here. Nothing of theirs is left behind.
+            _stop_leaving_nothing(shared.go, signal.SIGTERM)
+    finally:
+        for go in shared.launched:
+            go.kill()
+
+
+@pytest.fixture
+def shared_go(module_go: SharedGo, request) -> Iterator[RunningGo]:
+    """The shared `go`, up, for a test that leaves it up: a child it kills must be running
+    again, and answering, when the test ends."""
+    failures = request.session.testsfailed
+    yield module_go.running()
+    if request.session.testsfailed > failures:
+        module_go.discard()
+
+
+@pytest.fixture
+def go_to_stop(module_go: SharedGo) -> Iterator[RunningGo]:
+    """The shared `go`, up, for a test that stops it: the next test that asks gets a new one."""
+    go = module_go.take()
+    yield go
+    go.kill()
 
 
 def _celery_ping(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "celery", "-A", "config", "inspect", "ping", "--timeout=2",
-         f"--destination=agentdesk@{socket.gethostname()}"],
+         f"--destination={WORKER}"],
         cwd=BASE_DIR, env=env, capture_output=True, text=True, timeout=60,
     )  # fmt: skip
 
 
-@pytest.mark.integration
-@embedded_pass_only
-@pytest.mark.parametrize("stop_signal", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
-def test_it_serves_runs_a_worker_and_stops_everything_on_a_signal(
-    start_go, go_env: dict[str, str], stop_signal: signal.Signals
-) -> None:
-    go = start_go()
-    go.wait_for_output("AgentDesk is running at", START_TIMEOUT)
-    port = go_env["PORT"]
-    assert (
-        f"running at http://127.0.0.1:{port}/ (API docs: http://127.0.0.1:{port}/api/docs)"
-        in go.output
-    )
-
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/admin/login/", timeout=10) as response:
-        assert response.status == 200
-
-    # The worker answers through the embedded Valkey, found via the url file like manage.py does.
-    url_file = embedded_redis_url_file(Path(go_env["VAR_DIR"]))
-    assert url_file.read_text().startswith("redis://127.0.0.1:")
-    deadline = time.monotonic() + 30
-    while (ping := _celery_ping(go_env)).returncode != 0 and time.monotonic() < deadline:
-        time.sleep(1)
-    assert "pong" in ping.stdout, ping.stdout + ping.stderr
-
-    children = go.descendants()
-    assert len(children) >= 4  # valkey, daphne, celery and its pool
-    go.process.send_signal(stop_signal)
-
-    assert go.process.wait(timeout=STOP_TIMEOUT) == 0, go.output
-    assert [pid for pid, started in children if _is_running(pid, started)] == []
-    assert not url_file.exists()
+def _worker_answers(go: RunningGo) -> bool:
+    """Whether `go`'s worker answers a Celery ping through `go`'s Valkey, asked from this
+    process: a `celery inspect ping` costs a Python process of its own each time. An app of
+    its own: the project's would publish the ping to this process's broker, whatever
+    connection it is given (kombu's pidbox takes a producer from the app's pool)."""
+    url = embedded_redis_url_file(Path(go.env["VAR_DIR"])).read_text()
+    app = Celery(broker=url, set_as_current=False)
+    # `go` inherited this process's CELERY_CONTROL_EXCHANGE.
+    app.conf.control_exchange = celery_app.conf.control_exchange
+    try:
+        return bool(app.control.ping([WORKER], timeout=2))
+    finally:
+        app.close()
 
 
 def _child(go: RunningGo, needle: str) -> int:
@@ -201,28 +295,12 @@ def _run_status(port: str, key: str, run_id: int) -> str:
     return _api(port, key, "GET", f"/api/v1/runs/{run_id}")["status"]
 
 
-@pytest.fixture
-def go_with_llm(llm_server, go_env: dict[str, str]) -> dict[str, str]:
-    """`go`'s environment with the scripted LLM and a lease of a few seconds, a little longer
-    than a new worker takes to start: a dead worker's run is then taken over when its lease
-    expires, not by the new worker's startup (nor, an hour later, by Redis). Its LOCAL_MODEL
-    names no file: the explicit LLM_BASE_URL wins, so `go` neither checks nor starts it."""
-    llm_server.reset()
-    go_env.update(
-        LLM_BASE_URL=llm_server.base_url,
-        LLM_MODEL="scripted",
-        LOCAL_MODEL="no/such/model.gguf",
-        RUN_LEASE_SECONDS="8",
-        LLM_RETRY_BASE_DELAY="0.05",
-    )
-    return go_env
-
-
 @pytest.mark.integration
 @embedded_pass_only
 def test_a_killed_worker_is_replaced_and_its_run_in_flight_completes(
-    start_go, go_with_llm: dict[str, str], llm_server
+    shared_go: RunningGo, llm_server
 ) -> None:
+    llm_server.reset()
     llm_server.script(
         [
             {"match": "AGENTDESK:PLAN", "replies": [plan_reply(step("say hello"))]},
@@ -234,18 +312,18 @@ def test_a_killed_worker_is_replaced_and_its_run_in_flight_completes(
             {"match": "AGENTDESK:VERIFY", "replies": [verdict(True, "said hello")]},
         ]
     )
-    go = start_go()
-    go.wait_for_output("AgentDesk is running at", START_TIMEOUT)
+    go, start = shared_go, len(shared_go.lines)
     assert "go: LLM_BASE_URL is set, so the local model " in go.output
-    port, key = go_with_llm["PORT"], _api_key(go_with_llm)
+    port, key = go.env["PORT"], _api_key(go.env)
     run_id = _api(port, key, "POST", "/api/v1/agent/task", {"task": "Say hello"})["run_id"]
     wait_for(lambda: asked(llm_server, "AGENTDESK:STEP 0"), 60, message="the step's request")
     worker = _child(go, "celery")
 
     os.kill(worker, signal.SIGKILL)
 
-    go.wait_for_output("go: worker restarted (pid ", STOP_TIMEOUT)
-    assert f"go: worker (pid {worker}) was killed by SIGKILL (exit code -9)" in go.output
+    go.wait_for_output("go: worker restarted (pid ", STOP_TIMEOUT, since=start)
+    killed = f"go: worker (pid {worker}) was killed by SIGKILL (exit code -9)"
+    assert killed in go.output_since(start)
     assert _child(go, "celery") != worker
     wait_for(
         lambda: _run_status(port, key, run_id) in ("succeeded", "failed"),
@@ -254,26 +332,21 @@ def test_a_killed_worker_is_replaced_and_its_run_in_flight_completes(
         f"run {run_id} to finish; `go` said:\n{go.output[-3000:]}",
     )
     assert _run_status(port, key, run_id) == "succeeded"
-
-    # Ctrl-C's and SIGTERM's clean stop covers the replacement too: nothing is left behind.
-    children = go.descendants()
-    go.process.send_signal(signal.SIGTERM)
-    assert go.process.wait(timeout=STOP_TIMEOUT) == 0, go.output
-    assert [pid for pid, started in children if _is_running(pid, started)] == []
+    # Ctrl-C's and SIGTERM's clean stop covers the replacement too: the signal test that takes
+    # this `go`, or the end of the module, stops it and finds nothing left behind.
 
 
 @pytest.mark.integration
 @embedded_pass_only
-def test_a_web_server_that_dies_is_started_again(start_go, go_env: dict[str, str]) -> None:
-    go = start_go()
-    go.wait_for_output("AgentDesk is running at", START_TIMEOUT)
+def test_a_web_server_that_dies_is_started_again(shared_go: RunningGo) -> None:
+    go, start = shared_go, len(shared_go.lines)
     web = _child(go, "daphne")
 
     os.kill(web, signal.SIGKILL)
 
-    go.wait_for_output("go: web restarted (pid ", STOP_TIMEOUT)
-    assert f"go: web (pid {web}) was killed by SIGKILL (exit code -9)" in go.output
-    login = f"http://127.0.0.1:{go_env['PORT']}/admin/login/"
+    go.wait_for_output("go: web restarted (pid ", STOP_TIMEOUT, since=start)
+    assert f"go: web (pid {web}) was killed by SIGKILL (exit code -9)" in go.output_since(start)
+    login = f"http://127.0.0.1:{go.env['PORT']}/admin/login/"
     wait_for(lambda: _answers(login), 30, 0.2, "the new web server to answer")
     assert go.process.poll() is None
 
@@ -281,23 +354,22 @@ def test_a_web_server_that_dies_is_started_again(start_go, go_env: dict[str, str
 @pytest.mark.integration
 @embedded_pass_only
 def test_an_embedded_valkey_that_dies_is_started_again_on_its_address(
-    start_go, go_env: dict[str, str]
+    shared_go: RunningGo,
 ) -> None:
-    go = start_go()
-    go.wait_for_output("AgentDesk is running at", START_TIMEOUT)
-    url = embedded_redis_url_file(Path(go_env["VAR_DIR"])).read_text()
+    go, start = shared_go, len(shared_go.lines)
+    url = embedded_redis_url_file(Path(go.env["VAR_DIR"])).read_text()
     valkey = _child(go, "valkey")
 
     os.kill(valkey, signal.SIGKILL)
 
-    go.wait_for_output(f"go: embedded Valkey started again at {url}", STOP_TIMEOUT)
-    assert "go: embedded Valkey was killed by SIGKILL (exit code -9)" in go.output
+    go.wait_for_output(f"go: embedded Valkey started again at {url}", STOP_TIMEOUT, since=start)
+    assert "go: embedded Valkey was killed by SIGKILL (exit code -9)" in go.output_since(start)
     # Runs whose message it lost are queued again.
-    go.wait_for_output("go: queueing again the runs no worker holds", STOP_TIMEOUT)
+    go.wait_for_output("go: queueing again the runs no worker holds", STOP_TIMEOUT, since=start)
     # The worker, which has the address in REDIS_URL, finds it again.
-    wait_for(lambda: _celery_ping(go_env).returncode == 0, 60, 0.5, "the worker to answer")
+    wait_for(lambda: _worker_answers(go), 60, 0.5, "the worker to answer")
     assert go.process.poll() is None
-    assert "runs_recover` failed" not in go.output
+    assert "runs_recover` failed" not in go.output_since(start)
 
 
 def _api_key(env: dict[str, str]) -> str:
@@ -305,6 +377,40 @@ def _api_key(env: dict[str, str]) -> str:
         [sys.executable, "manage.py", "create_api_key", "admin"],
         cwd=BASE_DIR, env=env, capture_output=True, text=True, check=True, timeout=60,
     ).stdout.strip()  # fmt: skip
+
+
+# After the tests above: SIGTERM, the first, stops the `go` they shared, so its clean stop
+# covers the worker, web server and Valkey they had it start again; SIGINT gets a new one.
+@pytest.mark.integration
+@embedded_pass_only
+@pytest.mark.parametrize("stop_signal", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_it_serves_runs_a_worker_and_stops_everything_on_a_signal(
+    go_to_stop: RunningGo, stop_signal: signal.Signals
+) -> None:
+    go = go_to_stop
+    port = go.env["PORT"]
+    assert (
+        f"running at http://127.0.0.1:{port}/ (API docs: http://127.0.0.1:{port}/api/docs)"
+        in go.output
+    )
+
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/admin/login/", timeout=10) as response:
+        assert response.status == 200
+
+    # The worker answers through the embedded Valkey, found via the url file like manage.py
+    # does. The worker may still be starting: this process asks until it answers, so that
+    # `celery inspect ping`, a Python process of its own, normally runs once.
+    url_file = embedded_redis_url_file(Path(go.env["VAR_DIR"]))
+    assert url_file.read_text().startswith("redis://127.0.0.1:")
+    wait_for(lambda: _worker_answers(go), 60, 0.5, "the worker to answer")
+    deadline = time.monotonic() + 30
+    while (ping := _celery_ping(go.env)).returncode != 0 and time.monotonic() < deadline:
+        time.sleep(1)
+    assert "pong" in ping.stdout, ping.stdout + ping.stderr
+
+    assert len(go.descendants()) >= 4  # valkey, daphne, celery and its pool
+    _stop_leaving_nothing(go, stop_signal)
+    assert not url_file.exists()
 
 
 @pytest.mark.integration
@@ -345,10 +451,7 @@ def test_with_local_model_it_serves_the_gguf_and_a_task_gets_answers_from_it(
     assert [e["payload"]["model"] for e in events if e["type"] == "llm_usage"][:1] == [model]
 
     # It stops with the rest, after the worker.
-    children = go.descendants()
-    go.process.send_signal(signal.SIGTERM)
-    assert go.process.wait(timeout=STOP_TIMEOUT) == 0, go.output
-    assert [pid for pid, started in children if _is_running(pid, started)] == []
+    _stop_leaving_nothing(go, signal.SIGTERM)
     assert go.output.index("local model: stopped") > go.output.index("worker: Warm shutdown")
 
 

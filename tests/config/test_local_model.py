@@ -14,10 +14,12 @@ from tests.support.processes import ManagedProcess
 
 
 def fresh_settings(tmp_path, names: list[str], **env: str) -> list:
-    """The settings `names` as a fresh process with `env` (and no LLM_BASE_URL) sees them."""
+    """The settings `names` as a fresh process with `env` (and no LLM_BASE_URL) sees them.
+    It reads the settings module only: django.setup() would import every app as well, a few
+    seconds of processor time that change no setting."""
     code = (
-        "import django, json, os; os.environ['DJANGO_SETTINGS_MODULE'] = 'config.settings';"
-        " django.setup(); from django.conf import settings;"
+        "import json, os; os.environ['DJANGO_SETTINGS_MODULE'] = 'config.settings';"
+        " from django.conf import settings;"
         f" print(json.dumps([getattr(settings, name) for name in {names!r}]))"
     )
     finished = subprocess.run(
