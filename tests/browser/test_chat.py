@@ -59,6 +59,9 @@ def send(page, conversation_id: str, text: str) -> None:
     expect(box).to_have_value("")  # the input came back empty: the message was taken
 
 
+@pytest.mark.slow(
+    reason="a second worker starts, and two answers stream at the same time, chunk by chunk 0.4 s apart"
+)
 def test_two_chat_tabs_converse_at_once_and_both_answers_stream_and_complete(page, stack, owner):
     stack.llm.script(
         [

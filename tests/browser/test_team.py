@@ -61,6 +61,9 @@ def statuses(page) -> dict[str, str]:
     )
 
 
+@pytest.mark.slow(
+    reason="a team of children runs on a stack of its own (STACK_ENV), the page follows every child to its end"
+)
 def test_a_team_run_shows_its_tree_and_timeline_live_as_its_children_finish(
     page, stack, owner, seeded_profiles, screenshot
 ):

@@ -297,6 +297,9 @@ def _run_status(port: str, key: str, run_id: int) -> str:
 
 @pytest.mark.integration
 @embedded_pass_only
+@pytest.mark.slow(
+    reason="starts the shared go (migrate, collectstatic, daphne, worker, Valkey) and waits out a killed worker's lease"
+)
 def test_a_killed_worker_is_replaced_and_its_run_in_flight_completes(
     shared_go: RunningGo, llm_server
 ) -> None:
@@ -384,6 +387,9 @@ def _api_key(env: dict[str, str]) -> str:
 @pytest.mark.integration
 @embedded_pass_only
 @pytest.mark.parametrize("stop_signal", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+@pytest.mark.slow(
+    reason="a whole go (migrate, collectstatic, daphne, worker, Valkey) serves a run, then stops on the signal"
+)
 def test_it_serves_runs_a_worker_and_stops_everything_on_a_signal(
     go_to_stop: RunningGo, stop_signal: signal.Signals
 ) -> None:
@@ -415,6 +421,9 @@ def test_it_serves_runs_a_worker_and_stops_everything_on_a_signal(
 
 @pytest.mark.integration
 @embedded_pass_only
+@pytest.mark.slow(
+    reason="a whole go with the llama.cpp server: SmolLM2 answers a task on one CPU thread"
+)
 def test_with_local_model_it_serves_the_gguf_and_a_task_gets_answers_from_it(
     start_go, go_env: dict[str, str]
 ) -> None:

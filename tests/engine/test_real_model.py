@@ -148,6 +148,7 @@ def test_a_server_that_ignores_tools_is_found_out_and_answered_through_prompt_to
         "Read notes.txt, then write its first line to first.txt",
     ],
 )
+@pytest.mark.slow(reason="SmolLM2 writes a whole plan on one CPU thread, for each task")
 def test_a_plan_from_the_real_model_names_only_offered_tools(provider, task):
     plan = make_plan(
         provider=provider,

@@ -94,6 +94,9 @@ async def receive_until(socket, found, timeout: float = WAIT) -> str:
     return await asyncio.wait_for(read(), timeout)
 
 
+@pytest.mark.slow(
+    reason="every stream is left idle for IDLE_SECONDS (90 s), longer than all the timeouts that ever closed one"
+)
 def test_idle_sockets_and_sse_stay_open_and_get_the_next_event_when_the_run_resumes(
     web, llm, start_worker, owner
 ):
