@@ -176,7 +176,14 @@ def live_stack(django_db_setup, llm_server, tmp_path_factory) -> Iterator[Stack]
     a test first asks for it (tests/support/stack.py)."""
     log_dir = tmp_path_factory.mktemp("live-stack")
     # Contract agents' logs, written by both, out of the checkout.
-    env = stack_env(llm_server, stack_queue(), AGENT_LOG_DIR=str(log_dir / "agent-logs"))
+    env = stack_env(
+        llm_server,
+        stack_queue(),
+        AGENT_LOG_DIR=str(log_dir / "agent-logs"),
+        # Its worker outlives the browser tests: the pings of a later test's health check
+        # (which expects no worker, or its own) must not reach it. Its daphne asks it alone.
+        CELERY_CONTROL_EXCHANGE=stack_queue(),
+    )
     stack = Stack(log_dir, env, "live", llm=llm_server)
     yield stack
     stack.stop()
