@@ -9,6 +9,10 @@ the rule, and tests/dialect_guard.py for the check that keeps it true). `DIALECT
     DIALECT=all      every test (the default; run it on PostgreSQL before resolving an issue
                      that changes models, migrations, runs/ or worker/)
 
+With DIALECT=marked a test module that never says "dialect" is not even imported: its tests
+cannot be marked (a mark given by a hook instead would need this rule changed), and each test
+process of the pass imports two modules in five.
+
 `--reverse` runs the tests in the opposite order: a test that passes only after another has
 left something behind shows itself.
 
@@ -39,6 +43,16 @@ def pytest_addoption(parser):
 
 def pytest_configure(config):
     selection()  # a wrong value fails before anything starts
+
+
+def pytest_ignore_collect(collection_path, config):
+    if selection() != "marked" or not collection_path.name.startswith("test_"):
+        return None
+    if collection_path.suffix != ".py" or not collection_path.is_file():
+        return None
+    if "dialect" not in collection_path.read_text(errors="replace").lower():
+        return True
+    return None
 
 
 @pytest.hookimpl(tryfirst=True)  # before the other plugins order the tests

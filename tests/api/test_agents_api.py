@@ -146,6 +146,7 @@ def test_an_unknown_connection_is_a_400_naming_the_field(owner_api):
     assert not ContractAgent.objects.exists()
 
 
+@pytest.mark.dialect
 def test_the_list_is_yours_only_most_recently_started_first_and_paged(
     owner_api, outsider_api, django_assert_max_num_queries
 ):
@@ -206,6 +207,7 @@ def test_start_queues_attempt_one_and_the_agent_is_running(owner, owner_api):
     assert AuditEvent.objects.filter(action="agent.start", run=run).count() == 1
 
 
+@pytest.mark.dialect
 def test_start_while_running_is_a_409_and_starts_nothing(owner_api):
     agent = create(owner_api)
     start(owner_api, agent["id"])
@@ -244,6 +246,7 @@ def test_stop_with_nothing_running_is_a_409(owner_api):
     assert error["details"]["status"] == "ready"
 
 
+@pytest.mark.dialect
 def test_restart_after_a_stop_starts_attempt_two_with_the_changes_sent(owner_api):
     agent = create(owner_api, "Echo a.")
     start(owner_api, agent["id"])
@@ -276,6 +279,7 @@ def test_restart_with_an_empty_body_changes_nothing(owner_api):
     assert (body["contract"], body["attempt"]["number"]) == ("Echo a.", 2)
 
 
+@pytest.mark.dialect
 def test_restart_while_running_or_never_started_is_a_409_and_changes_nothing(owner_api):
     agent = create(owner_api, "Echo a.")
     restart = f"{URL}/{agent['id']}/restart"
@@ -313,6 +317,7 @@ def test_a_bad_restart_body_is_a_400_and_starts_nothing(owner_api):
     assert Run.objects.count() == 1
 
 
+@pytest.mark.dialect
 def test_change_sets_only_the_fields_sent_and_null_budgets_follow_the_defaults(owner_api):
     agent = create(owner_api, "Echo a.", name="Old", max_turns=3, max_tokens=500)
 
@@ -328,6 +333,7 @@ def test_change_sets_only_the_fields_sent_and_null_budgets_follow_the_defaults(o
     assert body["budgets"]["defaults"] == ["max_turns"]
 
 
+@pytest.mark.dialect
 def test_the_contract_cannot_change_while_running_but_the_name_can(owner_api):
     agent = create(owner_api, "Echo a.")
     start(owner_api, agent["id"])
@@ -360,6 +366,7 @@ def test_a_bad_change_is_a_400_naming_the_field(owner_api, body, field):
     assert ContractAgent.objects.get().contract == "Echo a."
 
 
+@pytest.mark.dialect
 def test_attempts_are_listed_newest_first_and_paged(owner_api):
     agent = create(owner_api)
     for _ in range(3):

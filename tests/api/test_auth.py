@@ -101,6 +101,7 @@ def test_an_anonymous_post_hears_401_not_a_csrf_failure(anonymous_client):
     assert_error(submit(anonymous_client), 401, "UNAUTHORIZED")
 
 
+@pytest.mark.dialect
 def test_using_a_key_records_when_it_was_last_used(owner):
     raw = make_api_key(owner)
 
@@ -111,6 +112,7 @@ def test_using_a_key_records_when_it_was_last_used(owner):
     assert timezone.now() - last_used < timedelta(seconds=10)
 
 
+@pytest.mark.dialect
 def test_a_key_used_again_within_a_minute_keeps_its_last_used_time(owner):
     earlier = timezone.now() - LAST_USED_RESOLUTION / 2
     raw = make_api_key(owner, last_used_at=earlier)
@@ -120,6 +122,7 @@ def test_a_key_used_again_within_a_minute_keeps_its_last_used_time(owner):
     assert ApiKey.objects.get().last_used_at == earlier
 
 
+@pytest.mark.dialect
 def test_a_key_used_after_a_minute_updates_its_last_used_time(owner):
     earlier = timezone.now() - LAST_USED_RESOLUTION * 2
     raw = make_api_key(owner, last_used_at=earlier)

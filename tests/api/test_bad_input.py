@@ -22,6 +22,7 @@ def fields(error: dict) -> list[str]:
     return [problem["field"] for problem in error["details"]["errors"]]
 
 
+@pytest.mark.dialect
 @pytest.mark.parametrize("field", ["max_tokens", "max_tool_calls"])
 @pytest.mark.parametrize("value", [BIGINT_OVERFLOW, INTEGER_OVERFLOW])
 def test_a_budget_beyond_its_column_is_a_400_naming_it(owner_api, llm_configured, field, value):
@@ -31,6 +32,7 @@ def test_a_budget_beyond_its_column_is_a_400_naming_it(owner_api, llm_configured
     assert not Task.objects.exists()
 
 
+@pytest.mark.dialect
 @pytest.mark.parametrize(
     "path, body, field",
     [
@@ -47,6 +49,7 @@ def test_a_lone_surrogate_is_a_400_naming_the_field(owner_api, llm_configured, p
     assert fields(error) == [field]
 
 
+@pytest.mark.dialect
 @pytest.mark.parametrize(
     "path, body, field",
     [
@@ -66,6 +69,7 @@ def test_a_nul_character_is_a_400_as_postgresql_would_refuse_it(
     assert not Task.objects.exists() and not Webhook.objects.exists()
 
 
+@pytest.mark.dialect
 @pytest.mark.parametrize("constant", ["NaN", "Infinity", "-Infinity"])
 def test_a_number_json_does_not_have_is_a_400(owner_api, llm_configured, constant):
     body = f'{{"task": "Go", "context": {{"x": {constant}}}}}'
@@ -75,6 +79,7 @@ def test_a_number_json_does_not_have_is_a_400(owner_api, llm_configured, constan
     assert constant in error["details"]["error"]
 
 
+@pytest.mark.dialect
 @pytest.mark.parametrize(
     "query, field",
     [
@@ -90,6 +95,7 @@ def test_a_huge_page_or_id_in_a_query_is_a_400(owner_api, query, field):
     assert fields(error) == [field]
 
 
+@pytest.mark.dialect
 def test_a_huge_after_on_the_event_log_is_a_400(owner, owner_api):
     run = Run.objects.create(
         task=Task.objects.create(owner=owner, text="Go"),

@@ -108,6 +108,7 @@ def test_creating_a_conversation_without_an_llm_configured_is_a_503(owner_api, s
     assert not Conversation.objects.exists()
 
 
+@pytest.mark.dialect
 def test_the_list_is_yours_only_most_recently_active_first_and_paged(
     owner_api, outsider_api, django_assert_max_num_queries
 ):
@@ -137,6 +138,7 @@ def test_without_a_key_or_session_it_is_a_401(anonymous_client):
     assert_error(anonymous_client.get(URL), 401, "UNAUTHORIZED")
 
 
+@pytest.mark.dialect
 def test_the_first_message_is_answered_at_once_and_placed_in_the_transcript(owner_api):
     chat = create(owner_api)
 
@@ -154,6 +156,7 @@ def test_the_first_message_is_answered_at_once_and_placed_in_the_transcript(owne
     assert owner_api.get(f"{URL}/{chat['id']}").json()["title"] == "What is 2+2?"
 
 
+@pytest.mark.dialect
 def test_a_message_sent_while_an_answer_runs_is_queued_and_shown_waiting(owner_api):
     chat = create(owner_api)
     first = send(owner_api, chat["id"], "one").json()
@@ -166,6 +169,7 @@ def test_a_message_sent_while_an_answer_runs_is_queued_and_shown_waiting(owner_a
     assert [e["text"] for e in shown["waiting"]] == ["two"]
 
 
+@pytest.mark.dialect
 def test_a_steered_message_says_so(owner_api):
     chat = create(owner_api)
     send(owner_api, chat["id"], "one")
@@ -175,6 +179,7 @@ def test_a_steered_message_says_so(owner_api):
     assert (body["outcome"], body["entry"]["mode"]) == ("steered", "steer")
 
 
+@pytest.mark.dialect
 def test_under_reject_a_message_during_an_answer_is_a_409_and_nothing_is_stored(owner_api):
     chat = create(owner_api, double_texting="reject")
     send(owner_api, chat["id"], "one")
@@ -220,6 +225,7 @@ def test_a_message_while_the_kill_switch_is_engaged_is_a_503(owner_api):
     assert not ConversationEntry.objects.exists()
 
 
+@pytest.mark.dialect
 def test_the_transcript_is_read_after_a_seq_in_pages(owner_api):
     chat = create(owner_api)
     send(owner_api, chat["id"], "one")
@@ -239,6 +245,7 @@ def test_the_transcript_is_read_after_a_seq_in_pages(owner_api):
     assert rest["running_answer"]["status"] == "queued" and rest["waiting"] == []
 
 
+@pytest.mark.dialect
 @pytest.mark.parametrize("query", ["after=-1", "after=x", "limit=0", "limit=1001", "after=2**70"])
 def test_a_bad_after_or_limit_is_a_400(owner_api, query):
     chat = create(owner_api)
@@ -248,6 +255,7 @@ def test_a_bad_after_or_limit_is_a_400(owner_api, query):
     assert_error(response, 400, "VALIDATION_ERROR")
 
 
+@pytest.mark.dialect
 def test_stop_cancels_the_running_answer_and_places_what_waited_unanswered(owner_api):
     chat = create(owner_api)
     first = send(owner_api, chat["id"], "one").json()
@@ -267,6 +275,7 @@ def test_stop_cancels_the_running_answer_and_places_what_waited_unanswered(owner
     assert Run.objects.count() == 1  # nothing answered "two"
 
 
+@pytest.mark.dialect
 def test_stop_with_nothing_running_is_no_error(owner_api):
     chat = create(owner_api)
 

@@ -19,6 +19,7 @@ def event_types(run, after: int = 0) -> list[str]:
     )
 
 
+@pytest.mark.dialect
 def test_a_queued_run_is_cancelled_at_once(owner, owner_api):
     run = make_run(owner)
 
@@ -36,6 +37,7 @@ def test_a_queued_run_is_cancelled_at_once(owner, owner_api):
     assert run.finished_at is not None
 
 
+@pytest.mark.dialect
 def test_a_queued_run_records_cancel_requested_then_the_status_and_result(owner, owner_api):
     run = make_run(owner)
 
@@ -49,6 +51,7 @@ def test_a_queued_run_records_cancel_requested_then_the_status_and_result(owner,
     assert result["final_error"]["code"] == "CANCELLED"
 
 
+@pytest.mark.dialect
 def test_a_running_run_is_asked_to_stop_and_left_to_its_worker(owner, owner_api):
     run = advance(make_run(owner), RunStatus.RUNNING)
     seq_before = run.event_seq
@@ -64,6 +67,7 @@ def test_a_running_run_is_asked_to_stop_and_left_to_its_worker(owner, owner_api)
     assert event_types(run, after=seq_before) == ["cancel_requested"]
 
 
+@pytest.mark.dialect
 def test_a_queued_run_a_worker_has_claimed_is_left_to_that_worker(owner, owner_api):
     run = make_run(owner)
     Run.objects.filter(pk=run.pk).update(lease_owner="worker-1")
@@ -75,6 +79,7 @@ def test_a_queued_run_a_worker_has_claimed_is_left_to_that_worker(owner, owner_a
     assert (run.status, run.cancel_requested) == (RunStatus.QUEUED, True)
 
 
+@pytest.mark.dialect
 def test_cancelling_twice_asks_only_once(owner, owner_api):
     run = advance(make_run(owner), RunStatus.PLANNING)
     seq_before = run.event_seq

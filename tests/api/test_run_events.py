@@ -7,6 +7,8 @@ from agents_app.runs.writer import locked_run
 from tests.support.api import assert_error
 from tests.support.runs import advance, make_run
 
+pytestmark = pytest.mark.dialect
+
 
 def events_url(run) -> str:
     return f"/api/v1/runs/{run.pk}/events"

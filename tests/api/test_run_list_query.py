@@ -38,6 +38,7 @@ def listed(client, **query) -> list[int]:
     return [run["id"] for run in body["results"]]
 
 
+@pytest.mark.dialect
 def test_q_keeps_the_runs_whose_task_contains_it_in_any_case(owner, owner_api):
     wanted = make_run(owner, "Download the INVOICES")
     make_run(owner, "Write the report")
@@ -46,6 +47,7 @@ def test_q_keeps_the_runs_whose_task_contains_it_in_any_case(owner, owner_api):
     assert listed(owner_api, q="  ") == listed(owner_api)
 
 
+@pytest.mark.dialect
 def test_status_takes_a_group_or_a_single_status(owner, owner_api):
     queued = shaped(owner, "a", minute=3)
     waiting = shaped(owner, "b", minute=2, status=RunStatus.WAITING_APPROVAL)
@@ -58,6 +60,7 @@ def test_status_takes_a_group_or_a_single_status(owner, owner_api):
     assert listed(owner_api, status="failed") == [failed.pk]
 
 
+@pytest.mark.dialect
 @pytest.mark.parametrize(
     "sort, expected",
     [
@@ -81,6 +84,7 @@ def test_each_sort_orders_the_list(owner, owner_api, sort, expected):
     assert listed(owner_api, sort=sort) == [made[name].pk for name in expected]
 
 
+@pytest.mark.dialect
 def test_a_sort_pages_without_repeating_or_missing_runs_that_tie(owner, owner_api):
     runs = [shaped(owner, f"Task {n}", minute=0, tokens=5).pk for n in range(7)]
 
@@ -89,6 +93,7 @@ def test_a_sort_pages_without_repeating_or_missing_runs_that_tie(owner, owner_ap
     assert sorted(sum(pages, [])) == sorted(runs)
 
 
+@pytest.mark.dialect
 def test_q_status_and_sort_combine_and_count_what_they_keep(owner, owner_api):
     shaped(owner, "Fetch invoices", status=RunStatus.SUCCEEDED)
     small = shaped(owner, "Fetch invoices again", status=RunStatus.FAILED, tokens=1)
@@ -101,6 +106,7 @@ def test_q_status_and_sort_combine_and_count_what_they_keep(owner, owner_api):
     assert body["count"] == 2
 
 
+@pytest.mark.dialect
 def test_the_list_searches_only_the_callers_runs(owner, outsider, owner_api, staff, staff_api):
     mine = make_run(owner, "Fetch invoices")
     make_run(outsider, "Fetch invoices")
@@ -110,6 +116,7 @@ def test_the_list_searches_only_the_callers_runs(owner, outsider, owner_api, sta
     assert listed(staff_api, q="invoices") == [staffs.pk]
 
 
+@pytest.mark.dialect
 def test_a_page_past_the_end_is_empty_with_the_count(owner, owner_api):
     make_run(owner, "Only one")
 
@@ -139,6 +146,7 @@ def test_junk_query_values_are_a_400_naming_the_parameter(owner, owner_api, quer
     assert [e["field"] for e in error["details"]["errors"]] == [field]
 
 
+@pytest.mark.dialect
 def test_a_searched_sorted_page_of_runs_costs_three_queries(
     owner, owner_api, django_assert_num_queries
 ):

@@ -46,6 +46,7 @@ def test_the_list_is_empty_for_someone_without_runs(outsider_api, owner):
     assert body == {"success": True, "count": 0, "page": 1, "page_size": 20, "results": []}
 
 
+@pytest.mark.dialect
 def test_the_list_shows_the_newest_run_first(owner, owner_api):
     runs = make_runs(owner, 3)
 
@@ -77,6 +78,7 @@ def test_the_list_summarises_each_run(owner, owner_api):
     }
 
 
+@pytest.mark.dialect
 def test_the_list_is_paginated(owner, owner_api):
     runs = list(reversed(make_runs(owner, 5)))
 
@@ -93,6 +95,7 @@ def test_the_list_is_paginated(owner, owner_api):
     ]
 
 
+@pytest.mark.dialect
 def test_the_list_filters_by_status(owner, owner_api):
     queued = make_run(owner, "Waiting")
     running = advance(make_run(owner, "Working"), RunStatus.RUNNING)
@@ -129,6 +132,7 @@ def test_the_list_refuses_bad_query_parameters(owner_api, query, field):
     assert field in error["message"]
 
 
+@pytest.mark.dialect
 def test_the_list_accepts_the_largest_page_size(owner_api):
     response = owner_api.get(RUNS, {"page_size": 100})
 
@@ -141,6 +145,7 @@ def test_the_list_refuses_an_anonymous_client(owner, anonymous_client):
     assert_error(anonymous_client.get(RUNS), 401, "UNAUTHORIZED")
 
 
+@pytest.mark.dialect
 def test_the_list_reads_a_full_page_of_runs_in_three_queries(
     owner, owner_api, django_assert_num_queries
 ):
@@ -188,6 +193,7 @@ def test_a_run_shows_its_context_and_summary(owner, owner_api):
     assert body["links"]["self"] == f"{RUNS}/{run.pk}"
 
 
+@pytest.mark.dialect
 def test_a_run_shows_its_plans_steps_and_tool_calls_in_order(owner, owner_api):
     run = make_run(owner)
     # Made newest first, to show the order comes from the versions, not the row ids.
@@ -261,6 +267,7 @@ def test_a_finished_run_shows_its_outcome(owner, owner_api):
     assert body["finished_at"] is not None
 
 
+@pytest.mark.dialect
 def test_a_run_is_read_in_a_fixed_number_of_queries(
     owner, owner_api, django_assert_max_num_queries
 ):

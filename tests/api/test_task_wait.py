@@ -115,6 +115,7 @@ def test_a_wait_timeout_without_wait_does_not_wait(owner_api, settings):
 # --- the run ends during the wait -----------------------------------------------------------
 
 
+@pytest.mark.dialect
 @pytest.mark.django_db(transaction=True)
 def test_a_run_that_succeeds_during_the_wait_answers_200_with_the_agent_result(
     owner_api, settings, worker
@@ -139,6 +140,7 @@ def test_a_run_that_succeeds_during_the_wait_answers_200_with_the_agent_result(
     assert result["execution_time"] >= 0
 
 
+@pytest.mark.dialect
 @pytest.mark.django_db(transaction=True)
 def test_a_run_that_fails_during_the_wait_answers_with_its_error_code_and_status(
     owner_api, settings, worker
@@ -157,6 +159,7 @@ def test_a_run_that_fails_during_the_wait_answers_with_its_error_code_and_status
     assert result["final_error"] == {"code": "BUDGET_EXCEEDED", "message": "Token budget spent"}
 
 
+@pytest.mark.dialect
 @pytest.mark.django_db(transaction=True)
 def test_a_run_cancelled_during_the_wait_answers_409_with_the_agent_result(
     owner_api, settings, worker

@@ -95,6 +95,7 @@ def broker_queue():
     return redis.Redis.from_url(settings.CELERY_BROKER_URL), celery_app.conf.task_default_queue
 
 
+@pytest.mark.dialect
 def test_it_enqueues_exactly_one_execution_once_committed(
     owner_api, broker_queue, django_capture_on_commit_callbacks
 ):
@@ -110,6 +111,7 @@ def test_it_enqueues_exactly_one_execution_once_committed(
     assert message["headers"]["argsrepr"] == f"({response.json()['run_id']},)"
 
 
+@pytest.mark.dialect
 def test_it_enqueues_nothing_before_the_transaction_commits(
     owner_api, broker_queue, django_capture_on_commit_callbacks
 ):
@@ -157,6 +159,7 @@ def test_it_refuses_a_body_without_a_task(owner_api):
     assert "task" in error["message"]
 
 
+@pytest.mark.dialect
 def test_it_refuses_a_task_over_task_max_chars(owner_api, settings):
     too_long = "x" * (settings.TASK_MAX_CHARS + 1)
 
@@ -172,6 +175,7 @@ def test_it_refuses_a_task_over_task_max_chars(owner_api, settings):
     assert_nothing_created()
 
 
+@pytest.mark.dialect
 def test_it_accepts_a_task_of_exactly_task_max_chars(owner_api, settings):
     response = submit(owner_api, task="x" * settings.TASK_MAX_CHARS)
 
@@ -250,6 +254,7 @@ def test_it_refuses_a_body_that_is_not_json(owner_api):
     assert_nothing_created()
 
 
+@pytest.mark.dialect
 @pytest.mark.parametrize(
     "field, value",
     [

@@ -116,6 +116,7 @@ def test_a_child_shows_its_place_profile_and_envelope(owner_api, team):
 # --- GET /runs/{id}/tree -----------------------------------------------------------------------
 
 
+@pytest.mark.dialect
 def test_the_tree_lists_the_head_node_then_its_children_in_subtask_order(owner_api, team):
     head, children = team
 
@@ -149,6 +150,7 @@ def test_a_child_answers_with_its_whole_tree(owner_api, team):
     assert [r["id"] for r in from_child["runs"]] == [head.pk, *(c.pk for c in children)]
 
 
+@pytest.mark.dialect
 def test_a_grandchild_comes_right_after_its_parent(owner, owner_api, seeded_profiles, team):
     head, children = team
     middle = children[1]
@@ -177,6 +179,7 @@ def test_a_run_in_no_tree_is_a_tree_of_one(owner, owner_api):
     assert [(r["id"], r["kind"], r["parent_id"]) for r in body["runs"]] == [(run.pk, "task", None)]
 
 
+@pytest.mark.dialect
 def test_the_tree_is_read_in_a_fixed_number_of_queries(
     owner, owner_api, team, seeded_profiles, django_assert_max_num_queries
 ):
@@ -203,6 +206,7 @@ def test_another_users_tree_is_not_found_like_a_missing_one(outsider_api, team):
 # --- GET /runs/{id}/messages -------------------------------------------------------------------
 
 
+@pytest.mark.dialect
 def test_the_messages_are_the_trees_timeline_in_order(owner_api, team):
     head, children = team
     stored = list(AgentMessage.objects.filter(root=head).order_by("pk"))
@@ -228,6 +232,7 @@ def test_the_messages_are_the_trees_timeline_in_order(owner_api, team):
     assert results.index(result) > results.index(assigned[2])
 
 
+@pytest.mark.dialect
 def test_the_messages_come_in_pages(owner_api, team):
     head, _ = team
 

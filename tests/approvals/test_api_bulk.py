@@ -11,6 +11,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 BULK = "/api/v1/approvals/bulk"
 
 
+@pytest.mark.dialect
 def test_bulk_by_tool_decides_only_the_callers_pending_calls_of_that_tool(
     owner, outsider, owner_api, send, registry
 ):
@@ -35,6 +36,7 @@ def test_bulk_by_tool_decides_only_the_callers_pending_calls_of_that_tool(
     assert AuditEvent.objects.filter(action="approval.decide", interface="api").count() == 2
 
 
+@pytest.mark.dialect
 def test_bulk_by_ids_reports_each_one_it_cannot_decide(owner, outsider, owner_api):
     mine = pending(owner)
     decided = pending(owner, status="approved")
@@ -87,6 +89,7 @@ def test_a_bad_bulk_body_is_refused(owner, owner_api, body):
     assert approval.status == "pending"
 
 
+@pytest.mark.dialect
 def test_bulk_accepts_a_thousand_ids(owner_api):
     body = post_json(owner_api, BULK, {"decision": "deny", "ids": list(range(1, 1001))}).json()
 

@@ -30,6 +30,7 @@ def broker_queue():
     broker.delete(queue)
 
 
+@pytest.mark.dialect
 def test_approve_runs_the_call_once_and_records_the_api(owner, owner_api, send, registry):
     run, provider, approval = parked(owner, registry)
 
@@ -53,6 +54,7 @@ def test_approve_runs_the_call_once_and_records_the_api(owner, owner_api, send, 
     assert (audit.interface, audit.actor, audit.details["decision"]) == ("api", owner, "approve")
 
 
+@pytest.mark.dialect
 def test_a_second_decision_is_a_conflict_and_the_first_wins(owner, owner_api, send, registry):
     owner_client = owner_api
     run, provider, approval = parked(owner, registry)
@@ -68,6 +70,7 @@ def test_a_second_decision_is_a_conflict_and_the_first_wins(owner, owner_api, se
     assert AuditEvent.objects.filter(action="approval.decide").count() == 1
 
 
+@pytest.mark.dialect
 def test_modify_runs_the_edited_arguments(owner, owner_api, send, registry):
     run, provider, approval = parked(owner, registry)
 
@@ -119,6 +122,7 @@ def test_modify_without_arguments_is_refused(owner, owner_api, registry):
     assert approval.status == "pending"
 
 
+@pytest.mark.dialect
 def test_skip_skips_the_step(owner, owner_api, send, registry):
     owner_client = owner_api
     run, provider, approval = parked(owner, registry)
@@ -131,6 +135,7 @@ def test_skip_skips_the_step(owner, owner_api, send, registry):
     assert ToolCall.objects.get(run=run).status == "skipped"
 
 
+@pytest.mark.dialect
 def test_cancel_cancels_the_run(owner, owner_api, send, registry):
     owner_client = owner_api
     run, _, approval = parked(owner, registry)
@@ -142,6 +147,7 @@ def test_cancel_cancels_the_run(owner, owner_api, send, registry):
     assert "owner" in run.error_message
 
 
+@pytest.mark.dialect
 def test_deny_refuses_the_call_and_the_run_goes_on(owner, owner_api, send, registry):
     owner_client = owner_api
     run, provider, approval = parked(owner, registry)
@@ -155,6 +161,7 @@ def test_deny_refuses_the_call_and_the_run_goes_on(owner, owner_api, send, regis
     assert "denied" in last.messages[-1]["content"]
 
 
+@pytest.mark.dialect
 def test_approve_and_remember_the_tool_creates_a_rule_that_spares_the_next_run(
     owner, owner_api, send, registry
 ):
@@ -170,6 +177,7 @@ def test_approve_and_remember_the_tool_creates_a_rule_that_spares_the_next_run(
     assert run.status == "succeeded" and Approval.objects.filter(run=run).count() == 0
 
 
+@pytest.mark.dialect
 def test_a_plan_approval_is_approved_through_the_api(owner, owner_api, send, registry):
     owner_client = owner_api
     rule_create(owner_id=owner.pk, tool="send", arguments=None, actor=owner, interface="web")
@@ -251,6 +259,7 @@ def test_a_session_decision_needs_the_csrf_token(owner):
     assert response.status_code == 200 and response.json()["decided_via"] == "api"
 
 
+@pytest.mark.dialect
 def test_a_decision_is_stamped_with_its_time_and_announced_on_the_run(owner, owner_api, registry):
     run, _, approval = parked(owner, registry)
     before = timezone.now()
@@ -266,6 +275,7 @@ def test_a_decision_is_stamped_with_its_time_and_announced_on_the_run(owner, own
     )
 
 
+@pytest.mark.dialect
 def test_a_decision_that_lets_the_run_go_on_queues_it_for_a_worker(
     owner, owner_api, registry, broker_queue
 ):

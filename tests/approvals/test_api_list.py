@@ -14,6 +14,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 # --- the list ---------------------------------------------------------------------------------
 
 
+@pytest.mark.dialect
 def test_the_list_holds_only_the_callers_approvals_newest_first(
     owner, outsider, owner_api, outsider_api
 ):
@@ -39,6 +40,7 @@ def test_the_list_shows_each_approval_as_its_payload(owner, owner_api, registry)
     assert item["step_index"] == 0 and item["tool_call_id"] is not None
 
 
+@pytest.mark.dialect
 def test_the_list_filters_by_status_run_and_tool(owner, owner_api):
     send = pending(owner, minutes_ago=3)
     shell = pending(owner, tool="shell", minutes_ago=2)
@@ -54,6 +56,7 @@ def test_the_list_filters_by_status_run_and_tool(owner, owner_api):
     assert listed("status=pending&tool=send") == [send.pk]
 
 
+@pytest.mark.dialect
 def test_the_list_pages_like_the_runs(owner, owner_api):
     made = [pending(owner, minutes_ago=10 - i) for i in range(5)]
     newest_first = [a.pk for a in reversed(made)]
@@ -73,6 +76,7 @@ def test_the_list_refuses_bad_query_values(owner_api, query):
     assert_error(owner_api.get(f"{APPROVALS}?{query}"), 400, "VALIDATION_ERROR")
 
 
+@pytest.mark.dialect
 def test_the_list_costs_the_same_queries_however_long(
     owner, owner_api, registry, django_assert_max_num_queries
 ):

@@ -19,6 +19,7 @@ def test_preferences_start_with_yolo_off_and_not_permitted(owner_api):
     assert owner_client.get(PREFERENCES).json() == {"yolo": False, "yolo_permitted": False}
 
 
+@pytest.mark.dialect
 def test_yolo_cannot_be_turned_on_without_the_permission(owner, owner_api, registry):
     error = assert_error(put_json(owner_api, PREFERENCES, {"yolo": True}), 403, "FORBIDDEN")
 
@@ -28,6 +29,7 @@ def test_yolo_cannot_be_turned_on_without_the_permission(owner, owner_api, regis
     parked(owner, registry)
 
 
+@pytest.mark.dialect
 def test_with_the_permission_yolo_turns_on_and_calls_stop_asking(
     owner, staff, owner_api, send, registry
 ):
@@ -49,6 +51,7 @@ def test_with_the_permission_yolo_turns_on_and_calls_stop_asking(
     assert call.details["approval"] == "yolo"
 
 
+@pytest.mark.dialect
 def test_yolo_is_turned_off_again(owner, staff, owner_api, registry):
     yolo_grant(user=owner, granted=True, actor=staff, interface="admin")
     put_json(owner_api, PREFERENCES, {"yolo": True})

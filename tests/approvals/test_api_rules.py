@@ -52,6 +52,7 @@ def test_an_exact_rule_matches_only_its_call(owner, owner_api, send, registry):
     assert run.status == "succeeded" and send.calls == [{"to": "ann", "text": "hi"}]
 
 
+@pytest.mark.dialect
 def test_creating_an_existing_rule_answers_with_it(owner_api):
     first = post_json(owner_api, RULES, {"tool": "send"}).json()
     again = post_json(owner_api, RULES, {"tool": "send", "arguments": None})

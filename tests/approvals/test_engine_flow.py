@@ -181,6 +181,7 @@ def test_plan_approval_waits_before_any_step(owner, send, registry):
     assert run.status == "succeeded" and len(send.calls) == 1
 
 
+@pytest.mark.dialect
 @pytest.mark.parametrize(
     ("strategy", "status", "sent"),
     [("deny", "succeeded", 0), ("skip", "failed", 0), ("cancel", "cancelled", 0)],
@@ -212,6 +213,7 @@ def test_an_expired_approval_decides_by_its_strategy(owner, send, registry, stra
     assert decide.actor_label == "worker" and decide.details["expired"] is True
 
 
+@pytest.mark.dialect
 def test_stopping_a_waiting_run_ends_it_and_voids_the_approval(owner, registry):
     from agents_app.runs.services import run_cancel
 

@@ -12,7 +12,7 @@ from agents_app.approvals.decisions import approval_decide, approval_expire
 from agents_app.models import Approval
 from tests.support.approvals import pending
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.dialect]
 
 
 def test_an_approval_not_yet_due_stays_pending_and_says_how_long_to_wait(owner):

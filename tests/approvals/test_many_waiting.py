@@ -27,6 +27,7 @@ pytestmark = [
         "postgresql" not in settings.DATABASES["default"]["ENGINE"],
         reason="200 waiting runs: PostgreSQL only (set DATABASE_URL)",
     ),
+    pytest.mark.dialect,
 ]
 
 RUNS = 200
@@ -36,6 +37,7 @@ def count(ids, status):
     return Run.objects.filter(pk__in=ids, status=status).count()
 
 
+@pytest.mark.slow(reason="200 runs park, then all resume and finish on one worker")
 def test_200_waiting_runs_on_one_worker_all_resume_after_a_bulk_approval(
     llm, start_worker, owner, api_key_for, tmp_path, capsys
 ):

@@ -35,6 +35,7 @@ def test_the_yolo_banner_stays_off_once_the_permission_is_gone(owner, staff):
     assert "yolo-banner" not in ids(html)
 
 
+@pytest.mark.dialect
 def test_the_header_counts_and_the_banner_cost_one_query(
     owner, registry, rf, django_assert_num_queries
 ):

@@ -47,6 +47,7 @@ def test_the_approvals_page_groups_what_waits_by_tool(owner, owner_session, regi
     )
 
 
+@pytest.mark.dialect
 def test_approve_all_decides_every_listed_call_of_the_tool(owner, owner_session, registry):
     first_run, _, first = parked(owner, registry)
     _, _, second = parked(owner, registry)
@@ -64,6 +65,7 @@ def test_approve_all_decides_every_listed_call_of_the_tool(owner, owner_session,
     assert decides.count() == 2
 
 
+@pytest.mark.dialect
 def test_approve_all_leaves_a_call_that_arrived_after_the_page(owner, owner_session, registry):
     _, _, seen = parked(owner, registry)
     _, _, unseen = parked(owner, registry)

@@ -36,6 +36,7 @@ def plan_parked(owner, registry, script=SCRIPT):
     return run, provider, Approval.objects.get(run=run, status="pending")
 
 
+@pytest.mark.dialect
 def test_a_rejected_plan_is_made_again_with_the_persons_feedback_and_waits_again(
     owner, send, registry
 ):
@@ -85,6 +86,7 @@ def test_a_rejected_plan_is_made_again_with_the_persons_feedback_and_waits_again
     assert run.status == "succeeded" and send.calls == [{"to": "ann", "text": "hi"}]
 
 
+@pytest.mark.dialect
 def test_an_edited_plan_runs_as_the_person_wrote_it(owner, send, registry):
     script = [
         {"match": "AGENTDESK:STEP 0", "replies": [{"content": "checked"}]},

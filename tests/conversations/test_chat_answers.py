@@ -130,6 +130,7 @@ def test_the_next_answer_replays_the_transcript_as_the_model_first_saw_it(owner,
     ]
 
 
+@pytest.mark.dialect
 def test_a_message_sent_while_an_answer_runs_is_answered_next_by_default(owner, chat):
     _, first = message_post(conversation=chat, actor=owner, interface="api", text="one")
     queued, started = message_post(conversation=chat, actor=owner, interface="api", text="two")
@@ -162,6 +163,7 @@ def test_reject_refuses_a_message_while_an_answer_runs_and_stores_nothing(owner,
     assert [e.text for e in transcript(chat)] == ["one"] and waiting_messages(chat) == []
 
 
+@pytest.mark.dialect
 def test_interrupt_cancels_the_running_answer_and_answers_the_new_message(owner, chat):
     holder = {}
 
@@ -205,6 +207,7 @@ def test_interrupt_cancels_the_running_answer_and_answers_the_new_message(owner,
     assert sorted(calls) == sorted(results)
 
 
+@pytest.mark.dialect
 def test_steer_delivers_the_message_into_the_running_answer_at_its_next_turn(owner, chat):
     def steer():
         message_post(
@@ -233,6 +236,7 @@ def test_steer_delivers_the_message_into_the_running_answer_at_its_next_turn(own
     assert Run.objects.filter(conversation=chat).count() == 1
 
 
+@pytest.mark.dialect
 def test_a_steer_that_arrives_during_the_last_turn_is_answered_next(owner, chat):
     def steer_then_answer(request):
         message_post(conversation=chat, actor=owner, interface="api", text="two", mode="steer")
@@ -258,6 +262,7 @@ def test_a_steer_that_arrives_during_the_last_turn_is_answered_next(owner, chat)
     ]
 
 
+@pytest.mark.dialect
 def test_stop_ends_the_answer_and_keeps_the_waiting_messages_unanswered(owner, chat):
     _, run = message_post(conversation=chat, actor=owner, interface="api", text="one")
     message_post(conversation=chat, actor=owner, interface="api", text="two")

@@ -22,6 +22,7 @@ def step(owner):
     return Step.objects.create(plan=plan, run=run, index=0, objective="write rows")
 
 
+@pytest.mark.dialect
 def test_rows_inserted_read_back_as_the_orm_wrote_them(step):
     when = timezone.now() - datetime.timedelta(days=3, microseconds=17)
     payloads = [{"n": i, "text": "é ✓", "nested": {"list": [1, None, True]}} for i in range(3)]
@@ -39,6 +40,7 @@ def test_rows_inserted_read_back_as_the_orm_wrote_them(step):
     assert all(not e._state.adding for e in events)
 
 
+@pytest.mark.dialect
 def test_ids_come_back_in_the_rows_order_and_null_json_stays_null(step):
     calls = [
         ToolCall(run=step.run, step=step, tool=f"tool{i}", arguments={"i": i}) for i in range(4)
@@ -60,6 +62,7 @@ def test_ids_come_back_in_the_rows_order_and_null_json_stays_null(step):
     assert ToolCall.objects.filter(pk=calls[0].pk, result__isnull=True).exists()
 
 
+@pytest.mark.dialect
 def test_many_rows_are_split_into_statements_and_all_written(step):
     audit = [
         audit_event(action="tool.call", interface="worker", run_id=step.run_id, details={"i": i})
@@ -73,6 +76,7 @@ def test_many_rows_are_split_into_statements_and_all_written(step):
     assert {a.actor_label for a in written} == {"worker"}
 
 
+@pytest.mark.dialect
 def test_an_update_writes_the_fields_named_on_the_row_named(step):
     calls = [ToolCall(run=step.run, step=step, tool="t", arguments={}) for _ in range(2)]
     rows.insert(calls, ids=True)
@@ -88,6 +92,7 @@ def test_an_update_writes_the_fields_named_on_the_row_named(step):
     assert rows.update(ToolCall, 10**9, status="failed") == 0
 
 
+@pytest.mark.dialect
 def test_a_naive_datetime_is_prepared_as_the_orm_prepares_it(step, settings):
     naive = datetime.datetime(2026, 1, 2, 3, 4, 5)
     with pytest.warns(RuntimeWarning, match="naive datetime"):
@@ -96,6 +101,7 @@ def test_a_naive_datetime_is_prepared_as_the_orm_prepares_it(step, settings):
     assert RunEvent.objects.get(run=step.run).created_at == timezone.make_aware(naive)
 
 
+@pytest.mark.dialect
 @pytest.mark.parametrize(
     "when",
     [
@@ -174,6 +180,7 @@ def test_a_model_with_init_receivers_is_not_built_the_short_way():
         rows._shapes.pop(Model, None)
 
 
+@pytest.mark.dialect
 def test_a_row_built_the_short_way_is_written_and_read_back(step):
     event = rows.new(RunEvent, run=step.run, seq=9, type="tool_result", payload={"é": [1]})
 

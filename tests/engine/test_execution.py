@@ -24,6 +24,7 @@ def event_types(run):
     return list(RunEvent.objects.filter(run=run).values_list("type", flat=True))
 
 
+@pytest.mark.dialect
 def test_a_run_plans_executes_and_succeeds(owner):
     echo = EchoTool()
     run, _, outcome = run_with(
@@ -272,6 +273,7 @@ def test_a_cancel_request_stops_before_the_next_model_call(owner):
     ]
 
 
+@pytest.mark.dialect
 def test_a_resumed_run_continues_from_the_first_step_not_completed(owner):
     first = ScriptedProvider(
         [
@@ -302,6 +304,7 @@ def test_a_resumed_run_continues_from_the_first_step_not_completed(owner):
     assert not any("AGENTDESK:STEP 0" in r.messages[0]["content"] for r in second.requests)
 
 
+@pytest.mark.dialect
 def test_a_step_taken_over_past_run_max_takeovers_fails_the_run(owner, settings):
     """Seed 001: a crashed worker's run resumes elsewhere, 3 times; the 4th interruption of
     the same step ends the run instead of handing the crash to worker after worker."""
@@ -340,6 +343,7 @@ def test_a_step_taken_over_past_run_max_takeovers_fails_the_run(owner, settings)
     assert error.payload["details"] == {"step_index": 0, "interruptions": 4}
 
 
+@pytest.mark.dialect
 def test_a_run_leased_by_another_worker_is_left_alone(owner):
     from datetime import timedelta
 
@@ -413,6 +417,7 @@ def test_few_tools_need_no_analysis(owner):
     assert not RunEvent.objects.filter(run=run, type="task_analysis").exists()
 
 
+@pytest.mark.dialect
 def test_recovery_queues_only_active_runs_that_no_worker_holds(owner, monkeypatch):
     from datetime import timedelta
 
@@ -432,6 +437,7 @@ def test_recovery_queues_only_active_runs_that_no_worker_holds(owner, monkeypatc
     assert sorted(runs_recover()) == sorted([orphan.pk, expired.pk])
 
 
+@pytest.mark.dialect
 def test_the_lease_sweep_queues_each_expired_lease_once_and_leaves_the_rest(owner):
     from datetime import timedelta
 
@@ -546,6 +552,7 @@ def test_an_unexpected_error_fails_the_run_as_an_internal_error_naming_it(owner)
     assert len(provider.requests) == 1
 
 
+@pytest.mark.dialect
 def test_a_worker_whose_database_connection_dropped_between_tasks_reconnects(owner):
     from django.db import connection
 

@@ -11,6 +11,8 @@ from agents_app.models import RunStatus
 from agents_app.orchestration.metrics import NO_PROFILE, profile_metrics, site_profile_metrics
 from tests.support.metrics import START, shaped_run
 
+pytestmark = pytest.mark.dialect
+
 
 def by_name(figures):
     return {row.name: row for row in figures}

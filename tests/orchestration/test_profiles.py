@@ -101,6 +101,7 @@ def test_a_budget_is_positive_or_left_to_the_default(budget):
     assert list(problems(profile(**{budget: 0}))) == [budget]
 
 
+@pytest.mark.dialect
 @pytest.mark.django_db
 def test_the_migration_brings_seed_001s_head_node_and_three_specialists_on_the_default_connection():
     AgentProfile.objects.all().delete()
@@ -140,6 +141,7 @@ def test_the_migration_brings_seed_001s_head_node_and_three_specialists_on_the_d
         seeded_profile.full_clean()  # what staff will save from the admin must be valid as is
 
 
+@pytest.mark.dialect
 def test_seeding_again_leaves_profiles_staff_changed_as_they_are(seeded_profiles):
     hosted = LLMConnection.objects.create(
         name="hosted", base_url="https://api.example/v1", model="big-model"

@@ -46,6 +46,7 @@ def deliver(run_id: int, rules, registry=None) -> Run:
     return Run.objects.get(pk=run_id)
 
 
+@pytest.mark.dialect
 def test_a_parallel_team_splits_delegates_by_the_matrix_and_aggregates(
     owner, seeded_profiles, queued_runs, settings
 ):
@@ -263,6 +264,7 @@ def test_a_team_with_no_agent_profile_fails_clearly_instead_of_waiting(
     assert refused.payload == {"index": 0, "reason": "there is no agent profile"}
 
 
+@pytest.mark.dialect
 def test_the_same_delegation_a_second_time_is_refused(
     owner, seeded_profiles, queued_runs, settings
 ):
@@ -336,6 +338,7 @@ def test_a_childs_approval_pauses_only_its_branch(
     assert head.status == "succeeded"
 
 
+@pytest.mark.dialect
 def test_a_timed_out_child_is_tried_again_with_twice_the_time(
     owner, seeded_profiles, queued_runs, settings
 ):
@@ -369,6 +372,7 @@ RETRY_NOTE = (
 )
 
 
+@pytest.mark.dialect
 def test_past_the_tables_limit_the_team_fails_with_the_childs_error(
     owner, seeded_profiles, queued_runs, settings
 ):
@@ -393,6 +397,7 @@ def test_past_the_tables_limit_the_team_fails_with_the_childs_error(
     assert Run.objects.filter(parent=head).count() == 3
 
 
+@pytest.mark.dialect
 def test_pausing_a_team_pauses_its_children_and_resuming_lets_them_go_on(
     owner, seeded_profiles, queued_runs, settings
 ):

@@ -19,6 +19,8 @@ from tests.support.runs import end, make_run
 from tests.support.waiting import wait_for
 from tests.support.worker import worker_environment
 
+pytestmark = pytest.mark.dialect
+
 
 def lease_of(run_id: int) -> tuple[str, object]:
     row = Run.objects.values_list("lease_owner", "lease_expires_at").get(pk=run_id)

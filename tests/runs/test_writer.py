@@ -19,6 +19,8 @@ from agents_app.runs.writer import (
 from tests.support.runs import advance
 from tests.support.runs import make_run as queued_run
 
+pytestmark = pytest.mark.dialect
+
 
 def make_run(owner) -> Run:
     """A queued run as the database holds it (its run_queued event counted)."""

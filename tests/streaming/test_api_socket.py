@@ -18,6 +18,7 @@ from tests.support.sockets import (
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
+@pytest.mark.dialect
 def test_it_replays_the_log_then_sends_live_events_in_order(owner, api_key_for):
     run = make_run(owner)
     owner_key = api_key_for(owner)
@@ -48,6 +49,7 @@ def test_it_replays_the_log_then_sends_live_events_in_order(owner, api_key_for):
     }
 
 
+@pytest.mark.dialect
 def test_a_reconnect_with_a_seq_gets_exactly_what_it_missed(owner, api_key_for):
     run = make_run(owner)
     owner_key = api_key_for(owner)
@@ -74,6 +76,7 @@ def test_a_reconnect_with_a_seq_gets_exactly_what_it_missed(owner, api_key_for):
     assert seqs == list(range(1, 7))
 
 
+@pytest.mark.dialect
 def test_a_missed_publish_is_filled_from_the_table(owner, api_key_for):
     run = make_run(owner)
     owner_key = api_key_for(owner)

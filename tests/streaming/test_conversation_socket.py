@@ -53,6 +53,7 @@ def chat(owner, llm):
     return conversation_create(owner=owner, interface="api")
 
 
+@pytest.mark.dialect
 def test_it_sends_the_state_then_the_answer_live_and_ends_with_the_whole_transcript(
     owner, chat, api_key_for
 ):
@@ -101,6 +102,7 @@ def test_it_sends_the_state_then_the_answer_live_and_ends_with_the_whole_transcr
     assert len(answers) == len(set(answers))  # a change is told once
 
 
+@pytest.mark.dialect
 def test_a_reconnect_after_a_seq_gets_exactly_the_rows_it_missed(owner, chat, api_key_for):
     _, run = message_post(conversation=chat, actor=owner, interface="api", text="Echo hi")
     answer_now(run)
@@ -121,6 +123,7 @@ def test_a_reconnect_after_a_seq_gets_exactly_the_rows_it_missed(owner, chat, ap
     assert not of_type(messages, "run_event")  # no answer runs: no run to follow
 
 
+@pytest.mark.dialect
 def test_a_socket_joining_an_answer_in_flight_gets_its_events_from_the_first(
     owner, chat, api_key_for
 ):

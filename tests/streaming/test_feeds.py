@@ -33,6 +33,7 @@ def test_the_seq_a_client_holds_is_a_whole_number_and_junk_means_none(raw, after
     assert parse_after(raw) == after
 
 
+@pytest.mark.dialect
 @pytest.mark.django_db(transaction=True)
 def test_the_backlog_is_every_stored_event_after_the_one_the_client_holds(owner):
     run = make_run(owner)  # its run_queued event is seq 1
@@ -43,6 +44,7 @@ def test_the_backlog_is_every_stored_event_after_the_one_the_client_holds(owner)
     assert async_to_sync(feed.backlog)() == []
 
 
+@pytest.mark.dialect
 @pytest.mark.django_db(transaction=True)
 def test_a_backlog_longer_than_one_read_arrives_whole_and_in_order(owner):
     run = make_run(owner)
@@ -51,6 +53,7 @@ def test_a_backlog_longer_than_one_read_arrives_whole_and_in_order(owner):
     assert seqs(async_to_sync(feed.backlog)()) == list(range(1, BATCH * 2 + 7))
 
 
+@pytest.mark.dialect
 @pytest.mark.django_db(transaction=True)
 def test_the_backlog_holds_only_this_runs_events(owner):
     run, other = make_run(owner), make_run(owner)
@@ -58,6 +61,7 @@ def test_the_backlog_holds_only_this_runs_events(owner):
     assert seqs(async_to_sync(RunFeed(run.pk).backlog)()) == [1]
 
 
+@pytest.mark.dialect
 @pytest.mark.django_db(transaction=True)
 def test_the_next_live_event_is_delivered_without_reading_the_table(
     owner, django_assert_num_queries
@@ -70,6 +74,7 @@ def test_the_next_live_event_is_delivered_without_reading_the_table(
     assert feed.last_seq == 2
 
 
+@pytest.mark.dialect
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("held", [2, 3])
 def test_a_live_event_the_client_already_holds_is_dropped_without_reading_the_table(
@@ -83,6 +88,7 @@ def test_a_live_event_the_client_already_holds_is_dropped_without_reading_the_ta
     assert feed.last_seq == held
 
 
+@pytest.mark.dialect
 @pytest.mark.django_db(transaction=True)
 def test_a_live_event_after_a_gap_brings_the_missed_ones_from_the_table_first(owner):
     run = make_run(owner)
@@ -94,6 +100,7 @@ def test_a_live_event_after_a_gap_brings_the_missed_ones_from_the_table_first(ow
     assert async_to_sync(feed.live)(events_message(run.pk, [events[2]])) == []
 
 
+@pytest.mark.dialect
 @pytest.mark.django_db(transaction=True)
 def test_a_feed_for_a_client_holding_nothing_passes_the_first_event_on_at_once(
     owner, django_assert_num_queries
@@ -105,6 +112,7 @@ def test_a_feed_for_a_client_holding_nothing_passes_the_first_event_on_at_once(
         assert async_to_sync(feed.live)(events_message(run.pk, [first])) == [event_message(first)]
 
 
+@pytest.mark.dialect
 @pytest.mark.django_db(transaction=True)
 def test_one_commits_events_arrive_in_one_message_and_what_is_held_of_them_is_dropped(
     owner, django_assert_num_queries
@@ -117,6 +125,7 @@ def test_one_commits_events_arrive_in_one_message_and_what_is_held_of_them_is_dr
     assert feed.last_seq == 4
 
 
+@pytest.mark.dialect
 @pytest.mark.django_db(transaction=True)
 def test_a_commit_after_a_gap_brings_the_missed_ones_from_the_table_once(owner):
     run = make_run(owner)

@@ -47,6 +47,7 @@ async def read_stream(response, during=None, timeout: float = 10.0) -> str:
     return "".join(chunks)
 
 
+@pytest.mark.dialect
 def test_a_finished_run_streams_its_log_and_ends(owner, api_key_for):
     run = make_run(owner)
     owner_key = api_key_for(owner)
@@ -69,6 +70,7 @@ def test_a_finished_run_streams_its_log_and_ends(owner, api_key_for):
     ]
 
 
+@pytest.mark.dialect
 def test_it_resumes_after_last_event_id_and_follows_live_events_to_the_result(owner, api_key_for):
     run = make_run(owner)
     owner_key = api_key_for(owner)

@@ -134,6 +134,7 @@ def test_a_childs_page_hears_its_sibling_change(owner, team):
     assert by_id(html, f"team-run-{research.pk}")["aria-current"] == "page"
 
 
+@pytest.mark.dialect
 def test_the_head_nodes_api_socket_gets_only_its_numbered_events(owner, team, api_key_for):
     head, (research, _) = team
     auth = api_key_for(owner)

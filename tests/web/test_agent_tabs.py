@@ -244,6 +244,7 @@ def test_a_ready_agent_starts_with_its_contract_as_edited(owner, owner_session, 
     assert Run.objects.get().task.text == "Echo a."
 
 
+@pytest.mark.dialect
 def test_start_while_an_attempt_runs_is_a_409_shown_in_the_tab(owner, owner_session, agent):
     started(agent, owner)
 
@@ -387,6 +388,7 @@ def test_a_failed_attempt_that_could_not_write_its_log_says_so_in_the_output(
 # --- Restart, earlier attempts, logs ----------------------------------------------------------
 
 
+@pytest.mark.dialect
 def test_restart_starts_a_new_attempt_with_the_edited_contract_and_lists_the_earlier_one(
     owner, owner_session, agent
 ):
@@ -468,6 +470,7 @@ def test_another_users_agent_is_a_404_on_every_view(owner, agent, outsider_sessi
 # --- the live output and the tabs -------------------------------------------------------------
 
 
+@pytest.mark.dialect
 def test_the_output_fragment_has_the_rows_and_evaluations_after_the_seqs_given(
     owner, owner_session, agent
 ):
@@ -491,6 +494,7 @@ def test_the_output_fragment_has_the_rows_and_evaluations_after_the_seqs_given(
     assert more.count("<li") == 1 and "One more <strong>line</strong>." in more
 
 
+@pytest.mark.dialect
 def test_a_long_output_is_read_in_a_fixed_number_of_queries(
     owner, owner_session, agent, django_assert_max_num_queries
 ):

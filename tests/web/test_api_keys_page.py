@@ -48,6 +48,7 @@ def test_creating_a_key_is_audited_without_the_key(owner, owner_session):
     assert raw_key not in str(audit.as_json())
 
 
+@pytest.mark.dialect
 def test_the_list_shows_when_a_key_was_last_used(owner, owner_session):
     key, raw_key = create_key(owner_session)
 
@@ -60,6 +61,7 @@ def test_the_list_shows_when_a_key_was_last_used(owner, owner_session):
     assert "never" not in row.split("</tr>")[0]
 
 
+@pytest.mark.dialect
 def test_the_created_key_lists_runs_over_rest_until_it_is_revoked(owner, owner_session):
     run = make_run(owner)
     key, raw_key = create_key(owner_session)
@@ -94,6 +96,7 @@ def test_the_list_shows_only_your_own_keys(owner, outsider, owner_session):
     assert "outsider laptop" not in html
 
 
+@pytest.mark.dialect
 def test_revoking_someone_elses_key_answers_404_and_leaves_it_working(outsider, owner_session):
     raw_key = make_api_key(outsider, name="theirs")
     key = ApiKey.objects.get(user=outsider)
@@ -107,11 +110,13 @@ def test_revoking_someone_elses_key_answers_404_and_leaves_it_working(outsider, 
     assert not AuditEvent.objects.filter(action="api_key.revoke").exists()
 
 
+@pytest.mark.dialect
 def test_revoking_a_key_id_no_key_can_have_answers_404(owner_session):
     assert owner_session.post(f"/settings/api-keys/{2**63}/revoke/").status_code == 404
     assert owner_session.post("/settings/api-keys/999999/revoke/").status_code == 404
 
 
+@pytest.mark.dialect
 @pytest.mark.parametrize("name", ["", "   "])
 def test_a_key_without_a_name_is_refused_with_a_form_error(owner, owner_session, name):
     response = owner_session.post("/settings/api-keys/", {"name": name})
@@ -126,6 +131,7 @@ def test_a_key_without_a_name_is_refused_with_a_form_error(owner, owner_session,
     assert not ApiKey.objects.filter(user=owner).exists()
 
 
+@pytest.mark.dialect
 def test_a_name_longer_than_100_characters_is_refused_and_kept_in_the_form(owner, owner_session):
     name = "x" * 101
 
@@ -138,6 +144,7 @@ def test_a_name_longer_than_100_characters_is_refused_and_kept_in_the_form(owner
     assert not ApiKey.objects.filter(user=owner).exists()
 
 
+@pytest.mark.dialect
 def test_a_21st_active_key_is_refused_but_revoked_keys_do_not_count(owner, owner_session):
     for number in range(MAX_ACTIVE_KEYS):
         make_api_key(owner, name=f"key {number}")

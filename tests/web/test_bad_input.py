@@ -6,6 +6,8 @@ import pytest
 from agents_app.models import Approval, ApprovalStatus, Task
 from tests.support.approvals import decide_url, pending
 
+pytestmark = pytest.mark.dialect
+
 
 @pytest.mark.parametrize("field", ["max_tokens", "max_tool_calls", "approval_timeout"])
 @pytest.mark.parametrize("value", [2**63, 2**31])

@@ -169,6 +169,7 @@ def test_without_javascript_a_message_sent_comes_back_to_the_page(owner_session,
     assert (response.status_code, response["Location"]) == (302, f"/chat/{chat.pk}/")
 
 
+@pytest.mark.dialect
 def test_under_reject_a_message_sent_mid_answer_is_refused_with_409_and_the_text_kept(
     owner, owner_session, chat
 ):
@@ -214,6 +215,7 @@ def test_the_page_carries_the_csrf_token_for_its_forms(owner_session, chat):
     assert 'hx-headers=\'{"X-CSRFToken": "' in html
 
 
+@pytest.mark.dialect
 def test_stop_stops_the_running_answer_and_holds_the_message_waiting(owner, owner_session, chat):
     run = answering(chat, owner)
     message_post(conversation=chat, actor=owner, interface="web", text="Then the hotel")
@@ -407,6 +409,7 @@ def test_a_failed_answer_shows_its_error_after_its_rows_and_the_input_stays(
 # --- the rows after a seq, for the live tab -----------------------------------------------------
 
 
+@pytest.mark.dialect
 def test_the_rows_after_a_seq_come_as_html_with_the_answer_running(owner, owner_session, chat):
     run = answering(chat, owner)
     add_rows(chat, [("assistant", "First *part*.", {})], run=run)
@@ -420,6 +423,7 @@ def test_the_rows_after_a_seq_come_as_html_with_the_answer_running(owner, owner_
     assert "Plan a trip" not in html  # seq 1 is not after 1
 
 
+@pytest.mark.dialect
 def test_a_result_whose_call_came_earlier_names_its_call(owner, owner_session, chat):
     run = answering(chat, owner)
     add_rows(
@@ -434,6 +438,7 @@ def test_a_result_whose_call_came_earlier_names_its_call(owner, owner_session, c
     assert 'data-result-for="c9"' in html
 
 
+@pytest.mark.dialect
 def test_a_bad_after_reads_from_the_start(owner_session, chat, owner):
     answering(chat, owner)
     html = owner_session.get(f"/chat/{chat.pk}/entries?after=-3").content.decode()
@@ -447,6 +452,7 @@ def test_an_answer_that_ended_is_no_longer_running_in_the_rows_after(owner, owne
     assert 'data-running=""' in html
 
 
+@pytest.mark.dialect
 def test_the_rows_after_a_seq_include_an_answer_that_failed_meanwhile(owner, owner_session, chat):
     run = answering(chat, owner)
     before = owner_session.get(f"/chat/{chat.pk}/entries?after=1").content.decode()
@@ -462,6 +468,7 @@ def test_the_rows_after_a_seq_include_an_answer_that_failed_meanwhile(owner, own
     assert "The answer failed: The LLM took too long" in ends
 
 
+@pytest.mark.dialect
 def test_a_long_transcript_is_read_in_a_fixed_number_of_queries(
     owner, owner_session, chat, django_assert_max_num_queries
 ):

@@ -94,6 +94,7 @@ def test_an_htmx_request_gets_the_table_alone(owner, owner_session):
 # --- search, filter, sort ---------------------------------------------------------------------
 
 
+@pytest.mark.dialect
 def test_a_search_keeps_the_runs_whose_task_text_contains_it_in_any_case(owner, owner_session):
     invoice = make_run(owner, "Download the INVOICES from the portal")
     make_run(owner, "Summarise the report")
@@ -110,6 +111,7 @@ def test_a_search_that_matches_nothing_says_so_and_offers_every_run(owner, owner
     assert "0 runs matching “zebra”" in html
 
 
+@pytest.mark.dialect
 @pytest.mark.parametrize(
     "status, expected",
     [
@@ -142,6 +144,7 @@ def test_the_status_filter_keeps_the_runs_of_that_status_or_group(
     assert rows(owner_session.get("/", {"status": status})) == [made[t] for t in expected]
 
 
+@pytest.mark.dialect
 def test_search_and_status_combine(owner, owner_session):
     shaped(owner, "Fetch the invoices", status=RunStatus.SUCCEEDED)
     wanted = shaped(owner, "Fetch the invoices again", status=RunStatus.FAILED)
@@ -150,6 +153,7 @@ def test_search_and_status_combine(owner, owner_session):
     assert rows(owner_session.get("/", {"q": "invoices", "status": "failed"})) == [wanted.pk]
 
 
+@pytest.mark.dialect
 @pytest.mark.parametrize(
     "sort, expected",
     [
@@ -232,6 +236,7 @@ def thirty_runs(owner):
     return [shaped(owner, f"Task {n}", minute=n).pk for n in range(30)]
 
 
+@pytest.mark.dialect
 def test_a_page_holds_25_runs_and_says_how_many_there_are(owner_session, thirty_runs):
     response = owner_session.get("/")
 
@@ -241,6 +246,7 @@ def test_a_page_holds_25_runs_and_says_how_many_there_are(owner_session, thirty_
     assert 'href="/?page=2"' in html
 
 
+@pytest.mark.dialect
 def test_the_second_page_holds_the_rest(owner_session, thirty_runs):
     response = owner_session.get("/", {"page": "2"})
 
@@ -248,6 +254,7 @@ def test_the_second_page_holds_the_rest(owner_session, thirty_runs):
     assert "26–30 of 30 runs" in response.content.decode()
 
 
+@pytest.mark.dialect
 @pytest.mark.parametrize(
     "page, shown, note",
     [
@@ -280,6 +287,7 @@ def test_page_links_keep_the_search_filter_and_sort(owner, owner_session):
     assert 'href="/?q=report&amp;status=failed&amp;sort=oldest&amp;page=2"' in html
 
 
+@pytest.mark.dialect
 def test_a_filter_counts_only_the_runs_it_keeps(owner, owner_session):
     for n in range(3):
         shaped(owner, f"Done {n}", status=RunStatus.SUCCEEDED)
@@ -350,6 +358,7 @@ def test_a_history_restore_gets_the_whole_page(owner, owner_session):
 # --- cost ----------------------------------------------------------------------------------------
 
 
+@pytest.mark.dialect
 def test_a_page_of_25_runs_costs_as_many_queries_as_a_page_of_one(
     owner, owner_session, django_assert_max_num_queries
 ):

@@ -37,6 +37,7 @@ def research(seeded_profiles):
     return seeded_profiles["research_agent"]
 
 
+@pytest.mark.dialect
 def test_the_table_shows_each_profiles_figures(owner, owner_session, research):
     shaped_run(owner, research, seconds=4, prompt_tokens=100, completion_tokens=20)
     shaped_run(owner, research, seconds=2)
@@ -54,6 +55,7 @@ def test_the_table_shows_each_profiles_figures(owner, owner_session, research):
     assert rows["builder_agent"] == ["0", "0", "0", "0", "0", "—", "0", "—"]
 
 
+@pytest.mark.dialect
 def test_another_users_runs_are_not_counted(owner, outsider, owner_session, research):
     shaped_run(owner, research, seconds=1)
     shaped_run(outsider, research, RunStatus.FAILED, prompt_tokens=999)
@@ -120,6 +122,7 @@ def test_without_runs_there_are_no_charts_but_the_table(owner_session, seeded_pr
     assert set(table(html)) == set(seeded_profiles)
 
 
+@pytest.mark.dialect
 def test_the_period_keeps_the_runs_created_within_it(owner, owner_session, research):
     shaped_run(owner, research, created_at=timezone.now() - timedelta(days=10))
     shaped_run(owner, research, RunStatus.FAILED, created_at=timezone.now() - timedelta(hours=1))
@@ -140,6 +143,7 @@ def test_an_unknown_period_shows_all_time_and_says_so(owner, owner_session, rese
     assert table(html)["research_agent"][0] == "1"
 
 
+@pytest.mark.dialect
 def test_staff_may_choose_everyones_runs(owner, staff, staff_session, research):
     shaped_run(owner, research, seconds=1)
 

@@ -111,6 +111,7 @@ def test_prometheus_may_ask_for_openmetrics(client, token):
 # --- The profiles' figures ---------------------------------------------------------------
 
 
+@pytest.mark.dialect
 def test_each_profiles_figures_over_every_users_runs(
     client, token, owner, outsider, seeded_profiles
 ):
@@ -149,6 +150,7 @@ def test_each_profiles_figures_over_every_users_runs(
 # --- Celery task metrics -----------------------------------------------------------------
 
 
+@pytest.mark.dialect
 def test_a_task_that_succeeds_is_counted_with_its_runtime(client, token):
     assert succeeds.apply(args=(21,)).get() == 42
     assert succeeds.apply(args=(1,)).get() == 2
@@ -164,6 +166,7 @@ def test_a_task_that_succeeds_is_counted_with_its_runtime(client, token):
     assert sample(parsed, "agentdesk_celery_task_metrics_available") == 1
 
 
+@pytest.mark.dialect
 def test_a_task_that_fails_is_counted_as_failed(client, token):
     assert fails.apply().failed()
 
@@ -175,6 +178,7 @@ def test_a_task_that_fails_is_counted_as_failed(client, token):
     assert sample(parsed, "agentdesk_celery_task_runtime_seconds_count", task=task) == 1
 
 
+@pytest.mark.dialect
 def test_a_retried_task_is_counted_as_retried_then_as_it_ended(client, token):
     attempts: list = []
     assert retries_once.apply(args=(attempts,)).get() == "done"
@@ -189,6 +193,7 @@ def test_a_retried_task_is_counted_as_retried_then_as_it_ended(client, token):
     assert sample(parsed, "agentdesk_celery_task_runtime_seconds_count", task=task) == 2
 
 
+@pytest.mark.dialect
 def test_the_runtime_buckets_are_cumulative(client, token):
     from agents_app.core.task_metrics import observe
 
@@ -236,6 +241,7 @@ def test_a_task_runs_when_its_metrics_cannot_be_recorded(settings):
     assert fails.apply().failed()
 
 
+@pytest.mark.dialect
 def test_the_counters_live_under_the_deployments_prefix(token):
     succeeds.apply(args=(1,)).get()
 

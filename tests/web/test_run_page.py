@@ -169,6 +169,7 @@ def test_a_replanned_run_shows_the_new_plan_and_keeps_the_old_one(owner, owner_s
     assert "The notes were incomplete" in html
 
 
+@pytest.mark.dialect
 def test_the_page_reads_the_run_in_a_bounded_number_of_queries(
     owner, owner_session, django_assert_max_num_queries
 ):

@@ -57,6 +57,7 @@ def test_a_delivery_posts_signed_json_with_its_headers(delivery_to, receiver):
     assert delivery.delivered_at is not None
 
 
+@pytest.mark.dialect
 def test_a_succeeded_delivery_is_not_sent_again(delivery_to, receiver):
     delivery = delivery_to(receiver.url)
     webhook_deliver(delivery.pk)
@@ -174,6 +175,7 @@ def broker_queue():
     broker.delete(queue)
 
 
+@pytest.mark.dialect
 def test_a_failed_attempt_is_tried_again_once_its_backoff_has_passed(
     delivery_to, receiver_factory, settings
 ):
@@ -198,6 +200,7 @@ def test_every_2xx_answer_counts_as_delivered(delivery_to, receiver_factory, sta
     assert (delivery.status, delivery.last_status_code) == ("succeeded", status)
 
 
+@pytest.mark.dialect
 def test_notify_queues_each_delivery_for_a_worker_once_committed(
     owner, hook_for, broker_queue, django_capture_on_commit_callbacks
 ):
@@ -215,6 +218,7 @@ def test_notify_queues_each_delivery_for_a_worker_once_committed(
     )
 
 
+@pytest.mark.dialect
 @pytest.mark.django_db(transaction=True)
 def test_a_delivery_another_worker_sends_meanwhile_is_not_sent_again(delivery_to, receiver):
     delivery = delivery_to(receiver.url)

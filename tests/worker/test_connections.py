@@ -43,6 +43,7 @@ def test_a_worker_is_wired_to_keep_its_connection_and_celery_leaves_it_alone():
     assert app.conf.get("CELERY_DB_REUSE_MAX") >= 100
 
 
+@pytest.mark.dialect
 def test_a_worker_uses_one_connection_for_task_after_task(a_worker_process):
     first = a_task_queries()
     assert first is not None
@@ -50,6 +51,7 @@ def test_a_worker_uses_one_connection_for_task_after_task(a_worker_process):
     assert a_task_queries() is first
 
 
+@pytest.mark.dialect
 def test_a_connection_that_broke_is_replaced_at_the_next_task(a_worker_process, monkeypatch):
     first = a_task_queries()
     connection.errors_occurred = True  # an error since the last commit...
@@ -57,12 +59,14 @@ def test_a_connection_that_broke_is_replaced_at_the_next_task(a_worker_process, 
     assert a_task_queries() is not first
 
 
+@pytest.mark.dialect
 def test_without_it_each_task_gets_a_new_connection():
     """The web processes' rule (DATABASE_CONN_MAX_AGE 0): the control for the tests above."""
     first = a_task_queries()
     assert a_task_queries() is not first
 
 
+@pytest.mark.dialect
 def test_a_task_applied_in_this_process_leaves_its_connection_alone():
     """`apply` (eager) runs the task in the caller's process, maybe in its transaction."""
     with connection.cursor() as cursor:

@@ -115,6 +115,7 @@ def test_a_worker_that_lost_its_lease_stops_at_the_next_checkpoint(owner):
     assert stopped.value.code == ErrorCode.LEASE_LOST
 
 
+@pytest.mark.dialect
 def test_while_the_model_streams_the_poll_notices_a_cancel(owner, monkeypatch):
     monkeypatch.setattr(hooks_module, "POLL_SECONDS", 0)
     run = make_run(owner)
@@ -145,6 +146,7 @@ def test_a_contract_attempt_s_poll_lets_the_answer_finish_after_a_stop_but_not_a
     assert stopped.value.code == ErrorCode.LEASE_LOST
 
 
+@pytest.mark.dialect
 def test_the_poll_reads_the_run_only_once_its_interval_has_passed(
     owner, monkeypatch, django_assert_num_queries
 ):
@@ -229,6 +231,7 @@ def test_a_server_tool_s_path_outside_the_run_s_workspace_asks_a_person(owner, t
     assert "argument 'path' points outside the workspace" in ask.classification.reasons
 
 
+@pytest.mark.dialect
 def test_a_result_waits_for_the_next_commit_which_writes_it_with_its_event_and_audit_row(owner):
     run = make_run(owner)
     step = add_plan(run, ["echo"]).steps.get()
@@ -247,6 +250,7 @@ def test_a_result_waits_for_the_next_commit_which_writes_it_with_its_event_and_a
     assert AuditEvent.objects.filter(run_id=run.pk, action="tool.call").count() == 1
 
 
+@pytest.mark.dialect
 def test_a_cancel_is_seen_at_the_next_checkpoint_with_no_query_while_nothing_changed(
     owner, django_assert_num_queries
 ):

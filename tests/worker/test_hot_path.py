@@ -11,7 +11,7 @@ from agents_app.models import AuditEvent, Run, RunEvent, Step, Task, ToolCall
 from agents_app.worker.execution import execute_run
 from tests.support.instant import instant_llm, noop_registry
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.dialect]
 
 # Issue 16: what one step with one tool call sends to the database, at most: eight queries in two
 # transactions (the call's row before the call, the step's end after it). Counted alike on both

@@ -117,6 +117,10 @@ def test_a_worker_without_an_llm_fails_the_run_clearly(llm, start_worker, owner)
     assert "LLM_BASE_URL" in run.error_message
 
 
+@pytest.mark.dialect
+@pytest.mark.slow(
+    reason="two workers start, one after the other, the second once the first is killed mid-run"
+)
 def test_a_worker_killed_mid_run_resumes_without_repeating_a_completed_step(
     llm, start_worker, owner, settings
 ):
@@ -172,6 +176,8 @@ def test_a_worker_killed_mid_run_resumes_without_repeating_a_completed_step(
     assert resumed.payload["resumed_after_interruption"] is True
 
 
+@pytest.mark.dialect
+@pytest.mark.slow(reason="two workers start and receive the same run")
 def test_the_same_run_delivered_to_two_workers_executes_each_step_once(
     llm, start_worker, owner, settings
 ):
@@ -211,6 +217,10 @@ def test_the_same_run_delivered_to_two_workers_executes_each_step_once(
     wait_for(lambda: "retry" in (one.log() + two.log()).lower(), message="the retry's log line")
 
 
+@pytest.mark.dialect
+@pytest.mark.slow(
+    reason="two workers start; the frozen one's lease must run out before the takeover"
+)
 def test_a_frozen_worker_loses_its_lease_and_cannot_commit_after_a_takeover(
     llm, start_worker, owner, settings
 ):
@@ -269,6 +279,10 @@ def test_a_run_whose_message_was_lost_is_picked_up_when_a_worker_starts(llm, sta
     assert "queued 1 run(s) that no worker held" in worker.log()
 
 
+@pytest.mark.dialect
+@pytest.mark.slow(
+    reason="two workers start; the second takes over only once the first one's 20 s lease has run out"
+)
 def test_a_worker_already_running_takes_over_the_run_of_a_worker_killed_mid_run(
     llm, start_worker, owner
 ):

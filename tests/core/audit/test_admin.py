@@ -90,6 +90,7 @@ def test_an_event_of_a_deleted_run_still_shows_with_the_run_number(superuser_adm
     assert AuditEvent.objects.count() == len(events)
 
 
+@pytest.mark.dialect
 def test_the_changelist_filters_and_searches_by_run_id(superuser_admin, events):
     run_id = events[0].run_id
 
@@ -120,12 +121,14 @@ def test_the_export_button_streams_every_row_matching_the_current_filters(superu
     }
 
 
+@pytest.mark.dialect
 def test_the_export_without_filters_has_every_row_oldest_first(superuser_admin, events):
     lines = lines_of(superuser_admin.get(EXPORT))
 
     assert [line["id"] for line in lines] == [e.pk for e in events]
 
 
+@pytest.mark.dialect
 def test_the_export_follows_the_date_hierarchy(superuser_admin, events):
     staff_client = superuser_admin
     tomorrow = timezone.now() + timedelta(days=1)
@@ -173,6 +176,7 @@ def test_the_export_streams_from_an_async_iterator_under_asgi(superuser, events)
     assert [json.loads(line)["id"] for line in body.splitlines()] == [e.pk for e in events]
 
 
+@pytest.mark.dialect
 def test_the_export_is_read_in_pages_of_rows(superuser_admin, events, monkeypatch):
     staff_client = superuser_admin
     monkeypatch.setattr("agents_app.core.audit.EXPORT_BATCH", 3)

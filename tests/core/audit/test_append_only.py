@@ -97,6 +97,7 @@ def test_deleting_through_a_queryset_is_refused(event):
     assert AuditEvent.objects.count() == 1
 
 
+@pytest.mark.dialect
 def test_an_upsert_is_refused(event):
     with pytest.raises(AuditLogIsAppendOnly):
         AuditEvent.objects.bulk_create(
@@ -111,6 +112,7 @@ def test_an_upsert_is_refused(event):
     assert AuditEvent.objects.get().action == "run.cancel"
 
 
+@pytest.mark.dialect
 def test_deleting_the_run_keeps_its_events_and_their_run_number(owner, event):
     run_id = event.run_id
 
@@ -122,6 +124,7 @@ def test_deleting_the_run_keeps_its_events_and_their_run_number(owner, event):
         kept.run  # noqa: B018
 
 
+@pytest.mark.dialect
 def test_deleting_the_user_keeps_the_event_and_the_name(owner, event):
     owner.delete()  # cascades to the user's tasks and runs as well
 

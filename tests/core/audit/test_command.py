@@ -11,6 +11,8 @@ from agents_app.core.audit import audit_record
 from agents_app.models import AuditEvent
 from tests.support.runs import make_run
 
+pytestmark = pytest.mark.dialect
+
 
 @pytest.fixture
 def events(owner):

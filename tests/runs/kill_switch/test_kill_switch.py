@@ -15,6 +15,7 @@ from tests.support.scripted_provider import ScriptedProvider
 from tests.support.tools import make_registry
 
 
+@pytest.mark.dialect
 @pytest.mark.django_db(transaction=True)
 def test_a_run_pauses_at_the_next_step_and_resumes_where_it_was_on_release(owner, superuser):
     staff = superuser
@@ -74,6 +75,7 @@ def test_no_run_starts_while_engaged(client, owner, superuser, llm_configured, a
     assert not Run.objects.exists()
 
 
+@pytest.mark.dialect
 @pytest.mark.django_db
 def test_a_queued_or_paused_run_is_cancelled_at_once(owner, superuser):
     run = make_run(owner)
@@ -93,6 +95,7 @@ def test_every_page_shows_the_engaged_switch(client, owner, superuser):
     assert "Release it in the admin" not in client.get("/").content.decode()  # not staff
 
 
+@pytest.mark.dialect
 @pytest.mark.django_db
 def test_staff_engage_and_release_it_in_the_admin(client, superuser):
     client.force_login(superuser)

@@ -132,6 +132,7 @@ def test_the_export_action_downloads_only_the_selected_servers(superuser_admin, 
     assert list(json.loads(response.content)["mcpServers"]) == ["files"]
 
 
+@pytest.mark.dialect
 def test_disable_and_enable_actions_change_status(superuser_admin, make_server):
     server = make_server("files")
     server.mark(ServerStatus.ACTIVE)

@@ -109,6 +109,7 @@ def test_a_url_with_references_for_its_secrets_is_accepted(db):
     http("https://${MCP_USER}:${MCP_PASS}@mcp.example.com/mcp?token=${MCP_TOKEN}").full_clean()
 
 
+@pytest.mark.dialect
 def test_an_import_refuses_literal_secrets_in_values_and_so_never_exports_them(db):
     config = {
         "mcpServers": {

@@ -121,6 +121,7 @@ def test_malformed_json_says_where():
     ]
 
 
+@pytest.mark.dialect
 def test_import_creates_then_updates_by_name(db):
     first = import_mcp_config(CONFIG)
     assert set(first.created) == {"filesystem", "github", "remote", "legacy"}
@@ -142,6 +143,7 @@ def test_import_creates_then_updates_by_name(db):
     assert "created 0, updated 1 (github), unchanged 3" in second.summary()
 
 
+@pytest.mark.dialect
 def test_an_import_with_one_bad_server_writes_nothing(db):
     import_mcp_config({"mcpServers": {"filesystem": {"command": "npx"}}})
     bad = {

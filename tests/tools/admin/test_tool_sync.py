@@ -2,6 +2,7 @@
 
 from dataclasses import dataclass, field
 
+import pytest
 from mcp.types import Tool as MCPTool
 from mcp.types import ToolAnnotations
 
@@ -9,6 +10,8 @@ from tools_app.builtin import register_builtin_tools
 from tools_app.mcp.discovery import sync_builtin_tools, sync_server_tools
 from tools_app.models import CapabilityOrigin, ServerStatus, Tool, ToolSource
 from tools_app.registry import ApprovalLevel, ToolRegistry
+
+pytestmark = pytest.mark.dialect
 
 READ = {
     "name": "read_file",

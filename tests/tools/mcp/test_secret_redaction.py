@@ -110,6 +110,7 @@ def test_a_tools_result_and_error_reach_the_run_with_the_servers_secret_redacted
     assert TOKEN not in repr(failed.content)
 
 
+@pytest.mark.dialect
 def test_the_migration_redacts_what_was_stored_before_redaction(leaky):
     before, after = [("tools_app", "0001_initial")], [("tools_app", "0002_redact_server_output")]
     executor = MigrationExecutor(connection)
