@@ -87,6 +87,7 @@ def test_the_tools_refuse_an_anonymous_client(anonymous_client):
 # second for a worker to answer the ping.
 
 
+@pytest.mark.dialect
 def test_health_needs_no_login_and_reports_each_service(anonymous_client, llm_configured):
     response = anonymous_client.get(HEALTH)
 
