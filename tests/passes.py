@@ -9,9 +9,12 @@ the rule, and tests/dialect_guard.py for the check that keeps it true). `DIALECT
     DIALECT=all      every test (the default; run it on PostgreSQL before resolving an issue
                      that changes models, migrations, runs/ or worker/)
 
-With DIALECT=marked a test module that never says "dialect" is not even imported: its tests
-cannot be marked (a mark given by a hook instead would need this rule changed), and each test
-process of the pass imports two modules in five.
+With DIALECT=marked the pass runs in MARKED_PROCESSES test processes unless `-n` says otherwise
+(tests/parallel.py's four are for every test: for the marked ones on the 2-core CI machine,
+three took 100 s where four took 137 s, and 150 s of CPU against 190). A test module that
+never says "dialect" is not even imported: its tests cannot be marked (a mark given by a hook
+instead would need this rule changed), and each test process of the pass imports two modules
+in five.
 
 `--reverse` runs the tests in the opposite order: a test that passes only after another has
 left something behind shows itself.
@@ -25,6 +28,7 @@ import os
 import pytest
 
 SLOW_SECONDS = 15.0
+MARKED_PROCESSES = 3
 
 _seconds: dict[str, float] = {}
 _marked_slow: set[str] = set()
@@ -39,6 +43,21 @@ def selection() -> str:
 
 def pytest_addoption(parser):
     parser.addoption("--reverse", action="store_true", help="run the tests in reverse order")
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)  # before tests/parallel.py picks its default
+def pytest_cmdline_main(config):
+    option = config.option
+    if (
+        selection() == "marked"
+        and config.pluginmanager.hasplugin("xdist")
+        and not hasattr(config, "workerinput")
+        and option.numprocesses is None
+        and not option.tx
+        and not option.usepdb
+    ):
+        option.numprocesses = MARKED_PROCESSES
+    return (yield)
 
 
 def pytest_configure(config):

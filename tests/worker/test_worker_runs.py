@@ -176,7 +176,6 @@ def test_a_worker_killed_mid_run_resumes_without_repeating_a_completed_step(
     assert resumed.payload["resumed_after_interruption"] is True
 
 
-@pytest.mark.dialect
 @pytest.mark.slow(reason="two workers start and receive the same run")
 def test_the_same_run_delivered_to_two_workers_executes_each_step_once(
     llm, start_worker, owner, settings
