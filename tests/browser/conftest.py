@@ -52,7 +52,9 @@ def fast_password_hashing(monkeypatch):
 def browser():
     if not Path(CHROMIUM).exists() and not os.environ.get("CI"):
         # A fresh checkout may not have the browser yet; CI installs it and must run these.
-        pytest.skip(f"no {CHROMIUM}: `apt-get install chromium` to run the browser tests")
+        pytest.skip(
+            f"no {CHROMIUM}: `apt-get install chromium-headless-shell` to run the browser tests"
+        )
     thread = BrowserThread()
     browser = thread.launch()
     yield browser

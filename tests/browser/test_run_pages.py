@@ -102,7 +102,7 @@ def test_a_submitted_task_runs_live_on_its_page_without_a_reload(page, stack, ow
             },
         ]
     )
-    log_in(page, "owner", PASSWORD)
+    log_in(page, "owner", PASSWORD, through_form=True)
     page.click("nav a:text('New task')")
     page.fill("#task-form textarea[name=task]", "Write up this week's meeting notes")
     page.click("#task-form button[type=submit]")
@@ -181,9 +181,12 @@ def test_a_reload_mid_run_shows_the_whole_history_and_stays_live(page, stack, ow
         [
             {"match": "AGENTDESK:PLAN", "replies": [plan_reply(*map(step, objectives))]},
             {"match": "AGENTDESK:STEP 0", "replies": [{"content": "fetched"}]},
-            # The later steps are slow, so the reload lands while they are still to come.
+            # The later steps wait for the reload, so it lands while they are still to come.
             *[
-                {"match": f"AGENTDESK:STEP {i}", "replies": [{"content": f"done {i}", "delay": 1}]}
+                {
+                    "match": f"AGENTDESK:STEP {i}",
+                    "replies": [{"content": f"done {i}", "hold": "reloaded"}],
+                }
                 for i in (1, 2, 3)
             ],
             {"match": "AGENTDESK:VERIFY", "replies": [verdict(True, "charted and described")]},
@@ -208,6 +211,7 @@ def test_a_reload_mid_run_shows_the_whole_history_and_stays_live(page, stack, ow
     assert [seq for seq, _ in shown] == list(range(1, len(shown) + 1))
     completed_at_reload = page.locator(".step[data-status=completed]").count()
     assert completed_at_reload < len(objectives)
+    stack.llm.release("reloaded")
 
     expect(page.locator("#run-status")).to_have_attribute(
         "data-status", "succeeded", timeout=WAIT_MS
@@ -231,8 +235,11 @@ def test_a_cancelled_run_can_be_restarted_as_attempt_2(page, stack, owner):
             },
             {
                 "match": "AGENTDESK:STEP 0",
-                # Attempt 1's step is slow: Cancel is pressed while it works.
-                "replies": [{"content": "collected", "delay": 2}, {"content": "report written"}],
+                # Attempt 1's step is held until Cancel was pressed while it works.
+                "replies": [
+                    {"content": "collected", "hold": "cancelled"},
+                    {"content": "report written"},
+                ],
             },
             {"match": "AGENTDESK:VERIFY", "replies": [verdict(True, "the report is written")]},
         ]
@@ -249,6 +256,7 @@ def test_a_cancelled_run_can_be_restarted_as_attempt_2(page, stack, owner):
     page.click("#cancel-run")
     expect(page.locator("#cancel-run")).to_have_text("Cancelling…")
     expect(page.locator("#cancel-run")).to_be_disabled()
+    stack.llm.release("cancelled")
     expect(page.locator("#run-status")).to_have_attribute(
         "data-status", "cancelled", timeout=WAIT_MS
     )

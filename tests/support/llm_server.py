@@ -58,6 +58,8 @@ class ScriptedLLMServer:
         # How many requests reached each named meeting (a reply's `meet`), and the condition
         # those that wait for the others wait on.
         self._meetings: dict[str, int] = {}
+        self._released: set[str] = set()  # the holds a test released (a reply's `hold`)
+        self._resets = 0  # a reset lets go of every held request
         self._met = threading.Condition(self._lock)
         self._stopping = threading.Event()
         self._httpd = ThreadingHTTPServer((host, port), _Handler)
@@ -111,7 +113,9 @@ class ScriptedLLMServer:
         """Forget the rules, options and recorded requests."""
         with self._lock:
             self._script, self._options, self._requests = Script(), {}, []
-            self._timeline, self._meetings = [], {}
+            self._timeline, self._meetings, self._released = [], {}, set()
+            self._resets += 1
+            self._met.notify_all()
 
     @property
     def requests(self) -> list[dict[str, Any]]:
@@ -151,6 +155,20 @@ class ScriptedLLMServer:
             return self._met.wait_for(
                 lambda: self._meetings.get(name, 0) >= parties or self._stopping.is_set(),
                 timeout=float(meeting.get("timeout", 30)),
+            )
+
+    def release(self, name: str) -> None:
+        """Let the requests held by `hold: name` answer, and any that reach it later."""
+        with self._met:
+            self._released.add(name)
+            self._met.notify_all()
+
+    def _hold(self, name: str) -> None:
+        with self._met:
+            resets = self._resets
+            self._met.wait_for(
+                lambda: name in self._released or self._resets != resets or self._stopping.is_set(),
+                timeout=60,
             )
 
     def _rejection(self, body: dict[str, Any]) -> str | None:
@@ -243,6 +261,8 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if reply.get("meet"):
             self.scripted._meet(reply["meet"])
+        if reply.get("hold"):
+            self.scripted._hold(str(reply["hold"]))
         if reply.get("delay") and self.scripted._stopping.wait(float(reply["delay"])):
             return
         if reply.get("drop"):

@@ -28,6 +28,9 @@ Over HTTP only (the provider refuses them):
     meet: {"name": str, "parties": int, "timeout": seconds (30)}   wait until `parties`
                                  requests reached the meeting `name` (or the timeout), then
                                  answer: requests that can only overlap if they run at once
+    hold: str                    wait until the test calls `release(name)` on the server (at
+                                 most 60 s), then answer: a run held mid-step for as long as
+                                 the test needs, however slow the machine
     delay: seconds               sleep before answering (timeouts)
     chunk_delay: seconds         sleep between streamed chunks
     drop: True                   close the connection without answering
@@ -46,7 +49,7 @@ from typing import Any
 DEFAULT_USAGE = {"prompt_tokens": 11, "completion_tokens": 7}
 WIRE_ONLY = frozenset(
     ["chunks", "status", "error", "retry_after", "delay", "chunk_delay", "drop", "truncate"]
-    + ["garbled", "reasoning_field", "meet"]
+    + ["garbled", "reasoning_field", "meet", "hold"]
 )
 
 

@@ -43,6 +43,10 @@ def worker_environment(**overrides: str) -> dict[str, str]:
             "LLM_RETRY_BASE_DELAY": "0.05",
             "DEBUG": "true",
             "PYTHONUNBUFFERED": "1",
+            # Celery runs Django's system checks when a worker starts (its Django fixup), about
+            # a second of processor time for each of the suite's ~60 workers; the checks have
+            # their own tests and CI's deploy check, and `go`'s workers still run them.
+            "CELERY_SKIP_CHECKS": "true",
         }
     )
     env.update(overrides)
