@@ -17,7 +17,7 @@ import pytest
 
 from agents_app.models import Run
 from config.env import BASE_DIR
-from tests.support.browser import CHROMIUM, WAIT_MS, BrowserThread, Remote
+from tests.support.browser import CHROMIUM, DESKTOP_CHROMIUM, WAIT_MS, BrowserThread, Remote
 from tests.support.stack import GlobalState, Stack, own_stack, stack_env, stack_queue
 from tests.support.waiting import wait_for
 
@@ -48,18 +48,28 @@ def fast_password_hashing(monkeypatch):
     monkeypatch.setattr(base_user, "make_password", make_password)
 
 
-@pytest.fixture(scope="session")
-def browser():
-    if not Path(CHROMIUM).exists() and not os.environ.get("CI"):
+def launched(executable: str, package: str) -> Iterator[Remote]:
+    if not Path(executable).exists() and not os.environ.get("CI"):
         # A fresh checkout may not have the browser yet; CI installs it and must run these.
-        pytest.skip(
-            f"no {CHROMIUM}: `apt-get install chromium-headless-shell` to run the browser tests"
-        )
+        pytest.skip(f"no {executable}: `apt-get install {package}` to run the browser tests")
     thread = BrowserThread()
-    browser = thread.launch()
+    browser = thread.launch(executable)
     yield browser
     browser.close()
     thread.stop()
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """The headless shell, one a test process."""
+    yield from launched(CHROMIUM, "chromium-headless-shell")
+
+
+@pytest.fixture(scope="module")
+def desktop_browser():
+    """Chromium itself, for a module that needs what the shell lacks (`browser = desktop_browser`
+    in the module: notifications)."""
+    yield from launched(DESKTOP_CHROMIUM, "chromium")
 
 
 @pytest.fixture(scope="module")

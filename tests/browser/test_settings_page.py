@@ -15,6 +15,13 @@ from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.integration
 
+
+@pytest.fixture(scope="module")
+def browser(desktop_browser):
+    """Chromium itself: its headless shell refuses notifications (tests/support/browser.py)."""
+    return desktop_browser
+
+
 # Records every Notification the page constructs (window.__notifications) instead of showing
 # it: what the person would see, and its onclick to follow. Permission is the browser's own.
 RECORD_NOTIFICATIONS = """

@@ -23,6 +23,9 @@ PASSWORD = "owner-pass-123"  # the `owner` fixture's
 # `chromium --headless` took 134 for tests/browser/test_screens.py. Playwright never downloads
 # a browser here.
 CHROMIUM = "/usr/bin/chromium-headless-shell"
+# The desktop browser, for what the shell lacks: it refuses notifications whatever a context
+# grants (Notification.permission stays "denied"), so test_settings_page runs on this one.
+DESKTOP_CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
     "--no-sandbox",
     "--disable-gpu",
@@ -43,10 +46,10 @@ class BrowserThread:
     def call(self, function: Any, *args: Any, **kwargs: Any) -> Any:
         return self._executor.submit(function, *args, **kwargs).result()
 
-    def launch(self) -> "Remote":
+    def launch(self, executable: str = CHROMIUM) -> "Remote":
         def start() -> Any:
             self._playwright = sync_playwright().start()
-            return self._playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            return self._playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
 
         return Remote(self.call(start), self)
 

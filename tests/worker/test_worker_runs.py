@@ -183,12 +183,14 @@ def test_the_same_run_delivered_to_two_workers_executes_each_step_once(
     steps = [step(f"log {i}", ["write_file"]) for i in range(3)]
     rules = [{"match": "AGENTDESK:PLAN", "replies": [plan_reply(*steps)]}]
     for i in range(3):
+        # Step 0's tool call waits until the second delivery has found the lease taken.
+        hold = {"hold": "second delivery"} if i == 0 else {}
         rules.append(
             {
                 "match": f"AGENTDESK:STEP {i}",
                 "replies": [
-                    {**append_line("log.txt", str(i)), "delay": 0.3},
-                    {"content": f"logged {i}", "delay": 0.3},
+                    {**append_line("log.txt", str(i)), **hold},
+                    {"content": f"logged {i}"},
                 ],
             }
         )
@@ -199,9 +201,12 @@ def test_the_same_run_delivered_to_two_workers_executes_each_step_once(
     one, two = start_worker("one"), start_worker("two")
     run = make_run(owner)
     execute_run.delay(run.pk)
-    # The second delivery while the first holds the lease (the run takes 1.8 s or more).
+    # The second delivery while the first holds the lease, mid-step.
     wait_for(lambda: asked(llm, "AGENTDESK:STEP 0"), message="step 0's request")
     execute_run.delay(run.pk)
+    # The one that found the lease taken retries instead of running.
+    wait_for(lambda: "retry" in (one.log() + two.log()).lower(), message="the retry's log line")
+    llm.release("second delivery")
     run = wait_for_run(run.pk, timeout=90)
 
     assert run.status == "succeeded", (run.error_code, run.error_message)
@@ -210,10 +215,8 @@ def test_the_same_run_delivered_to_two_workers_executes_each_step_once(
     assert all(s.retry_count == 0 for s in Step.objects.filter(run=run))
     seqs = list(RunEvent.objects.filter(run=run).values_list("seq", flat=True))
     assert seqs == list(range(1, len(seqs) + 1))
-    # Both deliveries arrived; the one that found the lease taken retried instead of running.
+    # Both deliveries arrived.
     assert "execute_run" in one.log() and "execute_run" in two.log()
-    # Its log line may be written a moment after the run ended.
-    wait_for(lambda: "retry" in (one.log() + two.log()).lower(), message="the retry's log line")
 
 
 @pytest.mark.dialect
