@@ -2,6 +2,7 @@
 
 import os
 import secrets
+import sys
 from pathlib import Path
 
 import dj_database_url
@@ -61,8 +62,11 @@ SECRET_KEY_GENERATED = not env_str("SECRET_KEY")
 ALLOWED_HOSTS = [h.strip() for h in env_str("ALLOWED_HOSTS", "127.0.0.1,localhost").split(",") if h]
 CSRF_TRUSTED_ORIGINS = [o.strip() for o in env_str("CSRF_TRUSTED_ORIGINS").split(",") if o.strip()]
 
+# daphne's app serves ASGI (websockets included) from `manage.py runserver`; it installs Twisted's
+# reactor when imported, about 0.4 s of processor time that no other process needs (`go` and
+# production start daphne itself), so every worker and command starts without it.
 INSTALLED_APPS = [
-    "daphne",
+    *(["daphne"] if sys.argv[1:2] == ["runserver"] else []),
     "django.contrib.admin",
     "django.contrib.auth",
     "django.contrib.contenttypes",
