@@ -64,6 +64,9 @@ def module_worker_env(workspace):
 
 @pytest.mark.parametrize("via", ["web", "rest"])
 @pytest.mark.parametrize("decision", ["approve", "modify", "skip", "cancel"])
+@pytest.mark.slow(
+    reason="the matrix's first case starts the module's worker; each case parks a run on it and decides it"
+)
 def test_decision_matrix(via, decision, llm, shared_worker, owner, workspace, api_key_for):
     run, approval = park(llm, owner)
     assert approval.tool == TOOL and approval.status == "pending"

@@ -35,6 +35,9 @@ def second_attempt_requests(stack) -> list[str]:
     ]
 
 
+@pytest.mark.slow(
+    reason="starts its module's daphne and worker, then three attempts of an agent in the browser"
+)
 def test_an_agent_completes_by_its_own_evaluation_then_is_restarted_and_stopped(
     page, stack, owner, screenshot
 ):

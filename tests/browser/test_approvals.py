@@ -27,6 +27,7 @@ def write_file_asks():
     Tool.objects.filter(name="write_file").update(approval_level=ApprovalLevel.MODERATE)
 
 
+@pytest.mark.slow(reason="starts its module's daphne and worker (approval settings of their own)")
 def test_a_call_waiting_for_approval_opens_its_dialog_live_and_approve_finishes_the_run(
     page, stack, owner, write_file_asks, screenshot
 ):
@@ -107,6 +108,7 @@ def test_a_call_waiting_for_approval_opens_its_dialog_live_and_approve_finishes_
     assert Run.objects.get(pk=run_id).status == RunStatus.SUCCEEDED
 
 
+@pytest.mark.slow(reason="parks a run on its module's stack and edits the call in the browser")
 def test_a_refused_edit_shows_its_error_inside_the_open_dialog(page, stack, owner, write_file_asks):
     stack.llm.script(
         [

@@ -137,6 +137,7 @@ def test_behind_a_tls_proxy_cookies_are_secure_hsts_is_sent_and_http_is_redirect
     assert plain["location"] == "https://agentdesk.example.com/api/v1/runs"
 
 
+@pytest.mark.slow(reason="starts daphne with a production configuration in a subprocess")
 def test_without_https_settings_nothing_insists_on_tls(tmp_path):
     [local] = request_over(tmp_path, {}, ALLOWED_HOSTS="agentdesk.example.com")["answers"]
     assert local["status"] == 401

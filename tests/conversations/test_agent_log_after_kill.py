@@ -25,6 +25,7 @@ def write(line):
     }
 
 
+@pytest.mark.slow(reason="two workers start; one is killed mid-attempt and the other takes over")
 def test_a_worker_killed_mid_attempt_leaves_a_complete_log(
     llm, start_worker, owner, settings, tmp_path
 ):

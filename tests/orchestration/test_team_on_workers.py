@@ -69,6 +69,7 @@ def assert_each_child_handed_back_once(head: Run, markers: list[str]) -> list[Ru
     return children
 
 
+@pytest.mark.slow(reason="two workers start and run a team's children at once")
 def test_independent_children_run_at_the_same_time_on_two_workers(
     llm, start_worker, owner, seeded_profiles
 ):

@@ -102,6 +102,9 @@ def waiting(run) -> Approval:
     return Approval.objects.get(run=run)
 
 
+@pytest.mark.slow(
+    reason="the module's first test: starts the standalone demo model server and the module's worker"
+)
 def test_a_read_task_reads_the_file_and_answers_with_what_it_holds(demo, shared_worker, owner):
     run = start(owner, "What does notes.txt say?", {"notes.txt": "remember the milk\n"})
 

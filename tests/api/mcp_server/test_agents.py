@@ -27,6 +27,9 @@ def called(client, tool, **arguments) -> dict:
     return result.structured_content
 
 
+@pytest.mark.slow(
+    reason="the MCP endpoint's first test: starts daphne and a worker, then runs three attempts of an agent"
+)
 def test_an_agent_is_created_started_stopped_and_restarted_with_a_new_contract(owner_mcp, owner):
     agent = called(owner_mcp, "create_agent", contract="Echo a.", name="Echoer", max_turns=3)
     assert (agent["status"], agent["budgets"]["max_turns"]) == ("ready", 3)

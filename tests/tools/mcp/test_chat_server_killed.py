@@ -15,6 +15,9 @@ from tests.support.waiting import wait_for, wait_for_run
 pytestmark = pytest.mark.integration
 
 
+@pytest.mark.slow(
+    reason="a worker and an MCP server start; the server is killed mid-call and started again"
+)
 def test_a_server_killed_mid_call_is_told_in_the_chat_and_the_next_message_works(
     llm, start_worker, owner, tmp_path
 ):

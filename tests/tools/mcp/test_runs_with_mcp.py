@@ -41,6 +41,7 @@ def tool_call(name, arguments):
     return {"tool_calls": [{"name": name, "arguments": arguments}]}
 
 
+@pytest.mark.slow(reason="a worker starts with the reference filesystem and git MCP servers")
 def test_a_run_uses_filesystem_and_git_tools_through_the_planner(
     llm, start_worker, owner, tmp_path
 ):

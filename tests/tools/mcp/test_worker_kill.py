@@ -16,6 +16,9 @@ from tools_app.models import MCPServer
 pytestmark = pytest.mark.integration
 
 
+@pytest.mark.slow(
+    reason="a worker and an MCP server start; the server is killed and the worker reconnects"
+)
 def test_a_killed_server_breaks_one_call_and_the_same_worker_reconnects(
     llm, start_worker, owner, tmp_path
 ):
