@@ -99,6 +99,12 @@ class Remote:
         return f"Remote({self._thread.call(repr, self._target)})"
 
 
+# An assertion waits as long as an action may (Playwright's own default is 5 s): on a machine
+# busy with the rest of the suite, Swagger UI once took longer than that to draw its title.
+# It returns as soon as it holds, so a passing test waits no longer.
+playwright_expect.set_options(timeout=WAIT_MS)
+
+
 def expect(actual: Remote, message: str | None = None) -> Remote:
     """Playwright's `expect`, for a Remote page or locator."""
     return Remote(actual._thread.call(playwright_expect, actual._target, message), actual._thread)
