@@ -267,9 +267,18 @@ def _accepts_connections(host: str, port: int) -> bool:
         return False
 
 
+# What `go` and every process it starts create is for this user only: var/ (the embedded
+# Valkey makes it before settings could), the SQLite database, workspaces, agent logs, the
+# collected static files (0700 directories, 0600 files).
+PRIVATE_UMASK = 0o077
+
+
 def main() -> None:
+    os.umask(PRIVATE_UMASK)
     load_dotenv(BASE_DIR / ".env")
-    launcher = Launcher(BASE_DIR / env_str("VAR_DIR", "var"))
+    var_dir = BASE_DIR / env_str("VAR_DIR", "var")
+    var_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    launcher = Launcher(var_dir)
     signal.signal(signal.SIGINT, launcher.on_signal)
     signal.signal(signal.SIGTERM, launcher.on_signal)
     exit_code = 1

@@ -158,6 +158,10 @@ USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "static/"
+# Files Django's storages write (collectstatic's copies under var/) are this user's only, as
+# everything else under var/ (Django's default would be 0644).
+FILE_UPLOAD_PERMISSIONS = 0o600
+FILE_UPLOAD_DIRECTORY_PERMISSIONS = 0o700
 STATIC_ROOT = VAR_DIR / "staticfiles"
 STATIC_ROOT.mkdir(exist_ok=True)
 STATICFILES_DIRS = [BASE_DIR / "static"]

@@ -14,6 +14,7 @@ import os
 import re
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import threading
@@ -337,6 +338,23 @@ def test_a_killed_worker_is_replaced_and_its_run_in_flight_completes(
     assert _run_status(port, key, run_id) == "succeeded"
     # Ctrl-C's and SIGTERM's clean stop covers the replacement too: the signal test that takes
     # this `go`, or the end of the module, stops it and finds nothing left behind.
+
+
+@pytest.mark.integration
+@embedded_pass_only
+def test_var_and_everything_under_it_are_private_after_a_first_go(shared_go: RunningGo) -> None:
+    """After the first `go` in a new directory (and the run of the test before, when it ran):
+    var/, the embedded Valkey's data, the secret key, the static files and the workspaces are
+    this user's alone."""
+    var = Path(shared_go.env["VAR_DIR"])
+    paths = [var, *var.rglob("*")]
+    assert len(paths) > 10  # Valkey's files, the secret key, the static files at least
+    readable_by_others = [
+        f"{path} {stat.filemode(mode)}"
+        for path in paths
+        if (mode := path.lstat().st_mode) & 0o077 and not stat.S_ISLNK(mode)
+    ]
+    assert readable_by_others == []
 
 
 @pytest.mark.integration
