@@ -3,13 +3,16 @@ from django.urls import path
 
 from agents_app.web import agent_tabs, api_keys, approvals, chat, files, metrics, prometheus, views
 from agents_app.web.dashboard import dashboard
+from agents_app.web.sign_in import SignInForm
 from tools_app.views import tool_list
 
 urlpatterns = [
     path("", dashboard, name="dashboard"),
     path(
         "login/",
-        auth_views.LoginView.as_view(redirect_authenticated_user=True, next_page="dashboard"),
+        auth_views.LoginView.as_view(
+            authentication_form=SignInForm, redirect_authenticated_user=True, next_page="dashboard"
+        ),
         name="login",
     ),
     path("logout/", auth_views.LogoutView.as_view(next_page="login"), name="logout"),

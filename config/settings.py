@@ -407,6 +407,18 @@ API_MAX_WAIT = env_float("API_MAX_WAIT", 120.0, minimum=0.0)
 # clients that drop a silent connection keep it, and a stream whose run ended unseen ends.
 SSE_KEEPALIVE_SECONDS = env_float("SSE_KEEPALIVE_SECONDS", 15.0, minimum=0.1)
 
+# --- Sign-in and API key throttling (agents_app/core/throttle.py) ----------------------------
+# Failures counted in Redis per window of this many seconds: sign-ins per account and address,
+# sign-ins per address across accounts, refused API keys per address (0: no limit).
+AUTH_FAILURE_WINDOW_SECONDS = env_int("AUTH_FAILURE_WINDOW_SECONDS", 900, minimum=1)
+LOGIN_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 5, minimum=0)
+LOGIN_FAILURE_ADDRESS_LIMIT = env_int("LOGIN_FAILURE_ADDRESS_LIMIT", 50, minimum=0)
+API_KEY_FAILURE_LIMIT = env_int("API_KEY_FAILURE_LIMIT", 20, minimum=0)
+# How many proxies in front of AgentDesk append to X-Forwarded-For (0: the connection's own
+# address is the client's; the header is ignored, since any client can write it).
+TRUSTED_PROXY_COUNT = env_int("TRUSTED_PROXY_COUNT", 0, minimum=0)
+THROTTLE_REDIS_PREFIX = env_str("CHANNEL_PREFIX", "agentdesk") + ":throttle"
+
 # --- Webhooks -------------------------------------------------------------------------
 # Seconds one delivery attempt may take (connect and answer).
 WEBHOOK_TIMEOUT = env_float("WEBHOOK_TIMEOUT", 10.0, minimum=0.1)

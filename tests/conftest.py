@@ -17,6 +17,7 @@ from tests.support.stack import (
     stack_env,
     stack_queue,
 )
+from tests.support.throttle import clear_throttle_counts
 from tests.support.worker import Worker, worker_idle
 from tools_app.mcp.client import shutdown_pool
 
@@ -131,6 +132,16 @@ def fresh_channel_layer():
     channel_layers.backends.pop(DEFAULT_CHANNEL_LAYER, None)
     yield
     channel_layers.backends.pop(DEFAULT_CHANNEL_LAYER, None)
+
+
+@pytest.fixture(autouse=True)
+def fresh_throttle_counts():
+    """Every test signs in and sends keys from 127.0.0.1, and the counts of failed sign-ins
+    and refused keys (core/throttle) outlive a test in Redis, in this test process's own
+    database and prefix (tests/embedded_services.py): one test's failures, in this process or
+    its stack's, must not throttle the next test."""
+    yield
+    clear_throttle_counts()
 
 
 @pytest.fixture(autouse=True)

@@ -5,6 +5,7 @@ Django's autodiscovery imports this package; importing the modules registers the
 ModelAdmins."""
 
 from django.contrib import admin
+from django.contrib.admin.forms import AdminAuthenticationForm
 
 from agents_app.admin import (  # noqa: F401  (registers the ModelAdmins)
     approvals,
@@ -12,7 +13,17 @@ from agents_app.admin import (  # noqa: F401  (registers the ModelAdmins)
     profiles,
     runs,
 )
+from agents_app.models import AuditInterface
+from agents_app.web.sign_in import ThrottledSignIn
+
+
+class AdminSignInForm(ThrottledSignIn, AdminAuthenticationForm):
+    """/admin/login/, throttled and audited as /login/ is (one count for both pages)."""
+
+    interface = AuditInterface.ADMIN
+
 
 admin.site.site_header = "AgentDesk administration"
 admin.site.site_title = "AgentDesk admin"
 admin.site.index_title = "Runs, tools, approvals and keys"
+admin.site.login_form = AdminSignInForm

@@ -7,6 +7,7 @@ from django.http import HttpRequest
 from ninja.security import APIKeyCookie, HttpBearer
 
 from agents_app.core.api_keys import user_for_api_key
+from agents_app.core.throttle import request_address
 
 
 class ApiKeyAuth(HttpBearer):
@@ -19,7 +20,8 @@ class ApiKeyAuth(HttpBearer):
         return self.authenticate(request, token)
 
     def authenticate(self, request: HttpRequest, token: str) -> Any | None:
-        user = user_for_api_key(token)
+        # Raises throttle.Throttled (429, Retry-After) once this address had too many refused.
+        user = user_for_api_key(token, address=request_address(request))
         if user is not None:
             request.user = user
         return user

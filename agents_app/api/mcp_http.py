@@ -16,6 +16,8 @@ from agents_app.api.errors import error_body
 from agents_app.api.mcp_server import MCP_PATH, SCOPE_USER, server
 from agents_app.core.api_keys import user_for_api_key
 from agents_app.core.errors import ErrorCode
+from agents_app.core.throttle import Throttled, scope_address
+from agents_app.models import AuditInterface
 
 
 def session_manager() -> StreamableHTTPSessionManager:
@@ -61,7 +63,23 @@ async def mcp_app(scope: dict, receive: Any, send: Any) -> None:
     # queueing behind every other request's in the one process-wide thread.
     async with ThreadSensitiveContext():
         token = bearer_token(scope)
-        user = await database_sync_to_async(user_for_api_key)(token) if token else None
+        try:
+            user = (
+                await database_sync_to_async(user_for_api_key)(
+                    token, address=scope_address(scope), interface=AuditInterface.MCP
+                )
+                if token
+                else None
+            )
+        except Throttled as throttled:
+            response = envelope_response(
+                throttled.code,
+                throttled.message,
+                throttled.details,
+                headers={"Retry-After": str(throttled.retry_after)},
+            )
+            await response(scope, receive, send)
+            return
         if user is None:
             response = envelope_response(
                 ErrorCode.UNAUTHORIZED,

@@ -28,6 +28,7 @@ from agents_app.api.schemas import ErrorEnvelope
 from agents_app.api.teams import router as teams_router
 from agents_app.api.webhooks import router as webhooks_router
 from agents_app.core.errors import DomainError, ErrorCode
+from agents_app.core.throttle import Throttled
 from tools_app.api import router as tools_router
 
 logger = logging.getLogger(__name__)
@@ -87,8 +88,9 @@ class AgentDeskAPI(NinjaAPI):
 
     def get_openapi_schema(self, **kwargs: Any) -> OpenAPISchema:
         """Every operation documents the errors any operation of its shape can answer, in the
-        envelope: 400 with parameters or a body (VALIDATION_ERROR), 401 behind auth, 404 with
-        a path parameter, 413 with a body. A route adds its own (`schemas.errors(409)`)."""
+        envelope: 400 with parameters or a body (VALIDATION_ERROR), 401 and 429 behind auth
+        (UNAUTHORIZED, RATE_LIMITED), 404 with a path parameter, 413 with a body. A route adds
+        its own (`schemas.errors(409)`)."""
         schema = super().get_openapi_schema(**kwargs)
         # Routes that declare an error already put ErrorEnvelope there; this is for the rest.
         envelope = ErrorEnvelope.model_json_schema(ref_template="#/components/schemas/{model}")
@@ -101,7 +103,7 @@ class AgentDeskAPI(NinjaAPI):
                 if operation.get("parameters") or "requestBody" in operation:
                     statuses.add(400)
                 if operation.get("security"):
-                    statuses.add(401)
+                    statuses.update((401, 429))  # 429: too many refused keys (core/throttle)
                 if "{" in path:
                     statuses.add(404)
                 if "requestBody" in operation:
@@ -141,6 +143,13 @@ api.add_router("/v1", teams_router)
 @api.exception_handler(DomainError)
 def on_domain_error(request: HttpRequest, exc: DomainError) -> HttpResponse:
     return error_response(request, exc.code, exc.message, exc.details)
+
+
+@api.exception_handler(Throttled)
+def on_throttled(request: HttpRequest, exc: Throttled) -> HttpResponse:
+    response = on_domain_error(request, exc)
+    response["Retry-After"] = str(exc.retry_after)
+    return response
 
 
 @api.exception_handler(ValidationError)

@@ -10,9 +10,9 @@ from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from agents_app.core import audit
+from agents_app.core import audit, throttle
 from agents_app.core.errors import DomainError, ErrorCode
-from agents_app.models import ApiKey
+from agents_app.models import ApiKey, AuditInterface
 
 LAST_USED_RESOLUTION = timedelta(minutes=1)
 # Enough for every phone, laptop and script a person runs; a key per request is a mistake.
@@ -20,14 +20,28 @@ MAX_ACTIVE_KEYS = 20
 NAME_MAX_CHARS = ApiKey._meta.get_field("name").max_length
 
 
-def user_for_api_key(raw_key: str) -> Any | None:
-    """The active user owning this unrevoked key, or None."""
+def user_for_api_key(
+    raw_key: str, *, address: str | None = None, interface: str = AuditInterface.API
+) -> Any | None:
+    """The active user owning this unrevoked key, or None.
+
+    With the caller's `address` (core.throttle.client_address) the key is throttled: raises
+    throttle.Throttled once the address had too many keys refused, before looking this one
+    up; a key refused here counts against the address and is audited (`api_key.refuse`)."""
+    if address is not None:
+        throttle.api_key_gate(address)
+    key_hash = ApiKey.hash(raw_key)
     key = (
         ApiKey.objects.select_related("user")
-        .filter(key_hash=ApiKey.hash(raw_key), revoked=False, user__is_active=True)
+        .filter(key_hash=key_hash, revoked=False, user__is_active=True)
         .first()
     )
     if key is None:
+        if address is not None:
+            stored = ApiKey.objects.filter(key_hash=key_hash).values_list("pk", flat=True)
+            throttle.api_key_refused(
+                address=address, interface=interface, api_key_id=stored.first()
+            )
         return None
     now = timezone.now()
     if key.last_used_at is None or now - key.last_used_at > LAST_USED_RESOLUTION:

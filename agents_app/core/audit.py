@@ -45,6 +45,11 @@ Actions so far (a new act adds its name here and calls audit_record; no migratio
 - `agent.start`: the attempt's run; target the agent's id; details attempt, restart.
 - `agent.stop`: the attempt's run; target the agent's id.
 - `agent.update`: target the agent's id; details fields (the names of those changed).
+- `login.fail` (web or admin, actor "anonymous"): a refused sign-in; target the account name
+  tried; details address (never the password). `login.throttle`: the first attempt of a
+  window refused for too many failures; details address, retry_after_seconds (core/throttle).
+- `api_key.refuse` (api or mcp, actor "anonymous"): a bearer key that authenticates nobody;
+  details address, api_key_id (a revoked key's, or one whose owner is inactive; else None).
 """
 
 import hashlib
@@ -111,11 +116,13 @@ def audit_record(
     run_id: int | None = None,
     target: str = "",
     details: dict[str, Any] | None = None,
+    actor_label: str | None = None,
 ) -> AuditEvent:
     """Append one AuditEvent in the caller's transaction and return it.
 
     `interface` is one of AuditInterface; `actor` a saved user, or None for the worker
-    (labelled "worker") or the system (labelled "system"). Give the run as `run` or `run_id`.
+    (labelled "worker") or the system (labelled "system"), or `actor_label` for someone not
+    signed in ("anonymous"). Give the run as `run` or `run_id`.
     Raises ValueError for an unknown interface, an empty action, an unsaved or anonymous
     actor, or a `run` and `run_id` that disagree."""
     event = audit_event(
@@ -126,6 +133,7 @@ def audit_record(
         run_id=run_id,
         target=target,
         details=details,
+        actor_label=actor_label,
     )
     event.save()
     return event
@@ -140,6 +148,7 @@ def audit_event(
     run_id: int | None = None,
     target: str = "",
     details: dict[str, Any] | None = None,
+    actor_label: str | None = None,
 ) -> AuditEvent:
     """The AuditEvent `audit_record` would append, not saved yet: for a caller that writes
     several at once (`AuditEvent.objects.bulk_create`). Raises as `audit_record` does."""
@@ -155,6 +164,8 @@ def audit_event(
         run_id = run.pk
     if actor is not None:
         label = actor.get_username()
+    elif actor_label:
+        label = actor_label
     else:
         label = WORKER_LABEL if interface == AuditInterface.WORKER else SYSTEM_LABEL
     return rows.new(
