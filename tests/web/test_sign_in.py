@@ -1,6 +1,8 @@
 """Failed sign-ins are throttled per account and address and per address (core/throttle), on
 the site's /login/ and the admin's /admin/login/, and audited."""
 
+from concurrent.futures import ThreadPoolExecutor
+
 import pytest
 
 from agents_app.models import AuditEvent
@@ -94,3 +96,15 @@ def test_failures_are_counted_in_redis_for_the_window(owner, settings):
     assert len(keys) == 2  # the account at the address, and the address
     assert all(ATTACKER in key and "owner" not in key for key in keys)
     assert all(0 < seconds_left(key) <= settings.AUTH_FAILURE_WINDOW_SECONDS for key in keys)
+
+
+@pytest.mark.django_db(transaction=True)  # the threads' connections see the committed rows
+def test_of_thirty_simultaneous_guesses_only_the_limit_get_a_password_checked(settings):
+    with ThreadPoolExecutor(max_workers=10) as pool:
+        answers = list(
+            pool.map(lambda n: sign_in(LOGIN, "owner", f"guess-{n}", ATTACKER), range(30))
+        )
+
+    told_to_wait = [a for a in answers if b"Too many failed sign-ins" in a.content]
+    assert len(told_to_wait) == 30 - settings.LOGIN_FAILURE_LIMIT
+    assert AuditEvent.objects.filter(action="login.fail").count() == settings.LOGIN_FAILURE_LIMIT
