@@ -406,6 +406,9 @@ API_MAX_WAIT = env_float("API_MAX_WAIT", 120.0, minimum=0.0)
 # Seconds between the keepalive comments of an idle server-sent event stream: proxies and
 # clients that drop a silent connection keep it, and a stream whose run ended unseen ends.
 SSE_KEEPALIVE_SECONDS = env_float("SSE_KEEPALIVE_SECONDS", 15.0, minimum=0.1)
+# Server-sent event streams one person may have open at once, over every web process; the next
+# is answered 429 (agents_app/streaming/slots.py).
+SSE_STREAMS_PER_USER = env_int("SSE_STREAMS_PER_USER", 20, minimum=1)
 
 # --- Sign-in and API key throttling (agents_app/core/throttle.py) ----------------------------
 # Failures counted in Redis per window of this many seconds: sign-ins per account and address,

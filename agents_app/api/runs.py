@@ -127,7 +127,8 @@ def run_events(
     run = selectors.run_get(user=request.user, run_id=run_id)
     if "text/event-stream" in request.headers.get("Accept", ""):
         last_event_id = request.headers.get("Last-Event-ID")
-        return event_stream_response(run.pk, parse_after(last_event_id) if last_event_id else after)
+        after = parse_after(last_event_id) if last_event_id else after
+        return event_stream_response(request, run.pk, after)
     events = selectors.run_events(run=run, after=after, limit=limit + 1)
     has_more = len(events) > limit
     events = events[:limit]

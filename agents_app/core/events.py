@@ -1,6 +1,7 @@
 """The RunEvent vocabulary (`EventType`) and publishing committed RunEvents to the channel
 layer. Nothing else talks to it."""
 
+import hashlib
 from enum import StrEnum
 from typing import Any
 
@@ -72,6 +73,29 @@ def publish(group: str, messages: list[dict[str, Any]]) -> None:
 
 def user_group(user_id: int) -> str:
     return f"user.{user_id}"
+
+
+# Streams follow their credentials: every socket and SSE stream also joins the group of the
+# credential it was opened with, and when that credential ends (a key revoked or deleted, a
+# session logged out) one message to the group closes them all, in every web process.
+CREDENTIAL_CLOSED = "credential.closed"
+
+
+def api_key_group(key_hash: str) -> str:
+    """The streams opened with one API key, named by (a prefix of) its stored SHA-256: the
+    raw key never becomes a Redis key, and no lookup is needed to name the group."""
+    return f"key.{key_hash[:32]}"
+
+
+def session_group(session_key: str) -> str:
+    """The sockets and streams of one login session, named by a digest of its key (the key
+    itself is a credential: it is never written to Redis)."""
+    return f"session.{hashlib.sha256(session_key.encode()).hexdigest()[:32]}"
+
+
+def publish_credential_closed(group: str, reason: str) -> None:
+    """Tell every stream opened with the credential `group` names to close (4401)."""
+    PUBLISHER.submit([(group, {"type": CREDENTIAL_CLOSED, "reason": reason})])
 
 
 # Events that change what a run looks like in a list of runs (the dashboard).

@@ -11,6 +11,7 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from agents_app.core.errors import ErrorCode
 from agents_app.core.events import run_group, tree_group, user_group
 from agents_app.models import Run
+from agents_app.streaming.credentials import FollowsCredential
 from agents_app.streaming.feeds import RunFeed, parse_after
 from agents_app.web import fragments
 from agents_app.web.live_stream import LiveStream, resets_stream
@@ -27,7 +28,7 @@ def owned_run(user: Any, run_id: int) -> Run | None:
     return Run.objects.filter(pk=run_id, owner=user).select_related("task").first()
 
 
-class RunConsumer(AsyncWebsocketConsumer, ABC):
+class RunConsumer(FollowsCredential, AsyncWebsocketConsumer, ABC):
     """A run's events after the seq the client holds (`?after=N`), then live ones."""
 
     run: Run | None = None
@@ -161,7 +162,7 @@ class RunApiConsumer(RunConsumer):
         await self.send(text_data=json.dumps({"id": None, "type": "error", "payload": error}))
 
 
-class DashboardConsumer(AsyncWebsocketConsumer):
+class DashboardConsumer(FollowsCredential, AsyncWebsocketConsumer):
     """The user's run list: a fresh row whenever one of their runs changes status."""
 
     user_id: int | None = None
@@ -189,7 +190,7 @@ class DashboardConsumer(AsyncWebsocketConsumer):
         return fragments.render_run_row(run=run) if run else ""
 
 
-class HeaderConsumer(AsyncWebsocketConsumer):
+class HeaderConsumer(FollowsCredential, AsyncWebsocketConsumer):
     """Every page's header, kept live: the MCP server panel whenever a server's status changes,
     and the count of approvals waiting for the user whenever one of their runs changes status
     (parking on an approval and every decision do)."""

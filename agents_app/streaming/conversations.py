@@ -30,6 +30,7 @@ from agents_app.conversations.transcript import conversation_group
 from agents_app.core.errors import ErrorCode
 from agents_app.core.events import EventType, run_group
 from agents_app.models import Conversation, Run
+from agents_app.streaming.credentials import FollowsCredential
 from agents_app.streaming.feeds import BATCH, RunFeed, parse_after
 
 # Close codes, as for the run sockets.
@@ -77,7 +78,7 @@ def _run_event(event: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-class ConversationConsumer(AsyncWebsocketConsumer):
+class ConversationConsumer(FollowsCredential, AsyncWebsocketConsumer):
     conversation: Conversation | None = None
     last_seq = 0
     waiting: list[dict[str, Any]] | None = None

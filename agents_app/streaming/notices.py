@@ -10,8 +10,9 @@ from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.urls import reverse
 
 from agents_app.approvals.selectors import approval_pending_for_run
-from agents_app.core.events import user_group
+from agents_app.core.events import CREDENTIAL_CLOSED, user_group
 from agents_app.models import ApprovalKind, Run, RunStatus
+from agents_app.streaming.credentials import FollowsCredential
 
 APPROVAL_WAITING = "approval_waiting"
 TASK_PREVIEW_CHARS = 120
@@ -44,7 +45,7 @@ def approval_notice(*, user_id: int, run_id: int) -> dict[str, Any] | None:
     }
 
 
-class NoticeConsumer(AsyncJsonWebsocketConsumer):
+class NoticeConsumer(FollowsCredential, AsyncJsonWebsocketConsumer):
     user_id: int | None = None
 
     async def connect(self) -> None:
@@ -64,7 +65,10 @@ class NoticeConsumer(AsyncJsonWebsocketConsumer):
     async def dispatch(self, message: dict[str, Any]) -> None:
         # The user group carries messages for other consumers too; one this consumer has no
         # handler for is not its business, not an error that would close the socket.
-        if message["type"].startswith("websocket.") or message["type"] == "run.changed":
+        if message["type"].startswith("websocket.") or message["type"] in (
+            "run.changed",
+            CREDENTIAL_CLOSED,
+        ):
             await super().dispatch(message)
 
     async def run_changed(self, message: dict[str, Any]) -> None:

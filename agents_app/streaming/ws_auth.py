@@ -6,6 +6,7 @@ from channels.db import database_sync_to_async
 from django.contrib.auth.models import AnonymousUser
 
 from agents_app.core.api_keys import user_for_api_key
+from agents_app.models import ApiKey
 
 
 class ApiKeyAuthMiddleware:
@@ -23,4 +24,6 @@ class ApiKeyAuthMiddleware:
         if scheme.lower() == "bearer" and token.strip():
             user = await database_sync_to_async(user_for_api_key)(token.strip())
         scope = {**scope, "user": user or AnonymousUser()}
+        if user is not None:  # the socket follows its key (streaming.credentials)
+            scope["api_key_hash"] = ApiKey.hash(token.strip())
         return await self.inner(scope, receive, send)

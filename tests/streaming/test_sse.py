@@ -10,41 +10,9 @@ from agents_app.core.events import EventType
 from agents_app.models import Run, RunEvent, RunStatus
 from tests.support.runs import make_run
 from tests.support.sockets import add_events, add_events_async
+from tests.support.sse import parse, read_stream
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def parse(stream_text: str) -> list[dict]:
-    events = []
-    for block in stream_text.split("\n\n"):
-        fields = dict(
-            line.split(": ", 1)
-            for line in block.splitlines()
-            if ": " in line and not line.startswith(":")
-        )
-        if "event" in fields:
-            events.append(fields)
-    return events
-
-
-async def read_stream(response, during=None, timeout: float = 10.0) -> str:
-    chunks = []
-
-    async def consume():
-        async for chunk in response.streaming_content:
-            chunks.append(chunk.decode() if isinstance(chunk, bytes) else chunk)
-
-    task = asyncio.ensure_future(consume())
-    if during is not None:
-        # Once the stream has sent an event it has subscribed and read its backlog: what
-        # `during` adds now reaches it live.
-        for _ in range(int(timeout / 0.01)):
-            if any("\nevent: " in chunk for chunk in chunks):
-                break
-            await asyncio.sleep(0.01)
-        await during()
-    await asyncio.wait_for(task, timeout)
-    return "".join(chunks)
 
 
 @pytest.mark.dialect
