@@ -10,6 +10,7 @@ from typing import Any
 import jsonschema
 
 from agents_app.core.errors import DomainError, ErrorCode
+from agents_app.core.inputs import json_problem, storable, storable_text
 
 
 class ApprovalLevel:
@@ -99,6 +100,22 @@ def _validator(schema: dict[str, Any]) -> Any:
             _validators.clear()  # schemas of specs since replaced (an MCP server's tools)
         kept = _validators[id(schema)] = (schema, jsonschema.Draft202012Validator(schema))
     return kept[1]
+
+
+def check_storable(tool: str, arguments: Any) -> None:
+    """Raise DomainError(INVALID_ARGUMENTS) when a key or string of `arguments` is not text a
+    file name, a database or a person's page can hold: a lone surrogate (JSON's "\\udcff",
+    not valid UTF-8) or NUL. Checked before the schema, whose messages would quote it."""
+    found = json_problem(arguments)
+    if found is None:
+        return
+    path, problem = found
+    where = f"'{storable_text(path)}'" if path else "the arguments object"
+    raise DomainError(
+        ErrorCode.INVALID_ARGUMENTS,
+        f"Invalid arguments for tool '{tool}': {where} {problem}",
+        {"tool": tool, "errors": [{"path": storable_text(path), "message": problem}]},
+    )
 
 
 def check_arguments(tool: str, schema: dict[str, Any], arguments: Any) -> None:
@@ -211,19 +228,24 @@ class ToolRegistry:
 
     def validate_arguments(self, name: str, arguments: Any) -> None:
         """Raise DomainError(INVALID_ARGUMENTS) unless `arguments` fits the tool's schema and
-        gives real values, not the schema's own descriptions."""
+        gives real values, not the schema's own descriptions, in text that can be stored."""
         spec = self.get(name).spec
+        check_storable(name, arguments)
         check_arguments(name, spec.input_schema, arguments)
         check_not_copied(spec, arguments)
 
     def call(self, name: str, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
         """Validate and run one call. Tool failures come back as ToolResult(ok=False), never raise;
-        an unknown tool or invalid arguments raise DomainError."""
+        an unknown tool or invalid arguments raise DomainError. The result's content and error
+        are storable (`core.inputs.storable`): an MCP server's NUL or lone surrogate is U+FFFD."""
         tool = self.get(name)
         self.validate_arguments(name, arguments)
         try:
-            return tool.run(arguments, context)
+            result = tool.run(arguments, context)
         except ToolError as exc:
-            return ToolResult(ok=False, error=str(exc))
+            result = ToolResult(ok=False, error=str(exc))
         except Exception as exc:  # a tool bug must fail the call, not the worker
-            return ToolResult(ok=False, error=f"{type(exc).__name__}: {exc}")
+            result = ToolResult(ok=False, error=f"{type(exc).__name__}: {exc}")
+        result.content = storable(result.content)
+        result.error = storable_text(result.error)
+        return result

@@ -8,9 +8,14 @@ same things with the same 400 instead of one of them raising deep in the driver.
 - JSON numbers must be finite (Python's json reads NaN and Infinity; no database takes them).
 - Text must encode as UTF-8 (JSON's "\\ud800" decodes to a lone surrogate that does not) and
   must not hold NUL, which PostgreSQL refuses in text and in jsonb.
+
+A person's input that breaks these rules is refused (`text_field`, `json_problem`). Text from
+outside that nobody can be asked to correct (a model's answer, a tool's result) is kept with
+U+FFFD in place of each character that cannot be stored (`storable_text`, `storable`).
 """
 
 import math
+import re
 from typing import Any
 
 from agents_app.core.errors import DomainError, ErrorCode
@@ -32,6 +37,40 @@ def text_problem(value: str) -> str | None:
     except UnicodeEncodeError:
         return "must be valid UTF-8 (it holds a lone surrogate such as \\ud800)"
     return None
+
+
+REPLACEMENT = "\ufffd"
+# A lone surrogate (a pair is joined first) or NUL: what no database column takes.
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def storable_text(value: str) -> str:
+    """`value` with each NUL and lone surrogate replaced by U+FFFD; a surrogate pair (UTF-16's
+    way to spell one character, as JSON's "\\ud83d\\ude00" decodes) joined into its
+    character."""
+    if not _UNSTORABLE.search(value):
+        return value
+    if _SURROGATE.search(value):
+        value = value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return _UNSTORABLE.sub(REPLACEMENT, value)
+
+
+def storable(value: Any) -> Any:
+    """A copy of the JSON value `value` that any database stores: every string and key as
+    `storable_text` makes it, NaN and Infinity as their names (strings)."""
+    if isinstance(value, str):
+        return storable_text(value)
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, dict):
+        return {
+            storable_text(key) if isinstance(key, str) else key: storable(item)
+            for key, item in value.items()
+        }
+    if isinstance(value, list | tuple):
+        return [storable(item) for item in value]
+    return value
 
 
 def json_problem(value: Any, path: str = "") -> tuple[str, str] | None:

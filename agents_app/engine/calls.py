@@ -1,6 +1,12 @@
 """Every model call the engine makes goes through `ask_model`: its cost is counted against the
-run's budget whether the call answered, was cut off or failed."""
+run's budget whether the call answered, was cut off or failed; what the model said comes back
+as text that can be stored."""
 
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+from agents_app.core.inputs import storable, storable_text
 from agents_app.engine.hooks import EngineHooks
 from agents_app.engine.llm import LLMError, LLMProvider, LLMRequest, LLMResponse
 
@@ -8,15 +14,42 @@ from agents_app.engine.llm import LLMError, LLMProvider, LLMRequest, LLMResponse
 def ask_model(provider: LLMProvider, hooks: EngineHooks, request: LLMRequest) -> LLMResponse:
     """provider.complete(request), its usage recorded through hooks.on_llm_usage (which may
     raise BUDGET_EXCEEDED). A failed call's LLMError is raised after its usage is recorded.
-    Each retry of the call is told to hooks.on_llm_retry, when the hooks have it."""
+    Each retry of the call is told to hooks.on_llm_retry, when the hooks have it.
+
+    A model may send what no database column takes (JSON's "\\udcff" decodes to a lone
+    surrogate; NUL): its text, reasoning, parsed JSON and streamed pieces come back with U+FFFD
+    in their place, and its calls' names and ids too. A call's arguments are left as they
+    came: the tool registry refuses them as that call's error, which the model is shown."""
     if request.on_retry is None:
         request.on_retry = getattr(hooks, "on_llm_retry", None)
+    sent = replace(
+        request,
+        on_token=_storable_pieces(request.on_token),
+        on_reasoning=_storable_pieces(request.on_reasoning),
+    )
     try:
-        response = provider.complete(request)
+        response = provider.complete(sent)
     except LLMError as exc:
         if exc.usage.total:
             model = exc.details.get("model", "") if isinstance(exc.details, dict) else ""
             hooks.on_llm_usage(exc.usage, str(model))
         raise
     hooks.on_llm_usage(response.usage, response.model)
-    return response
+    return replace(
+        response,
+        content=storable_text(response.content),
+        reasoning=storable_text(response.reasoning),
+        parsed=storable(response.parsed),
+        tool_calls=[
+            replace(call, id=storable_text(call.id), name=storable_text(call.name))
+            for call in response.tool_calls
+        ],
+    )
+
+
+def _storable_pieces(
+    receive: Callable[[str], Any] | None,
+) -> Callable[[str], Any] | None:
+    if receive is None:
+        return None
+    return lambda piece: receive(storable_text(piece))

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
+from django.db.models import Case, Value, When
 from django.utils import timezone
 
 from agents_app.core import dispatch, rows
@@ -100,8 +101,16 @@ def finish(
     plan, steps = held if held is not None else (current_plan(run), None)
     if plan is not None:
         _close_steps(plan, steps, f"{code}: {message}", f"run ended: {code or status}")
-        ToolCall.objects.filter(run=run, status=ToolCallStatus.WAITING_APPROVAL).update(
-            status=ToolCallStatus.SKIPPED, error=f"run ended: {code or status}"
+        # A call left waiting is skipped; one left running (its worker crashed or died mid-call)
+        # failed: no call outlives its run as `running`.
+        ToolCall.objects.filter(
+            run=run, status__in=[ToolCallStatus.WAITING_APPROVAL, ToolCallStatus.RUNNING]
+        ).update(
+            status=Case(
+                When(status=ToolCallStatus.WAITING_APPROVAL, then=Value(ToolCallStatus.SKIPPED)),
+                default=Value(ToolCallStatus.FAILED),
+            ),
+            error=f"run ended: {code or status}",
         )
     Approval.objects.filter(run=run, status=ApprovalStatus.PENDING).update(
         status=ApprovalStatus.VOID, decided_at=timezone.now()

@@ -25,6 +25,7 @@ from agents_app.core import rows
 from agents_app.core.audit import LLM_CALL, TOOL_CALL, arguments_sha256, audit_event
 from agents_app.core.errors import DomainError, ErrorCode
 from agents_app.core.events import EventType, publish, run_group
+from agents_app.core.inputs import storable, storable_text
 from agents_app.core.watch import Watch
 from agents_app.engine.hooks import StopRun
 from agents_app.engine.llm import RetryNotice, Usage
@@ -343,6 +344,9 @@ class DatabaseHooks:
 
     def before_tool_call(self, tool: str, arguments: dict[str, Any]) -> ToolCallHandle:
         assert self.step is not None
+        # A refused call is recorded too, whatever the model sent: as text a row can hold
+        # (its refusal says what was wrong; the registry refuses such arguments).
+        tool, arguments = storable_text(tool), storable(arguments)
         if self.root_id is not None:
             self.tree_within_budget(self.root_id, "tool_calls")
         with self.commit(usage=False, fenced=True) as w:
@@ -409,7 +413,7 @@ class DatabaseHooks:
                 {
                     "status": status,
                     "result": result.content if result is not None else None,
-                    "error": error if error_code else "",
+                    "error": storable_text(error) if error_code else "",
                     "duration_ms": duration_ms,
                 },
                 {
@@ -418,7 +422,7 @@ class DatabaseHooks:
                     "status": status,
                     "result": result.content if ok else None,
                     "error_code": error_code,
-                    "error": error,
+                    "error": storable_text(error),
                     "duration_ms": duration_ms,
                 },
                 audit_event(

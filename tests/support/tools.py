@@ -108,3 +108,18 @@ def make_registry(*tools: Tool) -> ToolRegistry:
     for tool in tools or (EchoTool(), BrokenTool(), FinishTool()):
         registry.register(tool)
     return registry
+
+
+class OddTextTool(Tool):
+    """Answers with what an MCP server may send and no database stores: NUL, a lone surrogate."""
+
+    spec = ToolSpec(
+        name="odd_text",
+        description="Answers with odd text.",
+        input_schema={"type": "object", "properties": {}},
+        capabilities=frozenset({"ODD"}),
+        domain="testing",
+    )
+
+    def run(self, arguments, context):
+        return ToolResult(ok=True, content={"text\udcff": ["a\x00b", "c\udcffd", 1.5]})

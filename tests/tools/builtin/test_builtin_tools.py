@@ -315,11 +315,24 @@ def test_it_leaves_symlinks_leading_outside_out_of_a_listing(
     assert result.content["entries"] == [{"path": "mine.txt", "type": "file", "size": 4}]
 
 
-def test_it_refuses_a_path_with_a_nul_byte(registry, context):
-    result = call(registry, context, "read_file", path="a\x00b")
+def test_it_refuses_a_path_with_a_nul_byte_as_invalid_arguments(registry, context):
+    with pytest.raises(DomainError) as caught:
+        call(registry, context, "read_file", path="a\x00b")
 
-    assert not result.ok
-    assert result.error.startswith("Invalid path")
+    assert caught.value.code == "INVALID_ARGUMENTS"
+    assert "'path' must not contain NUL" in caught.value.message
+
+
+def test_it_refuses_a_path_with_a_lone_surrogate_as_invalid_arguments(registry, context):
+    with pytest.raises(DomainError) as caught:
+        call(registry, context, "write_file", path="bad\udcff.md", content="x")
+
+    assert caught.value.code == "INVALID_ARGUMENTS"
+    assert caught.value.message == (
+        "Invalid arguments for tool 'write_file': 'path' must be valid UTF-8 "
+        "(it holds a lone surrogate such as \\ud800)"
+    )
+    assert caught.value.details["errors"][0]["path"] == "path"
 
 
 # --- finish_task -------------------------------------------------------------------------------
