@@ -123,6 +123,13 @@ BENCHMARKS = [
         ((r"^\s*commit → WebSocket client .*", None), (r"^\s*raw Redis .*", None)),
     ),
     Benchmark(
+        "sse_streams",
+        "sse_streams",
+        (),
+        ("--streams", "50"),
+        ((r"^\s*got the result .*", None), (r"^\s*daphne RSS .*", None)),
+    ),
+    Benchmark(
         "tool_calls",
         "tool_calls",
         (),

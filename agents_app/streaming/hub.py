@@ -2,12 +2,11 @@
 follows the group.
 
 A WebSocket consumer has a channel of its own; an SSE stream used to have one too, so 500
-streams on one run were 500 members of `run.<id>`, and every commit put 500 messages on the
-process's one Redis key for local channels, past the channel layer's capacity (100: the rest
-were dropped, and those streams never heard the result), and each stream joining or leaving
-took a connection of the layer's pool at once (past 100: MaxConnectionsError). Here the
+streams on one run were 500 members of `run.<id>`, and every stream joining, receiving and
+leaving went through the channel layer's connection pool, 100 connections a process: past it
+streams failed with MaxConnectionsError (bench/sse_streams.py: 441 of 500 started). Here the
 process joins a group once, with one channel, reads it with one receive (all of a process's
-local channels already share one blocking pop) and hands each message to every stream's
+local channels share one blocking pop) and hands each message to every stream's
 `Inbox`. The first stream of a group joins it, the last one leaves it.
 
 A hub belongs to one event loop (daphne has one; tests start several)."""

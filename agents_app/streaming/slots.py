@@ -29,6 +29,9 @@ redis.call('EXPIRE', KEYS[1], ARGV[5])
 return 1
 """
 
+POOL_SIZE = 20
+POOL_WAIT_SECONDS = 10.0
+
 _client: redis.Redis | None = None
 
 
@@ -42,8 +45,17 @@ def _redis() -> redis.Redis:
     global _client
     if _client is None:
         address = settings.CHANNEL_LAYERS["default"]["CONFIG"]["hosts"][0]["address"]
-        # redis-py's pool notices a fork and opens new connections in the child.
-        _client = redis.Redis.from_url(address, socket_timeout=5, socket_connect_timeout=5)
+        # Under daphne every request's sync code has a thread of its own, so hundreds of
+        # streams opening at once ask at once: they wait for one of POOL_SIZE connections
+        # rather than fail with MaxConnectionsError.
+        pool = redis.BlockingConnectionPool.from_url(
+            address,
+            max_connections=POOL_SIZE,
+            timeout=POOL_WAIT_SECONDS,
+            socket_timeout=5,
+            socket_connect_timeout=5,
+        )
+        _client = redis.Redis(connection_pool=pool)
     return _client
 
 
