@@ -18,6 +18,7 @@ from django.core.validators import RegexValidator
 from django.db import models
 from django.utils import timezone
 
+from agents_app.core.secrecy import secret_register
 from tools_app.registry import ApprovalLevel, SideEffects, ToolSpec
 from tools_app.secrecy import (
     REFERENCE,
@@ -26,6 +27,9 @@ from tools_app.secrecy import (
     literal_secret_problem,
     looks_secret,
     redact,
+    secret_arg_references,
+    secret_args_message,
+    secret_variable,
 )
 
 logger = logging.getLogger(__name__)
@@ -160,6 +164,8 @@ def args_problem(value: Any) -> str:
             return f"'{arg}' has a malformed reference; write ${{NAME}}"
     if problems := arg_problems(value):
         return f"hold a literal secret ({'; '.join(problems)}); {REFERENCE_HINT}"
+    if references := secret_arg_references(value):
+        return secret_args_message(references)
     return ""
 
 
@@ -355,7 +361,27 @@ class MCPServer(models.Model):
         )
         return tuple(value for name in names if (value := os.environ.get(name)))
 
+    def secret_values(self) -> tuple[str, ...]:
+        """The referenced values that are secrets: a variable named like one, or a reference in
+        a secret's env value or header, or a secret's option."""
+        names = {n for n in REFERENCE.findall(self.url) if secret_variable(n)}
+        for mapping in (self.env, self.headers):
+            for key, value in mapping.items():
+                if isinstance(value, str):
+                    found = REFERENCE.findall(value)
+                    names.update(found if looks_secret(key) else [])
+                    names.update(n for n in found if secret_variable(n))
+        names.update(name for _, name in secret_arg_references(self.args))
+        return tuple(value for name in sorted(names) if (value := os.environ.get(name)))
+
     def resolved_args(self) -> tuple[str, ...]:
+        """The args with references substituted; ServerConfigError when one is a secret's (a
+        row saved before they were refused): it would be on the process's command line."""
+        if references := secret_arg_references(self.args):
+            raise ServerConfigError(
+                f"MCP server '{self.name}': args {secret_args_message(references)}",
+                variable=references[0][1],
+            )
         return tuple(
             substitute(arg, server=self.name, where=f"args[{i}]") for i, arg in enumerate(self.args)
         )
@@ -379,6 +405,10 @@ class MCPServer(models.Model):
         """The connection settings with references substituted; ServerConfigError when a
         referenced variable is unset. Fields of the other transport are left empty."""
         stdio = self.transport == Transport.STDIO
+        secrets = self.referenced_values()
+        # From now on this process hides those that are secrets from everything it stores,
+        # logs or shows (not an org name: everything would lose it).
+        secret_register(*self.secret_values())
         return ServerConfig(
             name=self.name,
             transport=self.transport,
@@ -389,7 +419,7 @@ class MCPServer(models.Model):
             url="" if stdio else self.resolved_url(),
             headers=() if stdio else tuple(self.resolved_headers().items()),
             call_timeout=self.call_timeout,
-            secrets=self.referenced_values(),
+            secrets=secrets,
         )
 
 

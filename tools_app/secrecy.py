@@ -3,26 +3,29 @@
 A server's row holds `${NAME}` references, never a secret (`literal_secret_problem`,
 `arg_problems`); the values substituted for them at connect time are hidden (`redact`) from
 everything AgentDesk stores, logs or shows about the server: its error text, the tail of its
-stderr, the results of its tools.
+stderr, the results of its tools. The redaction is `agents_app.core.secrecy`'s, AgentDesk's one
+redaction point, re-exported here.
 """
 
 import math
 import re
 from collections import Counter
-from collections.abc import Iterable
-from typing import Any
-from urllib.parse import parse_qsl, quote, urlsplit
+from urllib.parse import parse_qsl, urlsplit
+
+# The redaction itself is AgentDesk's one redaction point, shared with the worker and engine.
+from agents_app.core.secrecy import (  # noqa: F401 (re-exported for tools_app and migrations)
+    KNOWN_TOKENS,
+    REDACT_MIN_CHARS,
+    REDACTED,
+    SECRET_NAME_PARTS,
+    SECRET_NAME_WORDS,
+    looks_secret,
+    name_parts,
+    redact,
+    redact_all,
+)
 
 REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
-REDACTED = "[redacted]"
-# Shorter substituted values (a port, a flag) are left in place: hiding every "1" would hide
-# the text, not a secret.
-REDACT_MIN_CHARS = 4
-
-# A name is a secret's when it contains one of these...
-SECRET_NAME_WORDS = ("key", "token", "secret", "password", "passwd", "auth", "credential", "cookie")
-# ...or has one of these as a whole part (DB_PASS, GH_PAT, SENTRY_DSN; not PATH or PASSTHROUGH).
-SECRET_NAME_PARTS = frozenset({"pass", "pwd", "pat", "dsn", "jwt", "sas", "otp", "pin"})
 # A command-line option is a secret's when its last part is one of these (--api-key, --token,
 # --client-secret, --db-password; not --token-file or --no-auth).
 SECRET_OPTION_ENDS = frozenset(
@@ -33,32 +36,12 @@ SECRET_OPTION_ENDS = frozenset(
 SCHEME_PREFIX = re.compile(r"[A-Za-z]+ ")
 
 URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s\"'<>]+")
-# Tokens whose shape gives them away, whatever their name.
-KNOWN_TOKENS = re.compile(
-    r"(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|glpat-[A-Za-z0-9_-]{20,}"
-    r"|sk-[A-Za-z0-9_-]{20,}|sk_live_[A-Za-z0-9]{16,}|xox[abprs]-[A-Za-z0-9-]{10,}"
-    r"|AKIA[0-9A-Z]{16}|AIza[0-9A-Za-z_-]{35}|-----BEGIN [A-Z ]*PRIVATE KEY-----)"
-)
 # A run of characters a random token is made of ('/' and '.' end it, so paths do not count).
 TOKEN_RUN = re.compile(r"[A-Za-z0-9+=_-]{20,}")
 HEX_RUN = re.compile(r"[0-9a-fA-F]{32,}")
 # Bits per character above which a run of 20 or more looks random rather than written; words
 # and identifiers (MY_APPLICATION_SETTING_1, a UUID) stay below it.
 ENTROPY_BITS = 4.0
-
-
-def name_parts(name: str) -> list[str]:
-    """`name` split at separators and camelCase, lower-cased: "ghPAT_token" → gh, pat, token."""
-    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", name)
-    return [part.lower() for part in re.split(r"[^A-Za-z0-9]+", spaced) if part]
-
-
-def looks_secret(name: str) -> bool:
-    """Whether an env variable, header or query parameter of this name holds a secret."""
-    lowered = name.lower()
-    return any(word in lowered for word in SECRET_NAME_WORDS) or any(
-        part in SECRET_NAME_PARTS for part in name_parts(name)
-    )
 
 
 def is_reference(value: str) -> bool:
@@ -132,6 +115,42 @@ def secret_option(arg: str) -> bool:
     return bool(parts) and parts[0] != "no" and parts[-1] in SECRET_OPTION_ENDS
 
 
+# A variable named like a secret but holding where it is (TOKEN_FILE, KEY_PATH) is not one.
+LOCATION_PARTS = frozenset({"file", "path", "dir", "url"})
+
+
+def secret_variable(name: str) -> bool:
+    """Whether the variable `name` holds a secret (by its name), not the place of one."""
+    parts = name_parts(name)
+    return looks_secret(name) and not (parts and parts[-1] in LOCATION_PARTS)
+
+
+def secret_arg_references(args: list[str]) -> list[tuple[int, str]]:
+    """(index, variable) for each reference in `args` to a secret: a variable named like one,
+    or the value of a secret's option (`--api-key ${X}`, `--token=${X}`). A process's
+    arguments are readable by anyone on the machine (ps, /proc/<pid>/cmdline), so such a value
+    must reach the server through its environment instead."""
+    found = []
+    for index, arg in enumerate(args):
+        after_option = index > 0 and "=" not in args[index - 1] and secret_option(args[index - 1])
+        own_option = bool(option_name(arg)) and "=" in arg and secret_option(arg)
+        for name in REFERENCE.findall(arg):
+            if after_option or own_option or secret_variable(name):
+                found.append((index, name))
+    return found
+
+
+def secret_args_message(references: list[tuple[int, str]]) -> str:
+    """Why secrets may not be passed in args, and what to write instead."""
+    shown = ", ".join(f"args[{index}] ${{{name}}}" for index, name in references)
+    name = references[0][1]
+    return (
+        f"pass a secret on the command line ({shown}), where anyone on the machine can read it "
+        f'(ps); put it in env instead, e.g. "{name}": "${{{name}}}", for the server to read '
+        "from its environment"
+    )
+
+
 def arg_problems(args: list[str]) -> list[str]:
     """Why each argument that holds a literal secret is refused: the value of a secret's option
     (`--api-key VALUE`, `--token=VALUE`), or a URL or token of a known shape anywhere."""
@@ -154,25 +173,3 @@ def arg_problems(args: list[str]) -> list[str]:
             # Named by position or option, never quoted: the message must not repeat the secret.
             problems.append(f"{f'--{name}' if name else f'args[{index}]'}: {problem}")
     return problems
-
-
-def redact(text: str, secrets: Iterable[str]) -> str:
-    """`text` with every secret, as is and URL-encoded, replaced by "[redacted]"."""
-    forms = {form for s in secrets if len(s) >= REDACT_MIN_CHARS for form in (s, quote(s, safe=""))}
-    for form in sorted(forms, key=len, reverse=True):  # a secret inside a longer one goes last
-        text = text.replace(form, REDACTED)
-    return text
-
-
-def redact_all(value: Any, secrets: Iterable[str]) -> Any:
-    """Every string inside `value` (dicts, lists, tuples) redacted; other values as they are."""
-    secrets = tuple(secrets)
-    if not secrets:
-        return value
-    if isinstance(value, str):
-        return redact(value, secrets)
-    if isinstance(value, dict):
-        return {redact_all(k, secrets): redact_all(v, secrets) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return type(value)(redact_all(item, secrets) for item in value)
-    return value

@@ -19,6 +19,8 @@ class ConnectionList(Schema):
 @router.get("/connections", response=ConnectionList, summary="List LLM connections")
 def list_connections(request: HttpRequest):
     """The enabled LLM connections, the default first: id, name, model, default, context
-    window and health (status ok | broken | unchecked, its reason, when). Pass an id or name
-    as `connection` when submitting a task. Never the API key."""
-    return {"connections": [connection_summary(c) for c in connections_enabled()]}
+    window and health (status ok | broken | unchecked, when; why it is broken for staff, a
+    generic reason for others). Pass an id or name as `connection` when submitting a task.
+    Never the API key."""
+    staff = bool(getattr(request.user, "is_staff", False))
+    return {"connections": [connection_summary(c, staff=staff) for c in connections_enabled()]}

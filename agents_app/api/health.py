@@ -1,10 +1,20 @@
-"""What GET /api/v1/health reports: database, Redis, a worker, the LLM configuration."""
+"""What GET /api/v1/health reports: database, Redis, a worker, the LLM configuration. Anyone may
+ask, so it answers states ("ok", "error", "unreachable"), never reasons: why a service failed
+goes to the log (redacted, core.secrecy), where operators read it."""
 
+import logging
 from typing import Any
 
 from django.conf import settings
 from django.db import connection
 from django.utils import timezone
+
+logger = logging.getLogger(__name__)
+
+
+def _failed(service: str, exc: Exception) -> str:
+    logger.warning("health: %s failed: %s: %s", service, type(exc).__name__, exc)
+    return "error"
 
 
 def check_database() -> str:
@@ -14,7 +24,7 @@ def check_database() -> str:
         return "ok"
     # No test takes the database away (tests/dialect_guard.py asks every other line here).
     except Exception as exc:  # pragma: no cover
-        return f"error: {type(exc).__name__}"
+        return _failed("database", exc)
 
 
 def check_redis() -> str:
@@ -27,7 +37,7 @@ def check_redis() -> str:
         client.ping()
         return "ok"
     except Exception as exc:
-        return f"error: {type(exc).__name__}"
+        return _failed("redis", exc)
 
 
 def check_worker(timeout: float = 1.0) -> str:
@@ -36,7 +46,7 @@ def check_worker(timeout: float = 1.0) -> str:
     try:
         replies = app.control.ping(timeout=timeout)
     except Exception as exc:
-        return f"error: {type(exc).__name__}"
+        return _failed("worker ping", exc)
     return (
         f"ok ({len(replies)} worker{'s' if len(replies) != 1 else ''})"
         if replies

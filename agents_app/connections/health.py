@@ -1,6 +1,7 @@
 """An LLM connection's health: staff's *Check now* (GET <base URL>/models) and what the worker's
 real calls found (`connection_mark`). Written with update(), so a check never touches what
-staff are editing; the key is never part of what is stored."""
+staff are editing; the key is never part of what is stored (every reason goes through
+core.secrecy), and the reason is for staff only (`connections.presenters`)."""
 
 from dataclasses import dataclass
 from typing import Any
@@ -9,15 +10,11 @@ import httpx
 from django.conf import settings
 from django.utils import timezone
 
+from agents_app.core.secrecy import redact, secret_register
 from agents_app.models import ConnectionStatus, LLMConnection
 from agents_app.models.connections import LAST_ERROR_MAX
 
 CHECK_TIMEOUT = 10.0
-REDACTED = "[redacted]"
-
-
-def redacted(text: str, key: str) -> str:
-    return text.replace(key, REDACTED) if key and len(key) >= 4 else text
 
 
 def connection_mark(
@@ -27,11 +24,12 @@ def connection_mark(
     reason: str = "",
     capabilities: dict[str, Any] | None = None,
 ) -> None:
-    """Record that the connection works (ok) or not (broken, with `reason`) as of now, and
-    what its endpoint was found to accept when `capabilities` is given."""
+    """Record that the connection works (ok) or not (broken, with `reason`, redacted) as of
+    now, and what its endpoint was found to accept when `capabilities` is given."""
     values: dict[str, Any] = {
         "status": ConnectionStatus.OK if ok else ConnectionStatus.BROKEN,
-        "last_error": "" if ok else reason[:LAST_ERROR_MAX],
+        # Redacted before it is cut, so no secret survives in part at the cut.
+        "last_error": "" if ok else redact(reason)[:LAST_ERROR_MAX],
         "last_checked_at": timezone.now(),
     }
     if capabilities is not None:
@@ -41,14 +39,15 @@ def connection_mark(
 
 def endpoint_of(connection: LLMConnection) -> tuple[str, str, str | None]:
     """(base URL, model, key) a worker would use: the seeded connection's are this process's
-    LLM_* settings; a key of None means its ${VAR} is not set."""
+    LLM_* settings; a key of None means its ${VAR} is not set. The key, once read, is one of
+    the secrets this process redacts from everything (core.secrecy)."""
     if connection.seeded:
-        return (
-            (settings.LLM_BASE_URL or "").strip(),
-            (settings.LLM_MODEL or "").strip(),
-            getattr(settings, "LLM_API_KEY", "") or "",
-        )
-    return connection.base_url.strip(), connection.model.strip(), connection.key_value()
+        key = getattr(settings, "LLM_API_KEY", "") or ""
+        secret_register(key)
+        return (settings.LLM_BASE_URL or "").strip(), (settings.LLM_MODEL or "").strip(), key
+    key = connection.key_value()
+    secret_register(key)
+    return connection.base_url.strip(), connection.model.strip(), key
 
 
 @dataclass(frozen=True)
@@ -84,7 +83,7 @@ def _probe(connection: LLMConnection, base_url: str, model: str, key: str | None
         answer = httpx.get(url, headers=headers, timeout=CHECK_TIMEOUT, follow_redirects=False)
     except httpx.HTTPError as exc:
         reason = f"cannot reach the LLM server at {base_url}: {exc.__class__.__name__}: {exc}"
-        return CheckOutcome(name, False, redacted(reason, key))
+        return CheckOutcome(name, False, redact(reason, [key]))
     if answer.status_code in (401, 403):
         return CheckOutcome(
             name, False, f"the LLM server refused the API key ({answer.status_code})"

@@ -62,6 +62,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import QuerySet
 
 from agents_app.core import rows
+from agents_app.core.secrecy import redact, redact_all
 from agents_app.models import AuditEvent, AuditInterface, Run
 
 # AuditInterface.values builds its list anew at each look.
@@ -175,8 +176,8 @@ def audit_event(
         actor=actor,
         actor_label=label,
         run_id=run_id,
-        target=target[:TARGET_MAX_CHARS],
-        details=details or {},
+        target=redact(target)[:TARGET_MAX_CHARS],
+        details=redact_all(details or {}),
     )
 
 

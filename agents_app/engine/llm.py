@@ -94,9 +94,14 @@ class LLMError(DomainError):
     """An LLM call that failed after the provider's own retries. Codes: LLM_NOT_CONFIGURED,
     RATE_LIMITED, CONNECTION_REFUSED, REQUEST_TIMEOUT, INVALID_RESPONSE, MAX_RETRIES_EXCEEDED.
     `usage` is what the failed attempts cost (a stream cut off by the deadline still spent its
-    tokens); the engine counts it against the run's budget like any answer's."""
+    tokens); the engine counts it against the run's budget like any answer's.
+
+    `message` is AgentDesk's own words, for the run and its owner; what the server itself said
+    (its error body, which a gateway may fill with what it was sent, key included) is
+    `server_text`, for staff only: the worker records it on the LLM connection's health."""
 
     usage: Usage = Usage()
+    server_text: str = ""
 
 
 class LLMProvider(Protocol):

@@ -112,7 +112,18 @@ class _Meter:
 
 
 class _Transient(Exception):
-    """An answer that was not usable (empty, cut off, garbled): worth asking again."""
+    """An answer that was not usable (empty, cut off, garbled): worth asking again. `said`:
+    the server's own words about it, if any (staff's to read: LLMError.server_text)."""
+
+    def __init__(self, message: str, *, said: str = "") -> None:
+        super().__init__(message)
+        self.said = said
+
+
+def _said(error: LLMError, said: str) -> LLMError:
+    """`error` with what the server said about it (LLMError.server_text)."""
+    error.server_text = said
+    return error
 
 
 class _DeadlineReached(Exception):
@@ -254,6 +265,8 @@ class OpenAICompatibleProvider:
             features = _endpoint_features.get(endpoint, _Features())
         untried: list[_Features] | None = None  # guesses left after a 400 that names nothing
         retries: Counter[str] = Counter()
+        # What the server last said in an error of its own: staff's to read (LLMError).
+        said = ""
         while True:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
@@ -265,7 +278,8 @@ class OpenAICompatibleProvider:
                 )
             except openai.APIStatusError as exc:
                 status, message = exc.status_code, _server_message(exc)
-                details = self._details(status=status, server_message=message)
+                details = self._details(status=status)
+                said = message
                 if status in _REJECTED_STATUSES:
                     named = _degrade_named(features, request, message)
                     if named is not None:
@@ -276,28 +290,39 @@ class OpenAICompatibleProvider:
                     if untried:
                         features = untried.pop(0)
                         continue
-                    raise LLMError(
-                        ErrorCode.INVALID_RESPONSE,
-                        f"the LLM server refused the request: {message}",
-                        details,
+                    raise _said(
+                        LLMError(
+                            ErrorCode.INVALID_RESPONSE,
+                            f"the LLM server refused the request ({status})",
+                            details,
+                        ),
+                        said,
                     ) from exc
                 if status in (401, 403):
-                    raise LLMError(
-                        ErrorCode.INVALID_RESPONSE, "the LLM server refused the API key", details
+                    raise _said(
+                        LLMError(
+                            ErrorCode.INVALID_RESPONSE,
+                            "the LLM server refused the API key",
+                            details,
+                        ),
+                        said,
                     ) from exc
                 if status == 429:
                     code, limit = ErrorCode.RATE_LIMITED, RATE_LIMIT_RETRIES
-                    failure = f"the LLM server is rate limiting us: {message}"
+                    failure = "the LLM server is rate limiting us"
                     retry_after = _retry_after(exc.response.headers)
                 elif status >= 500 or status in _TRANSIENT_STATUSES:
                     code, limit = ErrorCode.MAX_RETRIES_EXCEEDED, self.max_retries
-                    failure = f"the LLM server keeps failing ({status}): {message}"
+                    failure = f"the LLM server keeps failing ({status})"
                 else:
                     hint = " (check LLM_BASE_URL and LLM_MODEL)" if status == 404 else ""
-                    raise LLMError(
-                        ErrorCode.INVALID_RESPONSE,
-                        f"the LLM server answered {status}: {message}{hint}",
-                        details,
+                    raise _said(
+                        LLMError(
+                            ErrorCode.INVALID_RESPONSE,
+                            f"the LLM server answered {status}{hint}",
+                            details,
+                        ),
+                        said,
                     ) from exc
             except (openai.APITimeoutError, httpx.TimeoutException, _DeadlineReached):
                 if time.monotonic() >= deadline:
@@ -309,6 +334,7 @@ class OpenAICompatibleProvider:
                 failure = f"cannot reach the LLM server at {self.base_url}: {exc.__cause__ or exc}"
             except _Transient as exc:
                 code, limit, failure = ErrorCode.INVALID_RESPONSE, self.max_retries, str(exc)
+                said = exc.said or said
             except _ToolsIgnored:
                 logger.info("LLM endpoint %s (%s) ignores tools", *endpoint)
                 features = replace(features, native_tools=False)
@@ -319,10 +345,13 @@ class OpenAICompatibleProvider:
 
             attempts = retries.total() + 1
             if retries[code] >= min(limit, self.max_retries) or retries.total() >= self.max_retries:
-                raise LLMError(
-                    code,
-                    f"{failure} (gave up after {attempts} attempts)",
-                    self._details(attempts=attempts),
+                raise _said(
+                    LLMError(
+                        code,
+                        f"{failure} (gave up after {attempts} attempts)",
+                        self._details(attempts=attempts),
+                    ),
+                    said,
                 )
             delay = min(self.retry_base_delay * 2 ** retries.total(), MAX_BACKOFF)
             if retry_after is not None:
@@ -330,10 +359,20 @@ class OpenAICompatibleProvider:
             if time.monotonic() + delay >= deadline:
                 if code == ErrorCode.REQUEST_TIMEOUT:
                     raise self._timed_out(request)
-                raise LLMError(
-                    code, f"{failure} (no time left to retry)", self._details(attempts=attempts)
+                raise _said(
+                    LLMError(
+                        code, f"{failure} (no time left to retry)", self._details(attempts=attempts)
+                    ),
+                    said,
                 )
-            logger.info("LLM call failed (%s: %s); retrying in %.2f s", code, failure, delay)
+            # The log is operators': what the server said is in it (redacted, core.secrecy).
+            logger.info(
+                "LLM call failed (%s: %s%s); retrying in %.2f s",
+                code,
+                failure,
+                f": {said}" if said else "",
+                delay,
+            )
             retries[code] += 1
             if request.on_retry is not None:
                 # The retries left: this kind's, within the cap on all of them.
@@ -446,7 +485,9 @@ class OpenAICompatibleProvider:
                 except openai.APIConnectionError as exc:
                     raise _Transient(f"the LLM server cut the answer short: {exc}") from exc
                 except openai.APIError as exc:
-                    raise _Transient(f"the LLM server reported an error mid-answer: {exc}") from exc
+                    raise _Transient(
+                        "the LLM server reported an error mid-answer", said=str(exc)
+                    ) from exc
                 except (ValueError, TypeError, AttributeError, KeyError) as exc:
                     raise _Transient(f"the LLM server sent a garbled stream: {exc}") from exc
         finally:

@@ -14,6 +14,7 @@ from django.utils import timezone
 
 from agents_app.core import dispatch, rows
 from agents_app.core.events import EventType
+from agents_app.core.secrecy import redact, redact_all
 from agents_app.models import (
     Approval,
     ApprovalStatus,
@@ -98,6 +99,8 @@ def finish(
     run = w.run
     if run.is_terminal:
         return
+    # The message may quote a model or tool server: it reaches steps, events and pages.
+    message, details = redact(message), redact_all(details)
     plan, steps = held if held is not None else (current_plan(run), None)
     if plan is not None:
         _close_steps(plan, steps, f"{code}: {message}", f"run ended: {code or status}")

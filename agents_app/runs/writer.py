@@ -10,8 +10,13 @@ from django.utils import timezone
 
 from agents_app.core import rows
 from agents_app.core.events import EventType, publish_events
+from agents_app.core.secrecy import redact, redact_all
 from agents_app.core.watch import signal_run
 from agents_app.models import PARKED_STATUSES, TERMINAL_STATUSES, Run, RunEvent, RunStatus
+
+# The run's fields that may carry text from outside (a model server's, a tool's): redacted as
+# they are set (core.secrecy), like every event's payload.
+TEXT_FIELDS = frozenset({"error_message", "final_response", "replan_reason"})
 
 # Fields a worker holding the run obeys between its commits: changing one signals it (core.watch).
 CONTROL_FIELDS = frozenset({"cancel_requested", "pause_requested"})
@@ -41,6 +46,8 @@ class RunWriter:
 
     def set(self, **fields: Any) -> None:
         for name, value in fields.items():
+            if name in TEXT_FIELDS:
+                value = redact(value)
             setattr(self.run, name, value)
             self._fields.add(name)
 
@@ -48,7 +55,11 @@ class RunWriter:
         self.run.event_seq += 1
         self._fields.add("event_seq")
         event = rows.new(
-            RunEvent, run_id=self.run.pk, seq=self.run.event_seq, type=type, payload=payload or {}
+            RunEvent,
+            run_id=self.run.pk,
+            seq=self.run.event_seq,
+            type=type,
+            payload=redact_all(payload or {}),
         )
         self._events.append(event)
         return event
@@ -58,7 +69,7 @@ class RunWriter:
         nobody else can see yet: written without a lock or an update of the row."""
         assert self.run.event_seq == 1 and not self._events, "a new run's first event only"
         self._events.append(
-            rows.new(RunEvent, run_id=self.run.pk, seq=1, type=type, payload=payload)
+            rows.new(RunEvent, run_id=self.run.pk, seq=1, type=type, payload=redact_all(payload))
         )
         self._write_events()
 
@@ -152,7 +163,9 @@ class FencedWriter(RunWriter):
         self.status_before: str | None = None
 
     def event(self, type: EventType, payload: dict[str, Any] | None = None) -> RunEvent:
-        event = rows.new(RunEvent, run_id=self.run.pk, seq=0, type=type, payload=payload or {})
+        event = rows.new(
+            RunEvent, run_id=self.run.pk, seq=0, type=type, payload=redact_all(payload or {})
+        )
         self._events.append(event)
         return event
 

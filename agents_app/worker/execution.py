@@ -21,6 +21,7 @@ from agents_app.core.audit import arguments_sha256
 from agents_app.core.errors import DomainError, ErrorCode
 from agents_app.core.events import EventType
 from agents_app.core.publisher import PUBLISHER, in_background
+from agents_app.core.secrecy import redact
 from agents_app.core.watch import Watch
 from agents_app.engine.analysis import analyze_task, select_tools
 from agents_app.engine.contract import continue_message
@@ -566,7 +567,9 @@ class RunExecutor:
         with self.lock(fenced=not chat) as w:
             step.set_status(outcome.status)
             step.output = outcome.output
-            step.error = f"{outcome.error_code}: {outcome.error}" if outcome.error_code else ""
+            step.error = (
+                redact(f"{outcome.error_code}: {outcome.error}") if outcome.error_code else ""
+            )
             step.thinking = outcome.thinking
             step.finished_at = timezone.now()
             if chat and outcome.status == StepStatus.COMPLETED:

@@ -26,6 +26,7 @@ from agents_app.core.audit import LLM_CALL, TOOL_CALL, arguments_sha256, audit_e
 from agents_app.core.errors import DomainError, ErrorCode
 from agents_app.core.events import EventType, publish, run_group
 from agents_app.core.inputs import storable, storable_text
+from agents_app.core.secrecy import StreamRedactor, redact_all
 from agents_app.core.watch import Watch
 from agents_app.engine.hooks import StopRun
 from agents_app.engine.llm import RetryNotice, Usage
@@ -81,7 +82,9 @@ class PendingWrites:
         accounting stays whole whatever becomes of the worker). `clear` once it committed."""
         audit = []
         for call_id, fields, payload, row in self.results:
-            rows.update(ToolCall, call_id, **fields)
+            # A tool's result and error are text from outside (core.secrecy); the event's
+            # payload is redacted by the writer.
+            rows.update(ToolCall, call_id, **redact_all(fields))
             w.event(EventType.TOOL_RESULT, payload)
             audit.append(row)
         if usage:
@@ -175,6 +178,9 @@ class DatabaseHooks:
         self.let_through: dict[int, str] = {}
         self._buffer: list[str] = []
         self._buffered = 0
+        # The tokens of one stream (one context) pass through one redactor, which holds back
+        # an end that could be the start of a secret until the next piece (core.secrecy).
+        self._redactor: StreamRedactor | None = None
         self._last_flush = time.monotonic()
         self._token_context: dict[str, Any] = {}
         self._let_through_next = ""
@@ -188,7 +194,7 @@ class DatabaseHooks:
         return committing(self.run, self.lease, self.pending, usage=usage, fenced=fenced)
 
     def checkpoint(self) -> None:
-        self.flush_tokens()
+        self.flush_tokens(ended=False)
         if self.lease.lost.is_set():
             raise StopRun(ErrorCode.LEASE_LOST)
         if timezone.now() >= self.deadline:
@@ -322,21 +328,30 @@ class DatabaseHooks:
             self._buffered >= TOKEN_FLUSH_CHARS
             or time.monotonic() - self._last_flush >= TOKEN_FLUSH_SECONDS
         ):
-            self.flush_tokens()
+            self.flush_tokens(ended=False)
 
     def streamed_reasoning(self, *phases: str) -> str:
         """The reasoning streamed in `phases` so far, one paragraph per phase."""
         parts = ("".join(self._reasoning.get(phase, [])).strip() for phase in phases)
         return "\n\n".join(part for part in parts if part)
 
-    def flush_tokens(self) -> None:
-        """Tokens are not RunEvents: coalesced pieces go to the channel layer only."""
+    def flush_tokens(self, *, ended: bool = True) -> None:
+        """Tokens are not RunEvents: coalesced pieces go to the channel layer only, redacted.
+        `ended`: the stream is over (its answer came, or failed, or the context changes), so
+        the end held back for the redaction goes too; mid-stream it waits for what follows."""
         self._last_flush = time.monotonic()
-        if not self._buffer:
+        if not self._buffer and (self._redactor is None or not ended):
             return
-        token = "".join(self._buffer)
+        if self._redactor is None:
+            self._redactor = StreamRedactor()
+        token = self._redactor.feed("".join(self._buffer))
+        if ended:
+            token += self._redactor.finish()
+            self._redactor = None
         self._buffer.clear()
         self._buffered = 0
+        if not token:
+            return
         publish(
             run_group(self.run_id),
             [{"type": "run.token", "run_id": self.run_id, "token": token, **self._token_context}],

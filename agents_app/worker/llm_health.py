@@ -51,7 +51,9 @@ class WatchedProvider:
             response = self.provider.complete(request)
         except LLMError as error:
             if breaks_connection(error):
-                connection_mark(self.connection_id, ok=False, reason=error.message)
+                # The reason is staff's (connections.presenters): what the server said too.
+                said = f": the server said: {error.server_text}" if error.server_text else ""
+                connection_mark(self.connection_id, ok=False, reason=error.message + said)
                 self._recorded = None
             raise
         capabilities = endpoint_capabilities(self.provider.base_url, self.provider.model)

@@ -113,3 +113,13 @@ def test_health_reports_an_llm_that_is_not_configured(owner_api, settings):
     body = response.json()
     assert body["services"]["llm"] == "not_configured"
     assert body["status"] == "degraded"
+
+
+def test_health_answers_states_never_reasons(anonymous_client, llm_configured, settings):
+    # A Redis that refuses: the answer says "error", the reason goes to the log only.
+    settings.CELERY_BROKER_URL = "redis://127.0.0.1:9/0"
+
+    response = anonymous_client.get(HEALTH)
+
+    services = response.json()["services"]
+    assert (services["redis"], services["worker"]) == ("error", "unreachable")

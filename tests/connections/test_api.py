@@ -31,7 +31,7 @@ def submit(client, **fields):
 
 
 def test_the_listing_shows_enabled_connections_default_first_without_the_key(
-    owner_api, llm_configured, hosted
+    staff_api, llm_configured, hosted
 ):
     LLMConnection.objects.create(
         name="off", base_url="https://x.example/v1", model="m", enabled=False
@@ -40,7 +40,7 @@ def test_the_listing_shows_enabled_connections_default_first_without_the_key(
         status=ConnectionStatus.BROKEN, last_error="cannot reach the LLM server"
     )
 
-    response = owner_api.get("/api/v1/connections")
+    response = staff_api.get("/api/v1/connections")
 
     assert response.status_code == 200
     body = response.json()
@@ -53,6 +53,22 @@ def test_the_listing_shows_enabled_connections_default_first_without_the_key(
     assert body["connections"][0]["health"]["status"] == "unchecked"
     assert SECRET not in response.content.decode()
     assert "API_TEST_LLM_KEY" not in response.content.decode()
+
+
+def test_why_a_connection_is_broken_is_for_staff_only(owner_api, staff_api, hosted):
+    LLMConnection.objects.filter(pk=hosted.pk).update(
+        status=ConnectionStatus.BROKEN, last_error="the server said: quota of team acme used"
+    )
+
+    def health(client):
+        body = client.get("/api/v1/connections").json()
+        [listed] = [c for c in body["connections"] if c["name"] == "hosted"]
+        return listed["health"]
+
+    assert health(staff_api)["reason"] == "the server said: quota of team acme used"
+    mine = health(owner_api)
+    assert mine["status"] == "broken"
+    assert "acme" not in mine["reason"] and "staff" in mine["reason"]
 
 
 def test_the_listing_needs_a_key(client, db):

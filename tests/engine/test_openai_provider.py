@@ -412,7 +412,11 @@ def test_each_retry_is_told_with_its_reason_wait_and_attempt_number(server, prov
         ("RATE_LIMITED", 2, 2, 6),
         ("MAX_RETRIES_EXCEEDED", 4, 3, 6),
     ]
-    assert "slow down" in told[0].reason and "503" in told[1].reason
+    # The server's own words stay out of the run's notices (staff read them on the connection).
+    assert (told[0].reason, told[1].reason) == (
+        "the LLM server is rate limiting us",
+        "the LLM server keeps failing (503)",
+    )
 
 
 def test_a_cancel_ends_the_wait_between_retries(server, provider):
@@ -443,7 +447,7 @@ def test_it_gives_up_with_rate_limited_after_five_retries(server, provider, slee
         provider.complete(ask())
 
     assert raised.value.code == "RATE_LIMITED"
-    assert "slow down" in raised.value.message
+    assert "slow down" in raised.value.server_text
     assert len(server.requests) == 6
     assert len(sleeps) == 5
 
@@ -546,15 +550,18 @@ def test_it_does_not_retry_a_refused_api_key(server, provider):
     assert len(server.requests) == 1
 
 
-def test_it_shows_the_servers_message_for_an_unscripted_request(server, provider):
+def test_it_keeps_the_servers_message_apart_from_its_own(server, provider):
     server.script([{"match": "something else", "replies": [{"content": "no"}]}])
 
     with pytest.raises(LLMError) as raised:
         provider.complete(ask("Unexpected question"))
 
     assert raised.value.code == "MAX_RETRIES_EXCEEDED"
-    assert "no scripted reply" in raised.value.message
-    assert "Unexpected question" in raised.value.message
+    # The server's words are staff's to read (the connection's health), not the run's.
+    assert "no scripted reply" in raised.value.server_text
+    assert "Unexpected question" in raised.value.server_text
+    assert raised.value.message.startswith("the LLM server keeps failing (500)")
+    assert "no scripted reply" not in raised.value.message
 
 
 # --- settings ---------------------------------------------------------------------------------

@@ -278,6 +278,8 @@ class _Handler(BaseHTTPRequestHandler):
             if "retry_after" in reply:
                 headers["Retry-After"] = str(reply["retry_after"])
             message = reply.get("error") or f"scripted error {reply['status']}"
+            # A gateway that echoes the key it was sent (script.py: `error`).
+            message = message.replace("{authorization}", self.headers.get("Authorization", ""))
             self._send_json(int(reply["status"]), _error_body(message), headers)
             return
         if body.get("stream"):

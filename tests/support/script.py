@@ -24,7 +24,10 @@ A reply may hold:
                                  `status` to choose how the wire fails.
 Over HTTP only (the provider refuses them):
     chunks: [str, ...]           exact content pieces to stream instead of splitting `content`
-    status: int, error: str, retry_after: seconds   an error answer instead
+    status: int, error: str, retry_after: seconds   an error answer instead, its body
+                                 {"error": {"message": error, ...}}; "{authorization}" in
+                                 `error` is replaced by the request's Authorization header
+                                 ("Bearer <key>"), as a gateway that echoes its key answers
     meet: {"name": str, "parties": int, "timeout": seconds (30)}   wait until `parties`
                                  requests reached the meeting `name` (or the timeout), then
                                  answer: requests that can only overlap if they run at once

@@ -71,6 +71,27 @@ def test_streamed_tokens_are_published_in_pieces_of_at_least_64_characters(
     assert pieces == ["a" * 40 + "b" * 24, "|", "c" * 63]
 
 
+def test_a_secret_streamed_across_two_pieces_is_published_redacted(
+    owner, only_size_and_context_flush, monkeypatch
+):
+    secret = "sk-hooks-TestKey0123456789abcdefXYZ"
+    monkeypatch.setenv("HOOKS_TEST_API_KEY", secret)  # a secret of this process's
+    run = make_run(owner)
+    hooks = DatabaseHooks(run, Lease(run.pk, "mine", 30))
+    said = f"Your key is {secret}, as the server told me; nothing else to add here."
+
+    def stream():
+        # Flushed (as every 64 characters or 0.1 s) with the key cut in two.
+        hooks.on_token(said[:20], phase="execution", step_index=0)
+        hooks.flush_tokens(ended=False)
+        hooks.on_token(said[20:], phase="execution", step_index=0)
+        hooks.flush_tokens()
+
+    shown = "".join(m["token"] for m in published(run, stream))
+
+    assert shown == said.replace(secret, "[redacted]")
+
+
 def test_a_token_is_published_with_the_phase_and_step_it_was_streamed_in(
     owner, only_size_and_context_flush
 ):

@@ -90,9 +90,23 @@ def test_a_literal_secret_in_args_is_refused(db, args):
 
 
 @pytest.mark.parametrize(
+    "args",
+    [
+        ["--api-key", "${API_KEY}"],
+        ["--token=${UPSTREAM}"],
+        ["-y", "server-github", "${GITHUB_TOKEN}"],
+        ["--db", "postgres://app:${DB_PASSWORD}@db/app"],
+    ],
+)
+def test_a_reference_to_a_secret_in_args_is_refused_for_env_since_args_show_in_ps(db, args):
+    [message] = refused(stdio(args=args))["args"]
+    assert "command line" in message and "put it in env instead" in message
+
+
+@pytest.mark.parametrize(
     "fields",
     [
-        {"args": ["--api-key", "${API_KEY}", "--token=${TOKEN}", "--verbose"]},
+        {"args": ["--org=${GH_ORG_NAME}", "--token-file", "${TOKEN_FILE}", "--verbose"]},
         {"args": ["--token-file", "/run/secrets/token", "--no-auth", "stdio"]},
         {"args": ["-y", "@modelcontextprotocol/server-filesystem", "/srv/data-2026"]},
         {"env": {"DATABASE_URL": "postgres://app:${DB_PASSWORD}@db/app"}},

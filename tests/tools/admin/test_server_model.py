@@ -116,6 +116,20 @@ def test_spec_substitutes_references_from_the_environment(db, monkeypatch):
     assert hash(spec) == hash(server.spec())
 
 
+def test_a_stored_server_passing_a_secret_in_its_args_is_not_started_with_it(db, monkeypatch):
+    monkeypatch.setenv("SERVER_API_KEY", "q7Vx2LmR9tKp4WzN8bYc3HdF")
+    # Saved before such args were refused (save() does not validate).
+    server = MCPServer.objects.create(
+        name="old", command="server", args=["--api-key", "${SERVER_API_KEY}"]
+    )
+
+    with pytest.raises(ServerConfigError) as raised:
+        server.spec()
+
+    assert "SERVER_API_KEY" in str(raised.value) and "env" in str(raised.value)
+    assert "q7Vx2LmR9tKp4WzN8bYc3HdF" not in str(raised.value)
+
+
 def test_a_missing_variable_is_named_in_the_error(db, monkeypatch):
     monkeypatch.delenv("NOT_SET_ANYWHERE", raising=False)
     server = MCPServer(
