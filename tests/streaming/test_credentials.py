@@ -7,6 +7,7 @@ import json
 import pytest
 from asgiref.sync import async_to_sync, sync_to_async
 from channels.testing import WebsocketCommunicator
+from django.test import AsyncClient
 
 from agents_app.core.api_keys import api_key_revoke
 from agents_app.models import ApiKey, AuditInterface
@@ -113,20 +114,41 @@ def test_logging_out_closes_the_sessions_page_sockets_and_no_others(owner):
     async def scenario():
         run_page = WebsocketCommunicator(application, f"/ws/runs/{run.pk}/", headers(leaving))
         header = WebsocketCommunicator(application, "/ws/header/", headers(leaving))
+        notices = WebsocketCommunicator(application, "/ws/notices/", headers(leaving))
         other = WebsocketCommunicator(application, f"/ws/runs/{run.pk}/", headers(staying))
-        for socket in (run_page, header, other):
+        for socket in (run_page, header, notices, other):
             assert (await socket.connect())[0]
         await run_page.receive_from(5)  # the backlog
         await other.receive_from(5)
         await header.receive_from(5)  # the servers panel and the approvals count
         await header.receive_from(5)
         await sync_to_async(leaving.post)("/logout/")
-        codes = [await closed_with(run_page), await closed_with(header)]
+        codes = [await closed_with(s) for s in (run_page, header, notices)]
         await add_events_async(run.pk, "cancel_requested")
         live = await other.receive_from(5)
         await other.disconnect()
         return codes, live
 
     codes, live = async_to_sync(scenario)()
-    assert codes == [4401, 4401]
+    assert codes == [4401, 4401, 4401]
     assert 'id="event-2"' in live
+
+
+@pytest.mark.dialect
+def test_logging_out_ends_the_event_stream_the_session_opened(owner):
+    run = make_run(owner)
+    browser = logged_in(owner)
+
+    async def scenario():
+        client = AsyncClient()
+        client.cookies = browser.cookies
+        response = await client.get(
+            f"/api/v1/runs/{run.pk}/events", headers={"Accept": "text/event-stream"}
+        )
+        assert response.status_code == 200
+        logout = sync_to_async(browser.post)
+        return await read_stream(response, during=lambda: logout("/logout/"), timeout=5)
+
+    events = parse(async_to_sync(scenario)())
+    assert [e["event"] for e in events] == ["run_queued", "closed"]
+    assert json.loads(events[-1]["data"]) == {"code": 4401, "reason": "logged_out"}
