@@ -92,7 +92,10 @@ class Hub:
             with contextlib.suppress(asyncio.CancelledError):
                 await entry.reader
         if entry.channel:
-            await self.layer.group_discard(group, entry.channel)
+            try:
+                await self.layer.group_discard(group, entry.channel)
+            except Exception:  # Redis away: the channel expires from the group by itself
+                logger.warning("could not leave %s", group, exc_info=True)
 
     async def _join(self, group: str, entry: _Group) -> None:
         entry.channel = await self.layer.new_channel()

@@ -69,10 +69,11 @@ def test_the_streams_of_one_process_share_one_subscription_and_all_get_the_resul
         await add_events_async(run.pk, "result")
         ends = [asyncio.wait_for(rest(c), 5) for c in chunks]
         texts = [t + end for t, end in zip(texts, await asyncio.gather(*ends), strict=True)]
-        return subscribed, texts
+        return subscribed, texts, members(run_group(run.pk))
 
-    subscribed, streams = async_to_sync(scenario)()
+    subscribed, streams, left = async_to_sync(scenario)()
     assert subscribed == 1
+    assert left == 0  # the last stream to end took the process out of the group
     assert all(
         [e["event"] for e in parse(stream)] == ["run_queued", "plan_created", "result"]
         for stream in streams
