@@ -361,6 +361,8 @@ RUN_FILES_MAX_BYTES = env_int("RUN_FILES_MAX_BYTES", 10 * 1024 * 1024, minimum=1
 RUN_FILES_MAX_ENTRIES = env_int("RUN_FILES_MAX_ENTRIES", 1000, minimum=1)
 RUN_FILES_PREVIEW_BYTES = env_int("RUN_FILES_PREVIEW_BYTES", 256 * 1024, minimum=1)
 RUN_FILES_ZIP_MAX_BYTES = env_int("RUN_FILES_ZIP_MAX_BYTES", 50 * 1024 * 1024, minimum=1)
+# "Download all" zips one person may have streaming at once, over every web process.
+RUN_FILES_ZIPS_PER_USER = env_int("RUN_FILES_ZIPS_PER_USER", 2, minimum=1)
 
 # --- Approvals ----------------------------------------------------------------------
 # Seconds a pending approval waits before its strategy decides (0: it waits for a person).

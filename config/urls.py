@@ -12,6 +12,7 @@ urlpatterns = [
     path("favicon.ico", lambda request: HttpResponsePermanentRedirect(static(FAVICON))),
     path("admin/", admin.site.urls),
     path("api/", api.urls),
-    re_path(r"^api/(?P<rest>.*)$", api_not_found),
+    # Any path under /api/, newlines included ("." stops at one: Django's HTML 404 answered).
+    re_path(r"^api/(?P<rest>[\s\S]*)\Z", api_not_found),
     path("", include("agents_app.urls")),
 ]

@@ -6,17 +6,38 @@ from datetime import datetime
 from urllib.parse import quote
 
 from django.http import FileResponse, HttpRequest
+from django.urls import register_converter
 from ninja import Field, Router, Schema
 
 from agents_app.api.schemas import errors
 from agents_app.runs import selectors
 from agents_app.runs.files import WorkspaceFile, run_file_open, run_files
 
+
+class AnyPathConverter:
+    """Django's `path` converter, newlines included: a file whose name holds one (a tool can
+    write it) must reach the endpoint, which answers it in JSON, not Django's HTML 404."""
+
+    regex = r"[\s\S]+"
+
+    def to_python(self, value: str) -> str:
+        return value
+
+    def to_url(self, value: str) -> str:
+        return value
+
+
+register_converter(AnyPathConverter, "anypath")
+
 router = Router(tags=["files"])
 
 
 class FileOut(Schema):
-    path: str = Field(description="Relative to the run's workspace, '/'-separated.")
+    path: str = Field(
+        description="Relative to the run's workspace, '/'-separated. A byte that is not UTF-8, "
+        "a control character or a backslash in a name is written \\xNN (two hex digits); "
+        "the download URL takes the path as written here."
+    )
     size: int = Field(description="Bytes.")
     modified_at: datetime
     download: str = Field(description="This file's download URL.")
@@ -67,7 +88,7 @@ BINARY = {"schema": {"type": "string", "format": "binary"}}
 
 
 @router.get(
-    "/runs/{int:run_id}/files/{path:file_path}",
+    "/runs/{int:run_id}/files/{anypath:file_path}",
     response={**errors(413)},
     summary="Download one of the run's files",
     openapi_extra={
@@ -81,9 +102,11 @@ BINARY = {"schema": {"type": "string", "format": "binary"}}
     },
 )
 def download_file(request: HttpRequest, run_id: int, file_path: str):
-    """The file at `file_path` (relative to the workspace). 400 for a path that could not be
-    inside the workspace (absolute, `..`); 404 for no such regular file, or one that resolves
-    outside it (a symlink); 413 past RUN_FILES_MAX_BYTES."""
+    """The file at `file_path` (relative to the workspace, as the listing writes it: `\\xNN`
+    for a byte that is not UTF-8, a control character or a backslash). 400 for a path that
+    could not be inside the workspace (absolute, `..`, a backslash that begins no `\\xNN`);
+    404 for no such regular file, or one that resolves outside it (a symlink); 413 past
+    RUN_FILES_MAX_BYTES."""
     run = selectors.run_get(user=request.user, run_id=run_id)
     file, handle = run_file_open(run=run, path=file_path)
     content_type, encoding = mimetypes.guess_type(file.name)

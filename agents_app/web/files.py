@@ -3,12 +3,15 @@ file and "Download all" as a zip. Reads go through `runs.files` (confined to the
 bounded in size) on a run scoped to the signed-in user; another user's run is a 404."""
 
 import mimetypes
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
 
+from asgiref.sync import sync_to_async
 from django.contrib.auth.decorators import login_required
-from django.http import FileResponse, Http404, HttpRequest, HttpResponse
+from django.core.handlers.asgi import ASGIRequest
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import render
 from django.template.loader import render_to_string
 from django.views.decorators.http import require_GET
@@ -22,8 +25,8 @@ from agents_app.runs.files import (
     run_file_open,
     run_file_preview,
     run_files,
-    run_files_zip,
 )
+from agents_app.runs.files_zip import WorkspaceZip, run_files_zip
 
 
 @dataclass(frozen=True)
@@ -124,18 +127,40 @@ def run_file_download(request: HttpRequest, run_id: int) -> HttpResponse:
     return FileResponse(handle, as_attachment=True, filename=file.name, content_type=content_type)
 
 
+class _AsyncArchive:
+    """A WorkspaceZip for an ASGI response, which would otherwise read a sync iterator whole
+    into memory before sending the first byte: each piece is read in a worker thread."""
+
+    def __init__(self, archive: WorkspaceZip) -> None:
+        self.archive = archive
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        pieces = iter(self.archive)
+        read = sync_to_async(next, thread_sensitive=False)
+        try:
+            while (piece := await read(pieces, None)) is not None:
+                yield piece
+        finally:
+            await sync_to_async(self.archive.close, thread_sensitive=False)()
+
+    def close(self) -> None:
+        self.archive.close()
+
+
 @login_required
 @require_GET
 def run_files_download_all(request: HttpRequest, run_id: int) -> HttpResponse:
-    """Every file of the workspace as run-<id>-files.zip, built in memory up to
-    RUN_FILES_ZIP_MAX_BYTES."""
+    """Every file of the workspace as run-<id>-files.zip, streamed (`runs.files_zip`: what it
+    leaves out is named in the archive's _MANIFEST.txt). 429 while the person has
+    RUN_FILES_ZIPS_PER_USER downloading."""
     run = _owned_run(request, run_id)
     try:
-        archive = run_files_zip(run=run)
+        archive = run_files_zip(run=run, user_id=request.user.pk)
     except DomainError as error:
         return render(
             request, "agents/run_file.html", {"run": run, "error": error}, status=error.http_status
         )
-    response = HttpResponse(archive, content_type="application/zip")
+    content = _AsyncArchive(archive) if isinstance(request, ASGIRequest) else archive
+    response = StreamingHttpResponse(content, content_type="application/zip")
     response["Content-Disposition"] = f'attachment; filename="run-{run.pk}-files.zip"'
     return response

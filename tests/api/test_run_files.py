@@ -1,6 +1,7 @@
 """GET /api/v1/runs/{id}/files and /files/{path}: a run's workspace files, listed and
 downloaded by their owner only, confined to the workspace and bounded in size."""
 
+import os
 from datetime import datetime
 
 import pytest
@@ -174,3 +175,60 @@ def test_the_openapi_document_declares_every_answer_of_the_file_routes(anonymous
     assert {"200", "400", "401", "404"} <= set(listing)
     assert {"200", "400", "401", "404", "413"} <= set(download)
     assert "application/octet-stream" in download["200"]["content"]
+
+
+def write_odd_name(directory, name: bytes, content: bytes = b"odd") -> None:
+    """A file whose name is bytes that are not UTF-8, as an MCP tool can leave one."""
+    descriptor = os.open(os.path.join(os.fsencode(directory), name), os.O_WRONLY | os.O_CREAT)
+    with os.fdopen(descriptor, "wb") as handle:
+        handle.write(content)
+
+
+def test_a_name_that_is_not_utf8_is_listed_escaped_and_downloads_by_that_name(owner, owner_api):
+    run = make_run(owner)
+    directory = write_files(run, {"answer.md": "42"})
+    write_odd_name(directory, b"bad\xff.md")
+
+    body = owner_api.get(files_url(run)).json()
+
+    odd = body["files"][1]
+    assert [f["path"] for f in body["files"]] == ["answer.md", "bad\\xff.md"]
+    assert odd["download"] == f"/api/v1/runs/{run.pk}/files/bad%5Cxff.md"
+    response = owner_api.get(odd["download"])
+    assert response.status_code == 200
+    assert b"".join(response.streaming_content) == b"odd"
+
+
+def test_a_name_with_a_newline_or_a_backslash_is_listed_escaped(owner, owner_api):
+    run = make_run(owner)
+    write_files(run, {"a\nb.txt": "n", "c\\d.txt": "b"})
+
+    listed = [f["path"] for f in owner_api.get(files_url(run)).json()["files"]]
+
+    assert listed == ["a\\x0ab.txt", "c\\x5cd.txt"]
+    assert b"".join(owner_api.get(files_url(run, "c%5Cx5cd.txt")).streaming_content) == b"b"
+
+
+def test_a_download_whose_name_holds_a_newline_answers_in_json(owner, owner_api):
+    run = make_run(owner)
+    write_files(run, {"a\nb.txt": "n"})
+
+    found = owner_api.get(files_url(run, "a%0Ab.txt"))
+    missing = owner_api.get(files_url(run, "no%0Asuch.txt"))
+
+    assert b"".join(found.streaming_content) == b"n"
+    error = assert_error(missing, 404, "NOT_FOUND")
+    assert error["details"]["path"] == "no\\x0asuch.txt"
+
+
+def test_an_unknown_api_path_with_a_newline_answers_in_json(owner_api):
+    assert_error(owner_api.get("/api/v1/no%0Asuch"), 404, "NOT_FOUND")
+
+
+def test_a_backslash_that_begins_no_escape_is_refused(owner, owner_api):
+    run = make_run(owner)
+    write_files(run, {"a.txt": "a"})
+
+    error = assert_error(owner_api.get(files_url(run, "a%5Cb.txt")), 400, "VALIDATION_ERROR")
+
+    assert "\\xff" in error["message"]

@@ -4,6 +4,8 @@ worker's `write_file` uses (`runs.files.workspace_dir`)."""
 from pathlib import Path
 
 import pytest
+from django.core import signals
+from django.db import close_old_connections
 
 from agents_app.models import Run
 from agents_app.runs.files import workspace_dir
@@ -29,3 +31,14 @@ def write_files(run: Run, files: dict[str, str | bytes]) -> Path:
         data = content.encode() if isinstance(content, str) else content
         path.write_bytes(data)
     return directory
+
+
+def close_unread(response) -> None:
+    """Close a streamed response without reading it, as a server does when its client goes
+    away. As the test client does at a stream's end, the database connection is kept: the
+    request_finished signal would close the test's own."""
+    signals.request_finished.disconnect(close_old_connections)
+    try:
+        response.close()
+    finally:
+        signals.request_finished.connect(close_old_connections)

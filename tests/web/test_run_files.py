@@ -2,17 +2,21 @@
 file and "Download all" as a zip; the owner's runs only; refreshed by the run's events."""
 
 import io
+import os
+import warnings
 import zipfile
 from html import unescape
 
 import pytest
+from asgiref.sync import async_to_sync
+from django.test import AsyncClient
 
 from agents_app.core.events import event_message
 from agents_app.models import RunEvent, RunStatus, ToolCall
 from agents_app.web import fragments
 from tests.support.markup import by_id, elements
 from tests.support.runs import add_plan, complete_step, make_run, succeed
-from tests.support.workspaces import own_workspaces, write_files
+from tests.support.workspaces import close_unread, own_workspaces, write_files
 
 pytestmark = pytest.mark.usefixtures("own_workspaces")
 __all__ = ["own_workspaces"]
@@ -150,20 +154,112 @@ def test_download_all_is_a_zip_of_every_file(owner, owner_session):
     assert response.status_code == 200
     assert response["Content-Type"] == "application/zip"
     assert response["Content-Disposition"] == f'attachment; filename="run-{run.pk}-files.zip"'
-    archive = zipfile.ZipFile(io.BytesIO(response.content))
-    assert sorted(archive.namelist()) == ["answer.md", "notes/a.txt", "raw.bin"]
+    archive = zipfile.ZipFile(io.BytesIO(b"".join(response.streaming_content)))
+    assert archive.namelist() == ["answer.md", "notes/a.txt", "raw.bin"]
     assert archive.read("raw.bin") == b"\x00\xff"
 
 
-def test_download_all_over_the_size_cap_answers_413(owner, owner_session, settings):
+def zip_of(response) -> zipfile.ZipFile:
+    assert response.status_code == 200 and response.streaming
+    return zipfile.ZipFile(io.BytesIO(b"".join(response.streaming_content)))
+
+
+def test_download_all_leaves_out_what_would_pass_the_size_cap_and_says_so(
+    owner, owner_session, settings
+):
     settings.RUN_FILES_ZIP_MAX_BYTES = 10
     run = make_run(owner)
-    write_files(run, {"a.txt": "x" * 6, "b.txt": "y" * 6})
+    write_files(run, {"a.txt": "x" * 6, "b.txt": "y" * 6, "c.txt": "z"})
+
+    archive = zip_of(owner_session.get(f"/runs/{run.pk}/files/all.zip"))
+
+    assert archive.namelist() == ["a.txt", "c.txt", "_MANIFEST.txt"]
+    manifest = archive.read("_MANIFEST.txt").decode()
+    assert "Left out of this archive:\n  b.txt: 6 bytes: the archive would pass" in manifest
+
+
+def test_download_all_over_the_listing_limit_answers_413(owner, owner_session, settings):
+    settings.RUN_FILES_MAX_ENTRIES = 1
+    run = make_run(owner)
+    write_files(run, {"a.txt": "a", "b.txt": "b"})
 
     response = owner_session.get(f"/runs/{run.pk}/files/all.zip")
 
     assert response.status_code == 413
-    assert "too large to download as one archive" in response.content.decode()
+    assert "too many to download as one archive" in response.content.decode()
+
+
+def test_download_all_names_a_symlink_leading_out_in_its_manifest(
+    owner, owner_session, own_workspaces
+):
+    run = make_run(owner)
+    directory = write_files(run, {"answer.md": "42"})
+    (own_workspaces / "secret.txt").write_text("not yours")
+    (directory / "link.txt").symlink_to(own_workspaces / "secret.txt")
+
+    archive = zip_of(owner_session.get(f"/runs/{run.pk}/files/all.zip"))
+
+    assert archive.namelist() == ["answer.md", "_MANIFEST.txt"]
+    assert (
+        "link.txt: a symlink that leads outside the workspace"
+        in archive.read("_MANIFEST.txt").decode()
+    )
+
+
+def test_odd_names_are_shown_previewed_downloaded_and_zipped_escaped(owner, owner_session):
+    run = make_run(owner)
+    directory = write_files(run, {"answer.md": "42", "back\\slash.txt": "b"})
+    descriptor = os.open(os.fsencode(directory) + b"/bad\xff.md", os.O_WRONLY | os.O_CREAT)
+    with os.fdopen(descriptor, "wb") as handle:
+        handle.write(b"# odd")
+
+    html = page(owner_session, run)
+    preview = owner_session.get(f"/runs/{run.pk}/files/view/", {"path": "bad\\xff.md"})
+    download = owner_session.get(f"/runs/{run.pk}/files/download/", {"path": "bad\\xff.md"})
+    archive = zip_of(owner_session.get(f"/runs/{run.pk}/files/all.zip"))
+
+    assert ("file-row", "bad\\xff.md") in rows(html)
+    assert ("file-row", "back\\x5cslash.txt") in rows(html)
+    assert preview.status_code == 200 and "# odd" in preview.content.decode()
+    assert b"".join(download.streaming_content) == b"# odd"
+    assert archive.namelist() == ["answer.md", "back%5cslash.txt", "bad%ff.md", "_MANIFEST.txt"]
+    assert archive.read("bad%ff.md") == b"# odd"
+    assert "bad\\xff.md as bad%ff.md" in archive.read("_MANIFEST.txt").decode()
+
+
+@pytest.mark.dialect
+def test_a_person_may_have_only_so_many_zips_downloading_at_once(owner, owner_session, settings):
+    settings.RUN_FILES_ZIPS_PER_USER = 1
+    run = make_run(owner)
+    write_files(run, {"answer.md": "42"})
+    url = f"/runs/{run.pk}/files/all.zip"
+
+    first = owner_session.get(url)
+    refused = owner_session.get(url)
+    close_unread(first)  # the client went away
+    again = owner_session.get(url)
+
+    assert refused.status_code == 429
+    assert "archives downloading, the most allowed at once" in refused.content.decode()
+    assert zip_of(again).namelist() == ["answer.md"]
+    # Read to its end, it gave its place back too.
+    assert zip_of(owner_session.get(url)).namelist() == ["answer.md"]
+
+
+@pytest.mark.dialect
+def test_zips_of_different_people_do_not_count_against_each_other(
+    owner, teammate, owner_session, teammate_session, settings
+):
+    settings.RUN_FILES_ZIPS_PER_USER = 1
+    mine, theirs = make_run(owner), make_run(teammate)
+    write_files(mine, {"a.txt": "a"})
+    write_files(theirs, {"b.txt": "b"})
+
+    held = owner_session.get(f"/runs/{mine.pk}/files/all.zip")
+    response = teammate_session.get(f"/runs/{theirs.pk}/files/all.zip")
+
+    assert zip_of(response).namelist() == ["b.txt"]
+    close_unread(held)
 
 
 @pytest.mark.parametrize(
@@ -246,3 +342,23 @@ def test_events_that_write_nothing_leave_the_tree_alone(owner):
     html = fragments.render_run_events(run=run, events=events)
 
     assert 'id="files-tree"' not in html
+
+
+def test_under_asgi_the_zip_is_streamed_piece_by_piece_not_read_whole_first(owner):
+    run = make_run(owner)
+    data = os.urandom(300_000)  # random: deflate cannot make it one small piece
+    write_files(run, {"big.bin": data})
+
+    async def download():
+        client = AsyncClient()
+        await client.aforce_login(owner)
+        response = await client.get(f"/runs/{run.pk}/files/all.zip")
+        # Django reads a sync iterator whole under ASGI, and warns that it does.
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            return response, [piece async for piece in response.streaming_content]
+
+    response, pieces = async_to_sync(download)()
+
+    assert response.status_code == 200 and len(pieces) > 2
+    assert zipfile.ZipFile(io.BytesIO(b"".join(pieces))).read("big.bin") == data
