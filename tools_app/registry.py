@@ -11,6 +11,7 @@ import jsonschema
 
 from agents_app.core.errors import DomainError, ErrorCode
 from agents_app.core.inputs import json_problem, storable, storable_text
+from agents_app.core.secrecy import redact, redact_all
 
 
 class ApprovalLevel:
@@ -237,7 +238,9 @@ class ToolRegistry:
     def call(self, name: str, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
         """Validate and run one call. Tool failures come back as ToolResult(ok=False), never raise;
         an unknown tool or invalid arguments raise DomainError. The result's content and error
-        are storable (`core.inputs.storable`): an MCP server's NUL or lone surrogate is U+FFFD."""
+        are storable (`core.inputs.storable`): an MCP server's NUL or lone surrogate is U+FFFD;
+        and redacted (`core.secrecy`): what the model, the rows and the pages see of a tool
+        holds no secret of AgentDesk's."""
         tool = self.get(name)
         self.validate_arguments(name, arguments)
         try:
@@ -246,6 +249,6 @@ class ToolRegistry:
             result = ToolResult(ok=False, error=str(exc))
         except Exception as exc:  # a tool bug must fail the call, not the worker
             result = ToolResult(ok=False, error=f"{type(exc).__name__}: {exc}")
-        result.content = storable(result.content)
-        result.error = storable_text(result.error)
+        result.content = redact_all(storable(result.content))
+        result.error = redact(storable_text(result.error))
         return result
