@@ -2,4 +2,6 @@
 skips a step and where its files live (`lifecycle`), what people ask of runs (`services`:
 submit, cancel, restart), the kill switch and crash recovery (`control`), reads scoped to
 their owner (`selectors`), a person's list of runs searched, filtered and sorted
-(`listing`) and every JSON shape of a run (`presenters`)."""
+(`listing`), every JSON shape of a run (`presenters`) and its workspace's files as its owner
+sees them: listed, previewed and opened under names that are always text (`files`), and
+zipped as a stream (`files_zip`)."""
