@@ -2,5 +2,6 @@
 the event vocabulary, `EventType`, and publishing to the channel layer (`events`), queueing
 Celery work by pinned task name (`dispatch`), the outbound-address guard (`netguard`), the
 audit log (`audit`), API keys (`api_keys`: the lookup, and a person's own keys) and the
-throttling of failed sign-ins and refused keys, counted in Redis (`throttle`). It imports
+throttling of failed sign-ins and refused keys, counted in Redis (`throttle`), and the one
+redaction point every text from outside passes through (`secrecy`, plain Python). It imports
 nothing of agents_app but the models."""

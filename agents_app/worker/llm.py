@@ -6,6 +6,7 @@ from django.conf import settings
 from agents_app.connections.health import endpoint_of
 from agents_app.connections.services import connection_ensure_default
 from agents_app.core.errors import ErrorCode
+from agents_app.core.secrecy import secret_register
 from agents_app.engine.llm import LLMError, LLMProvider
 from agents_app.engine.openai_provider import OpenAICompatibleProvider
 from agents_app.engine.persona import PersonaProvider
@@ -31,6 +32,7 @@ def provider_from_settings() -> OpenAICompatibleProvider:
 
 
 def _provider(base_url: str, model: str, api_key: str) -> OpenAICompatibleProvider:
+    secret_register(api_key)  # hidden from everything this process stores, logs or shows
     return OpenAICompatibleProvider(
         base_url=base_url,
         api_key=api_key,

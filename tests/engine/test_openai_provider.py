@@ -5,6 +5,7 @@ import time
 
 import pytest
 
+from agents_app.core.secrecy import redact
 from agents_app.engine import openai_provider
 from agents_app.engine.llm import LLMError, LLMRequest, ToolSchema
 from agents_app.engine.openai_provider import (
@@ -577,6 +578,16 @@ def test_it_refuses_to_build_a_provider_without_base_url_and_model(settings):
     assert raised.value.code == "LLM_NOT_CONFIGURED"
     assert "LLM_BASE_URL" in raised.value.message
     assert "LLM_MODEL" in raised.value.message
+
+
+def test_the_key_a_provider_is_built_with_is_redacted_from_then_on(settings, server):
+    # Set in settings (e.g. from .env), not in this process's environment.
+    key = "settings-only-Key0123456789abcdefXYZ"
+    settings.LLM_BASE_URL, settings.LLM_MODEL, settings.LLM_API_KEY = server.base_url, "m", key
+
+    provider_from_settings()
+
+    assert redact(f"Received API Key = Bearer {key}") == "Received API Key = Bearer [redacted]"
 
 
 def test_it_builds_a_provider_from_settings(settings, server):
