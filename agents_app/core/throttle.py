@@ -34,6 +34,7 @@ from django.http import HttpRequest
 
 from agents_app.core import audit
 from agents_app.core.errors import DomainError, ErrorCode
+from agents_app.core.redis_client import shared_redis
 
 logger = logging.getLogger(__name__)
 
@@ -69,14 +70,8 @@ class Throttled(DomainError):
         self.retry_after = retry_after
 
 
-@lru_cache(maxsize=4)
-def _client(url: str) -> redis.Redis:
-    # redis-py's pool notices a fork and opens new connections in the child.
-    return redis.Redis.from_url(url, socket_timeout=1, socket_connect_timeout=1)
-
-
 def _redis() -> redis.Redis:
-    return _client(settings.REDIS_URL or "redis://127.0.0.1:6379/0")
+    return shared_redis(settings.REDIS_URL or "redis://127.0.0.1:6379/0")
 
 
 @lru_cache(maxsize=4)

@@ -14,6 +14,7 @@ from asgiref.sync import sync_to_async
 from django.conf import settings
 
 from agents_app.core.errors import DomainError, ErrorCode
+from agents_app.core.redis_client import shared_redis
 
 logger = logging.getLogger(__name__)
 
@@ -29,11 +30,6 @@ redis.call('EXPIRE', KEYS[1], ARGV[5])
 return 1
 """
 
-POOL_SIZE = 20
-POOL_WAIT_SECONDS = 10.0
-
-_client: redis.Redis | None = None
-
 
 def slot_seconds() -> float:
     """How long a slot lasts unless renewed: three keepalive periods, and half a minute more
@@ -42,21 +38,7 @@ def slot_seconds() -> float:
 
 
 def _redis() -> redis.Redis:
-    global _client
-    if _client is None:
-        address = settings.CHANNEL_LAYERS["default"]["CONFIG"]["hosts"][0]["address"]
-        # Under daphne every request's sync code has a thread of its own, so hundreds of
-        # streams opening at once ask at once: they wait for one of POOL_SIZE connections
-        # rather than fail with MaxConnectionsError.
-        pool = redis.BlockingConnectionPool.from_url(
-            address,
-            max_connections=POOL_SIZE,
-            timeout=POOL_WAIT_SECONDS,
-            socket_timeout=5,
-            socket_connect_timeout=5,
-        )
-        _client = redis.Redis(connection_pool=pool)
-    return _client
+    return shared_redis(settings.CHANNEL_LAYERS["default"]["CONFIG"]["hosts"][0]["address"])
 
 
 def _key(user_id: int) -> str:
