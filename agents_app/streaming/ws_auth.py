@@ -6,7 +6,12 @@ from channels.db import database_sync_to_async
 from django.contrib.auth.models import AnonymousUser
 
 from agents_app.core.api_keys import user_for_api_key
+from agents_app.core.throttle import Throttled, scope_address
 from agents_app.models import ApiKey
+
+# The close code of a socket whose address had too many keys refused (HTTP's 429, as 4401 is
+# 401): wait, then try again.
+TOO_MANY_FAILURES = 4429
 
 
 class ApiKeyAuthMiddleware:
@@ -22,8 +27,22 @@ class ApiKeyAuthMiddleware:
         scheme, _, token = raw.partition(" ")
         user = None
         if scheme.lower() == "bearer" and token.strip():
-            user = await database_sync_to_async(user_for_api_key)(token.strip())
+            try:
+                user = await database_sync_to_async(user_for_api_key)(
+                    token.strip(), address=scope_address(scope)
+                )
+            except Throttled:
+                return await _refuse_throttled(receive, send)
         scope = {**scope, "user": user or AnonymousUser()}
         if user is not None:  # the socket follows its key (streaming.credentials)
             scope["api_key_hash"] = ApiKey.hash(token.strip())
         return await self.inner(scope, receive, send)
+
+
+async def _refuse_throttled(receive: Any, send: Any) -> None:
+    """Accept, then close with TOO_MANY_FAILURES: a refused handshake would carry no code (the
+    API sockets' 4401 and 4403 reach their clients the same way)."""
+    message = await receive()
+    if message["type"] == "websocket.connect":
+        await send({"type": "websocket.accept"})
+        await send({"type": "websocket.close", "code": TOO_MANY_FAILURES})

@@ -3,11 +3,14 @@ every key from there hears 429 in the error envelope, with Retry-After, and each
 audited."""
 
 import pytest
+from asgiref.sync import async_to_sync
 
 from agents_app.api.site import api
 from agents_app.models import ApiKey, AuditEvent
 from tests.support.api import assert_error
 from tests.support.clients import key_client, make_api_key
+from tests.support.runs import make_run
+from tests.support.sockets import api_socket, refusal
 
 pytestmark = pytest.mark.dialect  # the counts are kept in Redis
 
@@ -105,3 +108,22 @@ def test_the_api_schema_declares_429_wherever_a_key_is_checked(db):
 
     assert operations
     assert all("429" in {str(s) for s in op["responses"]} for op in operations)
+
+
+@pytest.mark.django_db(transaction=True)  # the socket reads the key from another thread
+def test_an_api_socket_from_a_throttled_address_is_closed_with_4429_a_valid_key_too(
+    owner, api_key_for, settings
+):
+    """Sockets count refused keys against their address as REST does (the API socket's
+    keys): past the limit every key is refused before it is looked up, with 4429."""
+    run = make_run(owner)
+    valid = api_key_for(owner)
+    limit = settings.API_KEY_FAILURE_LIMIT
+
+    async def codes(auth: bytes, times: int) -> list[int]:
+        return [await refusal(api_socket(run.pk, auth)) for _ in range(times)]
+
+    wrong = f"Bearer {ApiKey.generate()}".encode()
+    assert async_to_sync(codes)(wrong, limit + 1) == [4401] * limit + [4429]
+    assert async_to_sync(codes)(valid, 1) == [4429]
+    assert AuditEvent.objects.filter(action="api_key.refuse").count() == limit
