@@ -3,6 +3,7 @@
 from django import template
 
 from agents_app.models import RunStatus
+from agents_app.runs.files import display_path
 
 register = template.Library()
 
@@ -33,3 +34,10 @@ def duration(seconds: float | None) -> str:
     if minutes:
         return f"{minutes} min {secs:02d} s"
     return f"{secs} s"
+
+
+@register.filter
+def file_path(path: str) -> str:
+    """A workspace path as the Files panel shows and asks for it (`runs.files.display_path`:
+    a control character or a backslash as `\\xNN`), so a link to the file finds it."""
+    return display_path(str(path))

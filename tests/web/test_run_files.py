@@ -302,6 +302,21 @@ def test_a_write_file_call_links_to_its_file_in_the_panel(owner, owner_session):
     assert link["hx-target"] == "#file-preview"
 
 
+def test_a_write_file_call_to_a_name_with_a_backslash_links_to_it_escaped(owner, owner_session):
+    run = make_run(owner)
+    plan = add_plan(run, ["Write the answer"])
+    step = complete_step(run, plan, 0, arguments={"path": "a\\b.md", "content": "42"})
+    ToolCall.objects.filter(step=step).update(
+        result={"path": "a\\b.md", "bytes_written": 2, "appended": False}
+    )
+    write_files(run, {"a\\b.md": "42"})
+
+    link = next(a for t, a in elements(page(owner_session, run)) if a.get("class") == "tool-file")
+
+    assert link["href"] == f"/runs/{run.pk}/files/view/?path=a%5Cx5cb.md"
+    assert "42" in owner_session.get(link["href"]).content.decode()
+
+
 def test_a_tool_result_refreshes_the_tree_out_of_band(owner):
     run = make_run(owner)
     plan = add_plan(run, ["Write the answer"])
