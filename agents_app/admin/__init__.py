@@ -13,8 +13,8 @@ from agents_app.admin import (  # noqa: F401  (registers the ModelAdmins)
     profiles,
     runs,
 )
+from agents_app.core.sign_in import ThrottledSignIn
 from agents_app.models import AuditInterface
-from agents_app.web.sign_in import ThrottledSignIn
 
 
 class AdminSignInForm(ThrottledSignIn, AdminAuthenticationForm):

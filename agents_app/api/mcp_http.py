@@ -11,7 +11,15 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.responses import JSONResponse
 
-from agents_app.api import mcp_agents, mcp_conversations, mcp_tools  # noqa: F401  (register tools)
+# Importing a domain's tools registers them; in this order, the order tools/list answers in.
+# isort: off
+from agents_app.api.agents import mcp as agents_tools  # noqa: F401
+from agents_app.api.conversations import mcp as conversations_tools  # noqa: F401
+from agents_app.api.runs import mcp as runs_tools  # noqa: F401
+from agents_app.api.approvals import mcp as approvals_tools  # noqa: F401
+from agents_app.api.tools import mcp as tools_tools  # noqa: F401
+
+# isort: on
 from agents_app.api.errors import error_body
 from agents_app.api.mcp_server import MCP_PATH, SCOPE_USER, server
 from agents_app.core.api_keys import user_for_api_key

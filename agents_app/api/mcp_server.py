@@ -11,9 +11,9 @@ Stateless and JSON-only: a request carries everything it needs (no Mcp-Session-I
 stream to resume), so any daphne process behind a load balancer can answer any request.
 
 This module holds the server and how a tool reaches Django (`tool`, `caller`, `in_django`,
-the error mapping); `mcp_tools` the run, approval and tool tools; `mcp_conversations` the
-conversation tools; `mcp_agents` the contract agent tools; `mcp_http` the endpoint in front of
-Django.
+the error mapping); each domain's tools sit beside its REST routes, in `api/<domain>/mcp.py`
+(runs, approvals, tools, conversations, agents), and use the same shapes and presenters, never
+the REST routes; `mcp_http` is the endpoint in front of Django and registers them.
 """
 
 import inspect
@@ -40,6 +40,8 @@ logging.getLogger("mcp.server.streamable_http").setLevel(logging.WARNING)
 MCP_PATH = "/mcp"
 SCOPE_USER = "user"
 T = TypeVar("T")
+# The annotation of every tool that only reads.
+READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 
 
 # Structured outputs: the REST shapes, without REST's `success` flag (MCP has `isError`).

@@ -13,20 +13,21 @@ from django.views.decorators.csrf import csrf_exempt
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.openapi.schema import OpenAPISchema
+from ninja.operation import Operation
 from ninja.parser import Parser
 
-from agents_app.api.agents import router as contract_agents_router
-from agents_app.api.approvals import router as approvals_router
+from agents_app.api.agents.rest import router as contract_agents_router
+from agents_app.api.approvals.rest import router as approvals_router
 from agents_app.api.auth import ApiKeyAuth, SessionAuth
-from agents_app.api.connections import router as connections_router
-from agents_app.api.conversations import router as conversations_router
+from agents_app.api.connections.rest import router as connections_router
+from agents_app.api.conversations.rest import router as conversations_router
 from agents_app.api.errors import error_response
-from agents_app.api.files import router as files_router
-from agents_app.api.profiles import router as profiles_router
-from agents_app.api.runs import router as agents_router
+from agents_app.api.files.rest import router as files_router
+from agents_app.api.profiles.rest import router as profiles_router
+from agents_app.api.runs.rest import router as agents_router
 from agents_app.api.schemas import ErrorEnvelope
-from agents_app.api.teams import router as teams_router
-from agents_app.api.webhooks import router as webhooks_router
+from agents_app.api.teams.rest import router as teams_router
+from agents_app.api.webhooks.rest import router as webhooks_router
 from agents_app.core.errors import DomainError, ErrorCode
 from agents_app.core.throttle import Throttled
 from tools_app.api import router as tools_router
@@ -80,6 +81,12 @@ ENVELOPE_REF = {"$ref": "#/components/schemas/ErrorEnvelope"}
 
 
 class AgentDeskAPI(NinjaAPI):
+    def get_openapi_operation_id(self, operation: Operation) -> str:
+        """`agents_app_api_<domain>_<view>`, as when each domain's routes were the module
+        api/<domain>.py: clients generated from the document keep their method names."""
+        module = operation.view_func.__module__.removesuffix(".rest")
+        return f"{module}_{operation.view_func.__name__}".replace(".", "_")
+
     def _get_urls(self) -> list:
         patterns = super()._get_urls()
         for pattern in patterns:

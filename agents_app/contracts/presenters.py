@@ -81,3 +81,10 @@ def agent_payload(agent: ContractAgent, state: AgentState | None = None) -> dict
         "created_at": agent.created_at.isoformat(),
         "updated_at": agent.updated_at.isoformat(),
     }
+
+
+def agent_now(agent: ContractAgent) -> dict[str, Any]:
+    """The agent as its row is now (read again: a service changed it through another
+    instance)."""
+    agent.refresh_from_db()
+    return agent_payload(agent)

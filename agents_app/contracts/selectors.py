@@ -49,6 +49,20 @@ def attempt_get(*, agent: ContractAgent, number: int) -> Run:
     return run
 
 
+def attempt_of(agent: ContractAgent, number: int | None) -> Run:
+    """Attempt `number`, or the latest for None; DomainError NOT_FOUND when there is none."""
+    if number is not None:
+        return attempt_get(agent=agent, number=number)
+    run = latest_attempt(agent)
+    if run is None:
+        raise DomainError(
+            ErrorCode.NOT_FOUND,
+            f"{agent.name} has no attempt yet: start it first",
+            {"agent_id": agent.pk},
+        )
+    return run
+
+
 def latest_attempts(agents: list[ContractAgent]) -> dict[int, Run]:
     """For a page of agents, in two queries: each one's latest attempt (the agents never
     started are missing)."""

@@ -6,7 +6,8 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from agents_app.models import Conversation, ConversationEntry, Run
+from agents_app.conversations import selectors
+from agents_app.models import Conversation, ConversationEntry, DoubleTexting, Run
 
 # Seed 002: "each tool call shows its name and arguments cut to 80 characters with '…'".
 CALL_ARGUMENTS_CHARS = 80
@@ -70,3 +71,43 @@ def call_summary(tool_name: str, arguments: Any) -> tuple[str, str]:
     if len(text) <= CALL_ARGUMENTS_CHARS:
         return full, full
     return f"{tool_name}({text[:CALL_ARGUMENTS_CHARS]}{ELLIPSIS})", full
+
+
+def conversation_now(conversation: Conversation) -> dict[str, Any]:
+    """A conversation as it is now, with its running answer and waiting messages."""
+    return conversation_payload(
+        conversation,
+        running=selectors.answer_running(conversation),
+        waiting=selectors.waiting_messages(conversation),
+    )
+
+
+def conversations_now(conversations: list[Conversation]) -> list[dict[str, Any]]:
+    """Many conversations as they are now, their answers and waiting messages read at once."""
+    states = selectors.conversation_states(conversations)
+    return [
+        conversation_payload(c, running=states[c.pk][0], waiting=states[c.pk][1])
+        for c in conversations
+    ]
+
+
+def transcript_after(conversation: Conversation, *, after: int, limit: int) -> dict[str, Any]:
+    """The transcript after `after`, with what still runs and waits (REST and MCP)."""
+    entries = selectors.entries_after(conversation, after=after, limit=limit + 1)
+    has_more = len(entries) > limit
+    entries = entries[:limit]
+    return {
+        "conversation_id": conversation.pk,
+        "entries": [entry_payload(e) for e in entries],
+        "last_seq": entries[-1].seq if entries else after,
+        "has_more": has_more,
+        "running_answer": answer_payload(selectors.answer_running(conversation)),
+        "waiting": [entry_payload(e) for e in selectors.waiting_messages(conversation)],
+    }
+
+
+def message_outcome(entry: ConversationEntry, run: Run | None) -> str:
+    """What became of a message sent: answered (`run` started for it), steered or queued."""
+    if run is not None:
+        return "answered"
+    return "steered" if entry.mode == DoubleTexting.STEER else "queued"

@@ -18,7 +18,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from agents_app.contracts.logs import log_path, log_text
+from agents_app.contracts.downloads import log_download
 from agents_app.contracts.presenters import BUDGET_SETTINGS, budgets_payload
 from agents_app.contracts.selectors import (
     AgentState,
@@ -333,16 +333,3 @@ def agent_log(request: HtmxHttpRequest, agent_id: int, number: int) -> HttpRespo
     except DomainError as error:
         raise Http404(error.message) from None
     return log_download(run)
-
-
-def log_download(run: Run) -> HttpResponse:
-    """An attempt's log as a text/plain attachment named like its file; when the file could not
-    be written, the text rendered from the rows with the reason in X-Log-Write-Error. The page
-    and REST (api.agents) serve it alike."""
-    text, problem = log_text(run)
-    response = HttpResponse(text, content_type="text/plain; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="{log_path(run).name}"'
-    if problem is not None:
-        # A header is Latin-1; the path in the message may not be.
-        response["X-Log-Write-Error"] = problem.encode("ascii", "replace").decode()[:500]
-    return response

@@ -1,7 +1,8 @@
 """The MCP server's contract agent tools: list and create agents, Start, Stop and Restart one,
 read its status and an attempt's log. The same services, selectors and shapes as
 /api/v1/agents (without REST's `success` flag), as the key's user: another user's agent is
-NOT_FOUND. Importing this module registers them on `mcp_server.server`."""
+NOT_FOUND. Importing this module registers them on
+`api.mcp_server.server`."""
 
 from typing import Annotated, Any
 
@@ -10,7 +11,7 @@ from mcp_types import ToolAnnotations
 from ninja import Schema
 from pydantic import Field
 
-from agents_app.api.agents import (
+from agents_app.api.agents.schemas import (
     AgentConnection,
     AgentOut,
     AttemptNumber,
@@ -19,14 +20,12 @@ from agents_app.api.agents import (
     Contract,
     Name,
     agent_page,
-    attempt_of,
-    present,
 )
-from agents_app.api.mcp_server import caller, in_django, tool
+from agents_app.api.mcp_server import READ_ONLY, caller, in_django, tool
 from agents_app.api.schemas import Id, Page, PageSize
 from agents_app.contracts import selectors, services
 from agents_app.contracts.logs import log_path, log_text
-from agents_app.contracts.presenters import agent_payload, attempt_payload
+from agents_app.contracts.presenters import agent_now, agent_payload, attempt_payload
 from agents_app.models import AuditInterface
 
 
@@ -48,7 +47,6 @@ class AgentLog(Schema):
 
 
 AgentId = Annotated[Id, Field(description="The agent's id (from create_agent or list_agents).")]
-READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 STARTS = ToolAnnotations(destructive_hint=False, idempotent_hint=False)
 
 
@@ -105,7 +103,7 @@ async def start_agent(ctx: Context, agent_id: AgentId) -> AgentOut:
     def start(user: Any) -> AgentOut:
         agent = selectors.agent_get(user=user, agent_id=agent_id)
         services.agent_start(agent=agent, actor=user, interface=AuditInterface.MCP)
-        return AgentOut.model_validate(present(agent))
+        return AgentOut.model_validate(agent_now(agent))
 
     return await in_django(start, caller(ctx))
 
@@ -118,7 +116,7 @@ async def stop_agent(ctx: Context, agent_id: AgentId) -> AgentOut:
     def stop(user: Any) -> AgentOut:
         agent = selectors.agent_get(user=user, agent_id=agent_id)
         services.agent_stop(agent=agent, actor=user, interface=AuditInterface.MCP)
-        return AgentOut.model_validate(present(agent))
+        return AgentOut.model_validate(agent_now(agent))
 
     return await in_django(stop, caller(ctx))
 
@@ -136,7 +134,7 @@ async def restart_agent(
         agent = selectors.agent_get(user=user, agent_id=agent_id)
         changes = {} if contract is None else {"contract": contract}
         services.agent_restart(agent=agent, actor=user, interface=AuditInterface.MCP, **changes)
-        return AgentOut.model_validate(present(agent))
+        return AgentOut.model_validate(agent_now(agent))
 
     return await in_django(restart, caller(ctx))
 
@@ -169,7 +167,7 @@ async def read_agent_log(
 
     def read(user: Any) -> AgentLog:
         agent = selectors.agent_get(user=user, agent_id=agent_id)
-        run = attempt_of(agent, attempt)
+        run = selectors.attempt_of(agent, attempt)
         text, problem = log_text(run)
         return AgentLog.model_validate(
             {

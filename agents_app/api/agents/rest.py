@@ -2,185 +2,31 @@
 Stop and Restart; its attempts, each one's transcript after a seq and its log file. Schema in,
 service or selector, presenter out; another user's agent is a 404 like a missing one."""
 
-from datetime import datetime
-from typing import Annotated, Any, Literal
-
 from django.http import HttpRequest
-from ninja import Field, Query, Router, Schema, Status
-from pydantic import ConfigDict, StrictInt
+from ninja import Query, Router, Status
 
-from agents_app.api.conversations import (
-    ENTRIES_MAX,
-    ConnectionRef,
-    EntryPage,
-    entries_page,
+from agents_app.api.agents.schemas import (
+    AgentChange,
+    AgentIn,
+    AgentOut,
+    AgentPage,
+    AttemptNumber,
+    AttemptPage,
+    ListQuery,
+    RestartIn,
+    agent_page,
+    attempt_page,
 )
-from agents_app.api.pagination import page_of
-from agents_app.api.schemas import Count, Flag, NonBlankText, Page, PageSize, Text, errors
+from agents_app.api.conversations.schemas import ENTRIES_MAX, EntryPage
+from agents_app.api.schemas import errors
 from agents_app.contracts import selectors, services
-from agents_app.contracts.presenters import agent_payload, attempt_payload
-from agents_app.core.errors import DomainError, ErrorCode
+from agents_app.contracts.downloads import log_download
+from agents_app.contracts.presenters import agent_now, agent_payload
+from agents_app.conversations.presenters import transcript_after
 from agents_app.core.inputs import QUERY_INT_MAX
-from agents_app.models import AuditInterface, ContractAgent, Run
-from agents_app.web.agent_tabs import log_download
+from agents_app.models import AuditInterface
 
 router = Router(tags=["agents"])
-
-AgentStatus = Literal["ready", "running", "stopped", "completed", "failed"]
-AttemptNumber = Annotated[int, Field(ge=1, le=QUERY_INT_MAX)]
-
-AgentConnection = Annotated[
-    Annotated[StrictInt, Field(ge=1, le=QUERY_INT_MAX)] | Text | None,
-    Field(
-        description="The LLM connection its attempts use: an id or name from GET "
-        "/api/v1/connections; null: the default one, whichever it is at each start."
-    ),
-]
-Name = Annotated[Text, Field(max_length=services.NAME_CHARS)]
-Contract = Annotated[
-    NonBlankText,
-    Field(
-        max_length=services.CONTRACT_MAX_CHARS,
-        description="What the agent must achieve; after each tool cycle the model judges its "
-        "work against it.",
-    ),
-]
-Budget = Annotated[
-    Count | None,
-    Field(description="A limit of each attempt; null: the CONTRACT_MAX_* default at each start."),
-]
-
-
-class _Strict(Schema):
-    """A body with a field this API does not know is refused (400), not silently ignored."""
-
-    model_config = ConfigDict(extra="forbid")
-
-
-class AgentIn(_Strict):
-    contract: Contract
-    name: Name | None = Field(default=None, description="null or empty: Agent-N.")
-    connection: AgentConnection = None
-    max_turns: Budget = None
-    max_tokens: Budget = None
-    max_seconds: Budget = None
-
-
-class AgentChange(_Strict):
-    """Only the fields sent change. The contract, connection and budgets are fixed while an
-    attempt runs (409); they apply from the next start."""
-
-    name: Name = None
-    contract: Contract = None
-    connection: AgentConnection = None
-    max_turns: Budget = None
-    max_tokens: Budget = None
-    max_seconds: Budget = None
-    is_open: Flag = Field(default=None, description="false: its tab is closed on the chat page.")
-
-
-class RestartIn(AgentChange):
-    """Changes to make before the new attempt starts (only the fields sent); `{}` for none."""
-
-
-class BudgetsOut(Schema):
-    max_turns: int = Field(description="Tool cycles, each judged against the contract.")
-    max_tokens: int = Field(description="LLM tokens.")
-    max_seconds: int = Field(description="Wall-clock seconds.")
-    defaults: list[str] = Field(description="The budgets that follow the CONTRACT_MAX_* defaults.")
-
-
-class AttemptBudgets(Schema):
-    max_turns: int
-    max_tokens: int
-    max_seconds: int
-
-
-class AttemptOut(Schema):
-    number: int = Field(description="1 for the first Start, then one more per Restart.")
-    run_id: int = Field(description="The attempt's run (kind contract): /api/v1/runs/{id}.")
-    conversation_id: int = Field(
-        description="Its transcript; streamed by the WebSocket /ws/api/conversations/{id}/."
-    )
-    status: str = Field(description="The run's status.")
-    outcome: AgentStatus = Field(description="The agent status this attempt gives.")
-    reason: str = Field(description="Why it stopped or failed; the verdict when completed.")
-    started_at: datetime | None
-    finished_at: datetime | None
-    created_at: datetime
-    tokens_used: int
-    cycles: int = Field(description="The tool cycle it is in or ended in; 0 before it started.")
-    budgets: AttemptBudgets
-    log_name: str = Field(description="Its log file's name.")
-
-
-class AgentOut(Schema):
-    id: int
-    name: str
-    contract: str
-    connection: ConnectionRef | None = Field(description="null: the default connection.")
-    budgets: BudgetsOut = Field(description="The budgets of the next attempt.")
-    status: AgentStatus
-    reason: str = Field(description="Why the latest attempt stopped or failed.")
-    attempt: AttemptOut | None = Field(description="The latest attempt; null: never started.")
-    is_open: bool
-    created_at: datetime
-    updated_at: datetime
-
-
-class AgentPage(Schema):
-    success: bool = True
-    count: int
-    page: int
-    page_size: int
-    results: list[AgentOut]
-
-
-class AttemptPage(Schema):
-    success: bool = True
-    count: int
-    page: int
-    page_size: int
-    results: list[AttemptOut]
-
-
-class ListQuery(Schema):
-    page: Page = 1
-    page_size: PageSize = 20
-
-
-def agent_page(user: Any, page: int, page_size: int) -> dict[str, Any]:
-    """One page of the user's agents, most recently changed or started first (REST and MCP)."""
-    listed = page_of(selectors.agents_for(user), page, page_size, lambda a: a)
-    states = selectors.agent_states(listed["results"])
-    listed["results"] = [agent_payload(a, states[a.pk]) for a in listed["results"]]
-    return listed
-
-
-def attempt_page(agent: ContractAgent, page: int, page_size: int) -> dict[str, Any]:
-    """One page of the agent's attempts, newest first (REST and MCP)."""
-    runs = selectors.attempts(agent).select_related("conversation__agent", "task")
-    return page_of(runs, page, page_size, attempt_payload)
-
-
-def present(agent: ContractAgent) -> dict[str, Any]:
-    agent.refresh_from_db()
-    return agent_payload(agent)
-
-
-def attempt_of(agent: ContractAgent, number: int | None) -> Run:
-    """Attempt `number`, or the latest for None; NOT_FOUND when there is none."""
-    if number is not None:
-        return selectors.attempt_get(agent=agent, number=number)
-    run = selectors.latest_attempt(agent)
-    if run is None:
-        raise DomainError(
-            ErrorCode.NOT_FOUND,
-            f"{agent.name} has no attempt yet: start it first",
-            {"agent_id": agent.pk},
-        )
-    return run
-
 
 LOG_RESPONSE = {
     "responses": {
@@ -247,7 +93,7 @@ def start_agent(request: HttpRequest, agent_id: int):
     entries, or the WebSocket of its conversation."""
     agent = selectors.agent_get(user=request.user, agent_id=agent_id)
     services.agent_start(agent=agent, actor=request.user, interface=AuditInterface.API)
-    return Status(201, present(agent))
+    return Status(201, agent_now(agent))
 
 
 @router.post(
@@ -260,7 +106,7 @@ def stop_agent(request: HttpRequest, agent_id: int):
     is Stopped once the worker has let go. 409 when nothing runs."""
     agent = selectors.agent_get(user=request.user, agent_id=agent_id)
     services.agent_stop(agent=agent, actor=request.user, interface=AuditInterface.API)
-    return present(agent)
+    return agent_now(agent)
 
 
 @router.post(
@@ -279,7 +125,7 @@ def restart_agent(request: HttpRequest, agent_id: int, payload: RestartIn | None
         interface=AuditInterface.API,
         **(payload.model_dump(exclude_unset=True) if payload else {}),
     )
-    return Status(201, present(agent))
+    return Status(201, agent_now(agent))
 
 
 @router.get(
@@ -309,7 +155,7 @@ def list_attempt_entries(
     /ws/api/conversations/{conversation_id}/?after=SEQ."""
     agent = selectors.agent_get(user=request.user, agent_id=agent_id)
     run = selectors.attempt_get(agent=agent, number=number)
-    return entries_page(run.conversation, after=after, limit=limit)
+    return transcript_after(run.conversation, after=after, limit=limit)
 
 
 @router.get(
@@ -321,7 +167,7 @@ def attempt_log(request: HttpRequest, agent_id: int, number: AttemptNumber):
     """The attempt's timestamped log, rendered again from its rows (so it is complete even
     after a crash) and written to its file once the attempt ended."""
     agent = selectors.agent_get(user=request.user, agent_id=agent_id)
-    return log_download(attempt_of(agent, number))
+    return log_download(selectors.attempt_of(agent, number))
 
 
 @router.get(
@@ -333,4 +179,4 @@ def latest_log(request: HttpRequest, agent_id: int):
     """The latest attempt's log, as /agents/{id}/attempts/{number}/log. 404 when the agent
     never started."""
     agent = selectors.agent_get(user=request.user, agent_id=agent_id)
-    return log_download(attempt_of(agent, None))
+    return log_download(selectors.attempt_of(agent, None))

@@ -2,7 +2,7 @@
 double-texting mode, read the transcript after a seq, stop the running answer. The same
 services, selectors and shapes as /api/v1/conversations (without REST's `success` flag), as the
 key's user: another user's conversation is NOT_FOUND. Importing this module registers them on
-`mcp_server.server`."""
+`api.mcp_server.server`."""
 
 from typing import Annotated, Any, Literal
 
@@ -11,7 +11,7 @@ from mcp_types import ToolAnnotations
 from ninja import Schema
 from pydantic import Field
 
-from agents_app.api.conversations import (
+from agents_app.api.conversations.schemas import (
     DOUBLE_TEXTING,
     ENTRIES_MAX,
     AnswerOut,
@@ -21,14 +21,17 @@ from agents_app.api.conversations import (
     Instructions,
     Title,
     conversation_page,
-    entries_page,
-    outcome_of,
-    present,
 )
-from agents_app.api.mcp_server import caller, in_django, tool
+from agents_app.api.mcp_server import READ_ONLY, caller, in_django, tool
 from agents_app.api.schemas import Id, NonBlankText, Page, PageSize
 from agents_app.conversations import selectors, services
-from agents_app.conversations.presenters import conversation_payload, entry_payload
+from agents_app.conversations.presenters import (
+    conversation_now,
+    conversation_payload,
+    entry_payload,
+    message_outcome,
+    transcript_after,
+)
 from agents_app.core.inputs import QUERY_INT_MAX
 from agents_app.models import AuditInterface, DoubleTexting
 
@@ -63,7 +66,6 @@ class ConversationStopped(Schema):
 ConversationId = Annotated[
     Id, Field(description="The conversation's id (from create_conversation or list_conversations).")
 ]
-READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 
 
 @tool(annotations=READ_ONLY)
@@ -136,7 +138,7 @@ async def send_message(
             {
                 "entry": entry_payload(entry),
                 "run_id": run.pk if run else None,
-                "outcome": outcome_of(entry, run),
+                "outcome": message_outcome(entry, run),
             }
         )
 
@@ -157,7 +159,7 @@ async def read_conversation(
 
     def read(user: Any) -> Transcript:
         conversation = selectors.conversation_get(user=user, conversation_id=conversation_id)
-        return Transcript.model_validate(entries_page(conversation, after=after, limit=limit))
+        return Transcript.model_validate(transcript_after(conversation, after=after, limit=limit))
 
     return await in_django(read, caller(ctx))
 
@@ -176,7 +178,7 @@ async def stop_conversation(ctx: Context, conversation_id: ConversationId) -> Co
         return ConversationStopped.model_validate(
             {
                 "stopped_run_id": stopped.pk if stopped else None,
-                "conversation": present(conversation),
+                "conversation": conversation_now(conversation),
             }
         )
 

@@ -10,6 +10,7 @@ from typing import Any
 from django.http import HttpRequest
 from ninja import Field, Query, Router, Schema, Status
 
+from agents_app.api.approvals.schemas import ApprovalOut
 from agents_app.api.pagination import page_of
 from agents_app.api.schemas import (
     Flag,
@@ -38,39 +39,6 @@ router = Router(tags=["approvals"])
 BULK_MAX = 1000
 # ApprovalRule.tool's column.
 TOOL_MAX = 200
-
-
-class ApprovalLinks(Schema):
-    self: str
-    decide: str
-    run: str
-    page: str
-
-
-class ApprovalOut(Schema):
-    """`agents_app.approvals.approval_payload`, as events and webhooks show it too."""
-
-    id: int
-    run_id: int
-    kind: str = Field(description="tool_call or plan.")
-    status: ApprovalStatus
-    tool: str
-    arguments: dict[str, Any] = Field(description="As the model asked (a plan: its steps).")
-    risk: str
-    level: str
-    reason: str
-    reasoning: str
-    step_index: int | None
-    tool_call_id: int | None
-    decision_arguments: dict[str, Any] | None = Field(description="The edited arguments.")
-    decided_by: str | None
-    decided_via: str | None
-    decided_at: str | None
-    expired: bool = Field(description="Decided by its timeout.")
-    expires_at: str | None
-    on_timeout: str | None
-    created_at: str
-    links: ApprovalLinks
 
 
 class ApprovalPage(Schema):

@@ -1,0 +1,1 @@
+"""LLM connections (agents_app.connections) over the API: GET /api/v1/connections (`rest`)."""

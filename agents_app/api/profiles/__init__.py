@@ -1,0 +1,1 @@
+"""Agent profiles (agents_app.orchestration) over the API: the REST reads (`rest`)."""

@@ -1,0 +1,2 @@
+"""Runs (agents_app.runs) over the API: the REST routes for tasks and runs, their events
+and the health check (`rest`), and the MCP tools that submit and follow runs (`mcp`)."""

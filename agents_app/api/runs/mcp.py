@@ -1,0 +1,157 @@
+"""The MCP server's run tools: submit a task, read and list runs, cancel and restart one. The
+same services, selectors and presenters as /api/v1/runs, as the key's user; the structured
+outputs are the REST shapes without REST's `success` flag (MCP has `isError`). Importing this
+module registers them on `api.mcp_server.server`."""
+
+from typing import Annotated, Any
+
+from mcp.server.mcpserver import Context
+from mcp_types import ToolAnnotations
+from ninja import Schema
+from pydantic import Field
+
+from agents_app.api.mcp_server import READ_ONLY, caller, in_django, tool
+from agents_app.api.pagination import page_of
+from agents_app.api.schemas import (
+    Count,
+    Flag,
+    Id,
+    JsonObject,
+    NonBlankText,
+    Page,
+    PageSize,
+    RunDetail,
+    RunLinks,
+    RunSummary,
+)
+from agents_app.models import AuditInterface, ClosePolicy, RunStatus
+from agents_app.runs import presenters, services
+from agents_app.runs import selectors as run_selectors
+from agents_app.runs.presenters import plan_out, run_links, run_summary
+
+
+class SubmittedRun(Schema):
+    run_id: int
+    status: str
+    links: RunLinks
+
+
+class RunWithResult(RunDetail):
+    result: dict[str, Any] | None = Field(
+        description="Seed 000's AgentResult once the run has finished, else null."
+    )
+
+
+class RunList(Schema):
+    count: int
+    page: int
+    page_size: int
+    results: list[RunSummary]
+
+
+RunId = Annotated[Id, Field(description="The run's id (run_id from submit_task or list_runs).")]
+
+
+@tool(annotations=ToolAnnotations(destructive_hint=False, open_world_hint=True))
+async def submit_task(
+    ctx: Context,
+    task: Annotated[NonBlankText, Field(description="What the agent should do.")],
+    context: Annotated[
+        JsonObject | None, Field(description="Any JSON object the agent may use, < 1 MB.")
+    ] = None,
+    max_tokens: Annotated[Count | None, Field(description="LLM token budget of the run.")] = None,
+    max_tool_calls: Annotated[Count | None, Field(description="Tool call budget.")] = None,
+    team: Annotated[
+        Flag,
+        Field(
+            description="Use the team: a head node splits the task into subtasks, each done "
+            "by an agent profile's child run."
+        ),
+    ] = False,
+    close_policy: Annotated[
+        ClosePolicy | None,
+        Field(
+            description="When the run ends before its children: cancel them (cancel, the "
+            "default) or let them finish (finish)."
+        ),
+    ] = None,
+) -> SubmittedRun:
+    """Queue a task for an agent (or, with `team`, for a team of agents). Returns the new
+    run's id, status (queued) and links; follow it with get_run."""
+
+    def submit(user: Any) -> SubmittedRun:
+        run = services.task_submit(
+            owner=user,
+            interface=AuditInterface.MCP,
+            text=task,
+            context=context,
+            max_tokens=max_tokens,
+            max_tool_calls=max_tool_calls,
+            team=team,
+            close_policy=close_policy,
+        )
+        return SubmittedRun(run_id=run.pk, status=run.status, links=run_links(run))
+
+    return await in_django(submit, caller(ctx))
+
+
+@tool(annotations=READ_ONLY)
+async def get_run(ctx: Context, run_id: RunId) -> RunWithResult:
+    """One of your runs with its plans, steps and tool calls, and the AgentResult once it
+    has finished."""
+
+    def detail(user: Any) -> RunWithResult:
+        run = run_selectors.run_detail(user=user, run_id=run_id)
+        return RunWithResult.model_validate(
+            {
+                **run_summary(run),
+                "context": run.task.context,
+                "plans": [plan_out(plan) for plan in run.plan_list],
+                "result": presenters.agent_result(run) if run.is_terminal else None,
+            }
+        )
+
+    return await in_django(detail, caller(ctx))
+
+
+@tool(annotations=READ_ONLY)
+async def list_runs(
+    ctx: Context,
+    status: Annotated[RunStatus | None, Field(description="Only runs with this status.")] = None,
+    page: Page = 1,
+    page_size: Annotated[PageSize, Field(description="Runs per page.")] = 20,
+) -> RunList:
+    """Your runs, newest first, optionally only those with one status."""
+
+    def page_of_runs(user: Any) -> RunList:
+        runs = run_selectors.runs_for(user)
+        if status:
+            runs = runs.filter(status=status)
+        return RunList.model_validate(page_of(runs, page, page_size, run_summary))
+
+    return await in_django(page_of_runs, caller(ctx))
+
+
+@tool(annotations=ToolAnnotations(destructive_hint=True, idempotent_hint=True))
+async def cancel_run(ctx: Context, run_id: RunId) -> RunSummary:
+    """Stop one of your runs: no new LLM or tool call starts. CONFLICT if it already finished."""
+
+    def cancel(user: Any) -> RunSummary:
+        run = run_selectors.run_get(user=user, run_id=run_id)
+        cancelled = services.run_cancel(run=run, actor=user, interface=AuditInterface.MCP)
+        return RunSummary.model_validate(run_summary(cancelled))
+
+    return await in_django(cancel, caller(ctx))
+
+
+@tool(annotations=ToolAnnotations(destructive_hint=False, idempotent_hint=False))
+async def restart_run(ctx: Context, run_id: RunId) -> RunSummary:
+    """A new attempt of a finished run's task, queued; returns the new run. CONFLICT while
+    the run is still going."""
+
+    def restart(user: Any) -> RunSummary:
+        run = run_selectors.run_get(user=user, run_id=run_id)
+        new_run = services.run_restart(run=run, actor=user, interface=AuditInterface.MCP)
+        return RunSummary.model_validate(run_summary(new_run))
+
+    return await in_django(restart, caller(ctx))
