@@ -13,7 +13,7 @@ from django.conf import settings
 from django.utils.text import slugify
 
 from agents_app.core.events import EventType
-from agents_app.models import ConversationEntry, EntryKind, Run, RunEvent, RunKind
+from agents_app.models import ConversationEntry, EntryKind, Run, RunEvent
 from agents_app.runs.writer import RunWriter
 
 RESULT_CHARS = 2_000
@@ -119,9 +119,10 @@ def write_log(run: Run) -> Path:
 
 def keep_log(w: RunWriter) -> None:
     """Write the log of a contract attempt; a failure is told once per attempt as a
-    log_failed event (the attempt goes on: the rows still hold everything)."""
+    log_failed event (the attempt goes on: the rows still hold everything). Called by the
+    contract's recipe after each cycle and at the attempt's end, once each."""
     run = w.run
-    if run.kind != RunKind.CONTRACT or run.conversation_id is None:
+    if run.conversation_id is None:
         return
     w.flush()  # the events collected so far are part of the log
     try:

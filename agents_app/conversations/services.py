@@ -220,10 +220,10 @@ def conversation_stop(*, conversation: Conversation, actor: Any, interface: str)
 
 
 def answer_next(w: RunWriter) -> None:
-    """FINISH_HOOKS: after a chat answer ended, in its transaction: the messages held by a
-    stop join the transcript unanswered, and the oldest message waiting is answered."""
+    """A chat answer's end (its recipe's on_finish), in its transaction: the messages held by
+    a stop join the transcript unanswered, and the oldest message waiting is answered."""
     run = w.run
-    if run.kind != RunKind.CHAT or run.conversation_id is None:
+    if run.conversation_id is None:
         return
     conversation = Conversation.objects.select_for_update().get(pk=run.conversation_id)
     waiting = _waiting(conversation, ended=run.pk)

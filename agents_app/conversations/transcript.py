@@ -12,10 +12,9 @@ from typing import Any
 from django.db.models import F
 
 from agents_app.core.events import publish
-from agents_app.engine.contract import contract_system
 from agents_app.engine.executor import Added
-from agents_app.engine.prompts import chat_system
-from agents_app.models import Conversation, ConversationEntry, EntryKind, Run, RunKind
+from agents_app.models import Conversation, ConversationEntry, EntryKind, Run
+from agents_app.runs.recipes import recipe_for
 
 
 def conversation_group(conversation_id: int) -> str:
@@ -133,10 +132,8 @@ def chat_messages(run: Run) -> list[dict[str, Any]]:
             "seq"
         )
     )
-    if run.kind == RunKind.CONTRACT:
-        system = contract_system(run.task.text)
-    else:
-        system = chat_system(conversation.instructions)
+    # A chat's standing instructions, or a contract attempt's contract: its recipe says.
+    system = recipe_for(run.kind).system_message(run, conversation)
     return [system, *replay(rows)]
 
 

@@ -132,13 +132,15 @@ def events_message(run_id: int, events: list[Any]) -> dict[str, Any]:
     return {"type": "run.events", "run_id": run_id, "events": [event_message(e) for e in events]}
 
 
-def publish_events(run: Any, events: list[Any]) -> None:
+def publish_events(run: Any, events: list[Any], *, tree_root_id: int | None = None) -> None:
     """What one commit of `run` tells the pages: its events in one message, and a notice for
-    its tree and its owner's lists when they look different now, handed over as one unit."""
+    its tree and its owner's lists when they look different now, handed over as one unit.
+    `tree_root_id`: the head of the tree the run belongs to (None: in no tree), as the
+    writer's recipe tells it (runs.writer)."""
     sends = [(run_group(run.pk), events_message(run.pk, events))]
-    # A run of a tree (a child, or the head node itself, kind "team": RunKind.TEAM, which core
-    # cannot import): one small notice for the whole commit; pages read the tree from the tables.
-    root_id = run.root_id or (run.pk if run.kind == "team" else None)
+    # A run of a tree: one small notice for the whole commit; pages read the tree from the
+    # tables.
+    root_id = tree_root_id
     if root_id is not None and any(e.type in TREE_EVENT_TYPES for e in events):
         sends.append(
             (tree_group(root_id), {"type": "run.tree", "root_id": root_id, "run_id": run.pk})

@@ -45,6 +45,7 @@ from agents_app.models import (
     ToolCallStatus,
 )
 from agents_app.runs.lifecycle import run_enqueue
+from agents_app.runs.recipes import recipe_for
 from agents_app.runs.services import run_cancel
 from agents_app.runs.writer import RunWriter, locked_run
 
@@ -57,12 +58,9 @@ HEAD_NODE = "head node"
 
 
 def agent_name(run: Run) -> str:
-    """How the timeline names a run: its profile, "micro agent", or the head node."""
-    if run.kind == RunKind.MICRO:
-        return f"micro agent #{run.pk}"
-    if run.profile_id is not None and run.profile is not None:
-        return run.profile.name if run.kind != RunKind.TEAM else f"{run.profile.name} (head)"
-    return HEAD_NODE if run.kind == RunKind.TEAM else f"run #{run.pk}"
+    """How the timeline names a run: its profile, "micro agent", or the head node (its
+    recipe says)."""
+    return recipe_for(run.kind).agent_name(run)
 
 
 def tree_of(root_id: int) -> Any:
@@ -150,7 +148,7 @@ def spawn_child(
         approval_timeout=parent.task.approval_timeout,
         approval_on_timeout=parent.task.approval_on_timeout,
         # A micro agent is one open-ended step; a profile's child plans when its part needs it.
-        fast_path=True if kind == RunKind.MICRO else None,
+        fast_path=recipe_for(kind).task_fast_path,
         connection=connection,
         persona=persona or (profile.persona if profile else ""),
         allowed_tools=allowed_tools,
@@ -232,9 +230,9 @@ def lifecycle(status: str) -> str:
 
 
 def on_run_transition(w: RunWriter, before: str, after: str) -> None:
-    """A TRANSITION_HOOK (runs.writer): a child whose lifecycle changes (it starts, is
-    paused on a person or the kill switch, goes on again) tells its parent with a
-    status_response; its end is its task_result (hand_back)."""
+    """A child's and a micro agent's on_transition (runs.recipes): a child whose lifecycle
+    changes (it starts, is paused on a person or the kill switch, goes on again) tells its
+    parent with a status_response; its end is its task_result (hand_back)."""
     run = w.run
     if run.parent_id is None or after in TERMINAL_STATUSES:
         return
@@ -329,11 +327,12 @@ def envelope_of(run: Run) -> dict[str, Any]:
 # --- what a run's end does to its tree ------------------------------------------------------
 
 
-def on_run_finished(w: RunWriter) -> None:
-    """A FINISH_HOOK (runs.lifecycle), in the transaction that ends the run: its children
-    are cancelled after the commit unless its close policy lets them finish; a child hands
-    its envelope to its parent and may queue it; a run of a profile frees a place a queued
-    subtask may be waiting for."""
+def on_run_finished(w: RunWriter, *, frees_a_profile: bool) -> None:
+    """The end of a run of a tree (the head node's, a child's, a micro agent's recipe), in
+    the transaction that ends the run: its children are cancelled after the commit unless its
+    close policy lets them finish; a child hands its envelope to its parent and may queue it;
+    a run of a profile (`frees_a_profile`: not the head node's, which runs as the
+    orchestrator) frees a place a queued subtask may be waiting for."""
     run = w.run
     if (
         run.close_policy == ClosePolicy.CANCEL
@@ -343,7 +342,7 @@ def on_run_finished(w: RunWriter) -> None:
         transaction.on_commit(lambda: cancel_children(run_id))
     if run.parent_id is not None:
         hand_back(w)
-    if run.profile_id is not None and run.kind != RunKind.TEAM:
+    if frees_a_profile and run.profile_id is not None:
         for waiting in queued_teams():
             transaction.on_commit(lambda rid=waiting: wake_if_waiting(rid))
 

@@ -3,7 +3,6 @@ the run (closing its steps, its result event, the `run.finished` webhook) and it
 workspace directory."""
 
 import os
-from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -27,14 +26,10 @@ from agents_app.models import (
 )
 from agents_app.runs.files import workspace_name
 from agents_app.runs.presenters import agent_result, finished_payload
+from agents_app.runs.recipes import recipe_for
 from agents_app.runs.selectors import current_plan
 from agents_app.runs.writer import RunWriter
 from agents_app.webhooks.services import RUN_FINISHED, webhooks_notify
-
-# Called by `finish` with the run's writer, inside its transaction, after the run ended: how a
-# package above this one (conversations: answer the next message) follows up on a run's end
-# without this layer importing it. Registered once, in AgentsAppConfig.ready.
-FINISH_HOOKS: list[Callable[[RunWriter], None]] = []
 
 
 def run_enqueue(*, run_id: int) -> None:
@@ -125,8 +120,10 @@ def finish(
         w.event(EventType.ERROR, {"code": code, "message": message, "details": details or {}})
     w.event(EventType.RESULT, agent_result(run, plan, steps))
     webhooks_notify(user_id=run.owner_id, event_type=RUN_FINISHED, payload=finished_payload(run))
-    for hook in FINISH_HOOKS:
-        hook(w)
+    # What its kind does at its end (a chat answers the message waiting next, a contract
+    # writes its log, a child hands back its envelope): its recipe, which lives in a package
+    # above this one (runs.recipes).
+    recipe_for(run.kind).on_finish(w)
 
 
 def _close_steps(plan: Plan, steps: list[Step] | None, failed: str, skipped: str) -> None:

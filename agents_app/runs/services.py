@@ -23,8 +23,6 @@ from agents_app.core.errors import DomainError, ErrorCode
 from agents_app.core.events import EventType
 from agents_app.core.inputs import STORED_INT_MAX, json_problem, text_problem
 from agents_app.models import (
-    AgentProfile,
-    AgentRole,
     ClosePolicy,
     KillSwitch,
     Run,
@@ -35,6 +33,7 @@ from agents_app.models import (
 )
 from agents_app.runs.control import refuse_while_halted
 from agents_app.runs.lifecycle import finish, run_enqueue
+from agents_app.runs.recipes import recipe_for
 from agents_app.runs.writer import RunWriter, locked_run
 
 # Task.approval_timeout is a PositiveIntegerField: the column's range.
@@ -213,19 +212,13 @@ def run_create(
         llm_model=connection.model if connection is not None else "",
         kind=kind,
         conversation=conversation,
-        profile=head_node_profile() if kind == RunKind.TEAM else None,
+        profile=recipe_for(kind).profile_at_start(),
         close_policy=close_policy,
         event_seq=1,
     )
     # Nobody sees the row before this transaction commits: its first event needs no lock.
     RunWriter(run).first_event(EventType.RUN_QUEUED, {"task": task.text, "attempt": attempt})
     return run
-
-
-def head_node_profile() -> Any:
-    """The orchestrator profile a team's head node runs as (its persona, model and budget),
-    or None when staff removed every one."""
-    return AgentProfile.objects.filter(role=AgentRole.ORCHESTRATOR).order_by("name").first()
 
 
 def run_cancel(*, run: Run, actor: Any, interface: str) -> Run:

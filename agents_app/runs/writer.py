@@ -1,6 +1,6 @@
 """Changing a run: the row lock, the lease check, the state change and its events, one transaction."""
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import partial
 from typing import Any
@@ -13,6 +13,7 @@ from agents_app.core.events import EventType, publish_events
 from agents_app.core.secrecy import redact, redact_all
 from agents_app.core.watch import signal_run
 from agents_app.models import PARKED_STATUSES, TERMINAL_STATUSES, Run, RunEvent, RunStatus
+from agents_app.runs.recipes import recipe_for
 
 # The run's fields that may carry text from outside (a model server's, a tool's): redacted as
 # they are set (core.secrecy), like every event's payload.
@@ -20,12 +21,6 @@ TEXT_FIELDS = frozenset({"error_message", "final_response", "replan_reason"})
 
 # Fields a worker holding the run obeys between its commits: changing one signals it (core.watch).
 CONTROL_FIELDS = frozenset({"cancel_requested", "pause_requested"})
-
-# Called by `transition` with the writer, the status before and the status after, inside the
-# run's transaction: how a package above this one (orchestration: a child tells its parent
-# how it is) follows a run's status without this layer importing it. Registered once, in
-# AgentsAppConfig.ready; each must be cheap for a run it is not about.
-TRANSITION_HOOKS: list[Callable[["RunWriter", str, str], None]] = []
 
 
 class LeaseLost(Exception):
@@ -94,8 +89,9 @@ class RunWriter:
         before = self.run.status
         self.set(**changes)
         self.event(EventType.RUN_STATUS, {"status": status, **payload})
-        for hook in TRANSITION_HOOKS:
-            hook(self, before, status)
+        # What its kind does when its status changes (a child tells its parent how it is):
+        # its recipe, which lives in a package above this one (runs.recipes).
+        recipe_for(self.run.kind).on_transition(self, before, status)
 
     def flush(self) -> None:
         if self._fields:
@@ -109,7 +105,12 @@ class RunWriter:
         """Insert the events collected, to be published once the transaction commits."""
         if self._events:
             rows.insert(self._events)
-            transaction.on_commit(partial(publish_events, self.run, list(self._events)))
+            run = self.run
+            # A run of a tree (a child, or a head node: a kind that delegates) tells its tree.
+            root_id = run.root_id or (run.pk if recipe_for(run.kind).delegates else None)
+            transaction.on_commit(
+                partial(publish_events, run, list(self._events), tree_root_id=root_id)
+            )
         self._events.clear()
 
 

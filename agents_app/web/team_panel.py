@@ -15,10 +15,10 @@ from agents_app.models import (
     ApprovalStatus,
     MessageType,
     Run,
-    RunKind,
     RunStatus,
 )
 from agents_app.orchestration.selectors import tree_messages, tree_runs
+from agents_app.runs.recipes import recipe_for
 from agents_app.web.run_page import compact_json, cut
 
 # The newest messages the timeline shows; REST pages through all of them.
@@ -44,15 +44,12 @@ class TimelineEntry:
 
 
 def in_a_tree(run: Run) -> bool:
-    return run.kind == RunKind.TEAM or run.root_id is not None
+    """A head node (a kind that delegates) or a run below one."""
+    return recipe_for(run.kind).delegates or run.root_id is not None
 
 
 def who(run: Run) -> str:
-    if run.kind == RunKind.TEAM:
-        return "head node"
-    if run.kind == RunKind.MICRO:
-        return "micro agent"
-    return run.profile.name if run.profile is not None else str(run.kind)
+    return recipe_for(run.kind).name_in_tree(run)
 
 
 def _files(payload: dict[str, Any]) -> str:

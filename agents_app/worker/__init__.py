@@ -1,5 +1,4 @@
 """What a Celery worker does with a run: the executor loop that claims, decides, performs and
-commits (`execution`), the verdicts that end a run's verifying (`verdicts`), how its steps are
-written and seen (`steps`), a head node's decisions (`team`), the engine's window on the
-database (`hooks`), the configured LLM (`llm`) and the periodic sweeps every worker runs
-(`sweeps`)."""
+commits (`execution`: where the kinds of run differ, it asks the run's recipe, runs.recipes),
+how its steps are written and seen (`steps`), the engine's window on the database (`hooks`),
+the configured LLM (`llm`) and the periodic sweeps every worker runs (`sweeps`)."""

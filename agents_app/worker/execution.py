@@ -15,8 +15,6 @@ from django.db import DatabaseError, close_old_connections
 from django.utils import timezone
 
 from agents_app.approvals.parking import park_on_call, park_on_plan
-from agents_app.conversations.condense import chat_context
-from agents_app.conversations.transcript import append_answer, append_cut
 from agents_app.core.audit import arguments_sha256
 from agents_app.core.errors import DomainError, ErrorCode
 from agents_app.core.events import EventType
@@ -24,7 +22,6 @@ from agents_app.core.publisher import PUBLISHER, in_background
 from agents_app.core.secrecy import redact
 from agents_app.core.watch import Watch
 from agents_app.engine.analysis import analyze_task, select_tools
-from agents_app.engine.contract import continue_message
 from agents_app.engine.decide import (
     Action,
     ActionKind,
@@ -32,12 +29,7 @@ from agents_app.engine.decide import (
     next_action,
 )
 from agents_app.engine.executor import AwaitApproval, Resume, StepInput, execute_step
-from agents_app.engine.fast import (
-    fast_plan,
-    fast_plan_raw,
-    is_fast_plan,
-    takes_fast_path,
-)
+from agents_app.engine.fast import fast_plan, fast_plan_raw, is_fast_plan
 from agents_app.engine.hooks import StopRun
 from agents_app.engine.llm import LLMProvider
 from agents_app.engine.planner import make_plan
@@ -48,13 +40,13 @@ from agents_app.models import (
     KillSwitch,
     Plan,
     Run,
-    RunKind,
     RunStatus,
     Step,
     StepStatus,
 )
 from agents_app.runs.lease import Lease
 from agents_app.runs.lifecycle import finish, new_plan, skip_step, workspace_for
+from agents_app.runs.recipes import RunRows, recipe_for
 from agents_app.runs.writer import LeaseLost, locked_run, read_again
 from agents_app.worker.hooks import (
     DatabaseHooks,
@@ -72,16 +64,11 @@ from agents_app.worker.steps import (
     step_at,
     write_steps,
 )
-from agents_app.worker.team import delegate, plan_team, wait
-from agents_app.worker.verdicts import verify
 from tools_app.process_registry import get_registry
 from tools_app.registry import ToolRegistry, ToolSpec
 from tools_app.selectors import configured_specs
 
 logger = logging.getLogger(__name__)
-
-# The kinds whose step reads and writes a conversation's transcript.
-TRANSCRIPT_KINDS = frozenset({RunKind.CHAT, RunKind.CONTRACT})
 
 # The actions after which the executor's rows are what the database holds: they change the
 # run (read again by every commit) and the steps in memory, or (a plan) put the plan they
@@ -109,17 +96,12 @@ class Outcome:
 # --- performing one decision ----------------------------------------------------------------
 
 
-@dataclass
-class RunRows:
-    """What one decision is made from: the run, its latest plan and that plan's steps in
-    index order."""
-
-    run: Run
-    plan: Plan | None
-    steps: list[Step]
-
-
 class RunExecutor:
+    """Performs a run's decisions, one after another, while its lease holds. Where the kinds
+    of run differ it asks the run's recipe (runs.recipes), and is the recipe's context
+    (runs.recipes.RecipeContext): its provider, its commits, its hooks, its tools, its
+    planner."""
+
     def __init__(
         self,
         run_id: int,
@@ -208,7 +190,7 @@ class RunExecutor:
             halted=self.halted,
             pause_requested=rows.run.pause_requested,
             steps=board_of(rows.steps),
-            delegates=rows.run.kind == RunKind.TEAM,
+            delegates=recipe_for(rows.run.kind).delegates,
         )
 
     def step_once(self) -> bool:
@@ -217,8 +199,8 @@ class RunExecutor:
         if rows is None:
             rows, self.rows_kept = self.load(), None
         # Kept for the next decision only after an action that wrote nothing but the run's row
-        # and the steps it holds (KEEPS_ROWS), and never for a head node (its children write
-        # its steps).
+        # and the steps it holds (KEEPS_ROWS), and never for a run that delegates (its children
+        # write its steps).
         self.rows = None
         flagged = rows.run.cancel_requested or rows.run.pause_requested or self.halted
         if self.started_next is not None and rows is self.rows_kept and not flagged:
@@ -237,7 +219,8 @@ class RunExecutor:
                 # Whatever it started for the next decision was not committed.
                 self.started_next = None
                 raise
-            if action.kind in KEEPS_ROWS and not self.parked and rows.run.kind != RunKind.TEAM:
+            keeps = action.kind in KEEPS_ROWS and not recipe_for(rows.run.kind).delegates
+            if keeps and not self.parked:
                 self.rows = self.rows_kept = rows
         except StopRun as stop:
             if stop.code == ErrorCode.LEASE_LOST:
@@ -264,10 +247,9 @@ class RunExecutor:
         return not self.parked and not rows.run.is_terminal
 
     def keep_cut(self, w: Any, exc: Exception, reason: str) -> None:
-        """A chat answer cut short: what it said and heard joins the transcript, each call
-        without a result closed with `reason`, before the run's end answers what waits."""
-        if w.run.kind in TRANSCRIPT_KINDS and hasattr(exc, "added"):
-            append_cut(w.run, exc.added, reason or "Stopped before this call returned.")
+        """A step cut short by `exc`: what its kind keeps of it (a chat answer's transcript),
+        before the run's end."""
+        recipe_for(w.run.kind).keep_cut(w, exc, reason)
 
     # --- the performers, one per ActionKind -------------------------------------------------
 
@@ -289,23 +271,20 @@ class RunExecutor:
     def perform_start(self, action: Action, rows: RunRows) -> None:
         # A plan made without the model (the fast path: a chat's answer, a short task) is
         # written in the start's commit.
-        if rows.plan is None and rows.run.kind != RunKind.TEAM and self.plans_fast(rows):
+        if rows.plan is None and recipe_for(rows.run.kind).plans_fast(rows):
             self.plan(rows, start=True)
             return
         with self.lock() as w:
             w.transition(RunStatus.PLANNING)
 
     def perform_plan(self, action: Action, rows: RunRows) -> None:
-        if rows.run.kind == RunKind.TEAM:
-            plan_team(self, rows.run, rows.plan, rows.steps)
-        else:
-            self.plan(rows)
+        recipe_for(rows.run.kind).plan(self, rows)
 
     def perform_delegate(self, action: Action, rows: RunRows) -> None:
-        delegate(self, action, rows)
+        recipe_for(rows.run.kind).delegate(self, action, rows)
 
     def perform_wait(self, action: Action, rows: RunRows) -> None:
-        wait(self, rows)
+        recipe_for(rows.run.kind).wait(self, rows)
 
     def perform_skip(self, action: Action, rows: RunRows) -> None:
         with self.lock() as w:
@@ -321,7 +300,7 @@ class RunExecutor:
             w.transition(RunStatus.VERIFYING)
 
     def perform_verify(self, action: Action, rows: RunRows) -> None:
-        verify(self, rows.run, rows.plan, rows.steps, fast=is_fast_plan(rows.plan.raw))
+        recipe_for(rows.run.kind).verify(self, rows, fast=is_fast_plan(rows.plan.raw))
 
     # --- the work behind plan, execute and verify -------------------------------------------
 
@@ -365,26 +344,12 @@ class RunExecutor:
             )
         return offered
 
-    def plans_fast(self, rows: RunRows) -> bool:
-        """The fast path (engine/fast.py) plans without the model, on the first plan only: a
-        replan after a direct attempt asks the planner, with that attempt as history."""
-        run = rows.run
-        return (
-            run.kind in TRANSCRIPT_KINDS
-            or rows.plan is None
-            and takes_fast_path(
-                text=run.task.text,
-                option=run.task.fast_path,
-                max_chars=settings.AGENT_FAST_PATH_MAX_CHARS,
-            )
-        )
-
     def plan(self, rows: RunRows, *, start: bool = False) -> None:
         """The run's next plan, in one commit with its first step's start (and, with `start`,
         the run's). `rows` then hold the new plan and its steps."""
         run, previous = rows.run, rows.plan
         hooks = self.hooks(run)
-        fast = self.plans_fast(rows)
+        fast = recipe_for(run.kind).plans_fast(rows)
         if fast:
             tool_names = [t.name for t in self.specs(run)]
             output = fast_plan(task=run.task.text, tool_names=tool_names)
@@ -484,7 +449,7 @@ class RunExecutor:
             halted=bool(self.halted),
             pause_requested=run.pause_requested,
             steps=board_of(steps),
-            delegates=run.kind == RunKind.TEAM,
+            delegates=recipe_for(run.kind).delegates,
         )
         action = next_action(state)
         if action.kind == ActionKind.BEGIN_VERIFY:
@@ -516,7 +481,7 @@ class RunExecutor:
             with self.lock() as w:
                 self.start_step(w, step, resume)
         workspace = workspace_for(run)
-        chat = run.kind in TRANSCRIPT_KINDS
+        recipe = recipe_for(run.kind)
         hooks = self.hooks(
             run, step, specs={spec.name: spec for spec in self.specs(run)}, workspace=workspace
         )
@@ -540,20 +505,16 @@ class RunExecutor:
                     earlier=earlier,
                     unshown=step.index - len(earlier),
                     direct=direct,
-                    transcript=self.transcript(run, hooks) if chat else None,
-                    one_cycle=run.kind == RunKind.CONTRACT,
+                    transcript=recipe.step_transcript(self, run, hooks),
+                    one_cycle=recipe.one_cycle,
                 ),
                 workspace=workspace,
                 run_id=run.pk,
                 timeout=settings.AGENT_STEP_TIMEOUT,
-                max_rounds=int(run.task.context.get("max_steps") or settings.AGENT_MAX_TOOL_ROUNDS)
-                if run.kind == RunKind.MICRO
-                else settings.AGENT_MAX_TOOL_ROUNDS,
+                max_rounds=recipe.max_rounds(run),
                 resume=resume,
                 max_tokens=settings.LLM_MAX_TOKENS_STEP,
-                error_retries=(
-                    settings.CHAT_TOOL_ERROR_RETRIES if chat else settings.AGENT_TOOL_ERROR_RETRIES
-                ),
+                error_retries=recipe.error_retries(),
             )
         except AwaitApproval as wait:
             with self.lock() as w:
@@ -564,7 +525,7 @@ class RunExecutor:
         finally:
             hooks.flush_tokens()
         # A chat's answer joins its transcript, which reads the run's row: not fenced.
-        with self.lock(fenced=not chat) as w:
+        with self.lock(fenced=not recipe.transcript) as w:
             step.set_status(outcome.status)
             step.output = outcome.output
             step.error = (
@@ -572,10 +533,7 @@ class RunExecutor:
             )
             step.thinking = outcome.thinking
             step.finished_at = timezone.now()
-            if chat and outcome.status == StepStatus.COMPLETED:
-                append_answer(w.run, outcome.added, outcome.output)
-            elif chat:
-                append_cut(w.run, outcome.added, step.error)
+            recipe.record_step(w, outcome, step.error)
             if outcome.status == StepStatus.COMPLETED:
                 w.event(
                     EventType.STEP_COMPLETED,
@@ -630,14 +588,6 @@ class RunExecutor:
         )
         note = "It timed out waiting for a decision." if approval.expired else ""
         return Resume(step.progress, decision, arguments, handle, note)
-
-    def transcript(self, run: Run, hooks: DatabaseHooks) -> list[dict[str, Any]]:
-        """A chat answer's or a contract cycle's input: the conversation so far; a contract
-        cycle after the first also hears why its work is not done yet."""
-        messages = chat_context(run, self.provider, hooks)
-        if run.kind == RunKind.CONTRACT and run.replans:
-            messages.append(continue_message(run.replan_reason))
-        return messages
 
 
 # --- the loop -------------------------------------------------------------------------------

@@ -37,13 +37,13 @@ from agents_app.models import (
     DoubleTexting,
     EntryKind,
     Run,
-    RunKind,
     Step,
     ToolCall,
     ToolCallStatus,
 )
 from agents_app.orchestration.children import tree_usage
 from agents_app.runs.lease import Lease
+from agents_app.runs.recipes import recipe_for
 from agents_app.runs.writer import RunWriter, fenced_run, locked_run
 from tools_app.registry import ToolResult, ToolSpec
 
@@ -173,7 +173,7 @@ class DatabaseHooks:
         )
         # A contract agent's Stop lets the model's answer in flight finish (seed 002): while
         # it streams only the lease and the deadline are watched; the stop is seen after.
-        self.finish_in_flight = run.kind == RunKind.CONTRACT
+        self.finish_in_flight = recipe_for(run.kind).finish_in_flight
         # tool_call_id -> how the call was let through (auto | rule | yolo | person).
         self.let_through: dict[int, str] = {}
         self._buffer: list[str] = []

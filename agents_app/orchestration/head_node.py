@@ -3,10 +3,11 @@ each assigned by the selection matrix; executing it starts every subtask that ca
 child run and parks; verifying it puts the children's envelopes together.
 
 The same RunExecutor runs it as any run (lease, fence, events, budgets, audit); this module
-is what the performers of a team run call (docs/ARCHITECTURE.md, "Teams are trees of runs").
+is what the team's recipe (orchestration.recipes) does with the worker's context
+(runs.recipes.RecipeContext) (docs/ARCHITECTURE.md, "Teams are trees of runs").
 """
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from django.conf import settings
 
@@ -26,9 +27,7 @@ from agents_app.orchestration.children import (
     spawn_child,
 )
 from agents_app.runs.lifecycle import finish, new_plan
-
-if TYPE_CHECKING:
-    from agents_app.worker.execution import RunExecutor, RunRows
+from agents_app.runs.recipes import RecipeContext, RunRows
 
 
 def profile_cards() -> list[ProfileCard]:
@@ -52,7 +51,7 @@ def team_history(run: Run, steps: list[Step]) -> str:
     return "\n".join(lines)
 
 
-def plan_team(ex: "RunExecutor", run: Run, previous: Plan | None, steps: list[Step]) -> None:
+def plan_team(ex: RecipeContext, run: Run, previous: Plan | None, steps: list[Step]) -> None:
     """The head node's model splits the task; the plan's steps are the subtasks, each with
     the profile the matrix prefers (assigned for good when it starts: a busy profile may be
     replaced by its secondary then)."""
@@ -98,7 +97,7 @@ def plan_team(ex: "RunExecutor", run: Run, previous: Plan | None, steps: list[St
         w.transition(RunStatus.RUNNING)
 
 
-def delegate(ex: "RunExecutor", action: Action, rows: "RunRows") -> None:
+def delegate(ex: RecipeContext, action: Action, rows: RunRows) -> None:
     """Start a child for each step that can start, then park until a child ends. A step is
     refused (failed) when the tree is as deep as TEAM_MAX_DEPTH allows or when this parent
     gave the same subtask to the same profile before; it waits (stays pending) when every
@@ -226,7 +225,7 @@ def child_context(run: Run, steps: dict[int, Step], step: Step) -> dict[str, Any
     return context
 
 
-def micro_tools(ex: "RunExecutor", run: Run, micro: dict[str, Any]) -> list[str]:
+def micro_tools(ex: RecipeContext, run: Run, micro: dict[str, Any]) -> list[str]:
     """Seed 003's inheritance: every tool its parent may use but the waiting ones, or only
     `available_actions` of them; less `exclude_actions`; finish_task always."""
     inherited = [s.name for s in ex.specs(run) if s.name not in WAITING_TOOLS]
@@ -238,7 +237,7 @@ def micro_tools(ex: "RunExecutor", run: Run, micro: dict[str, Any]) -> list[str]
     return names
 
 
-def wait(ex: "RunExecutor", rows: "RunRows") -> None:
+def wait(ex: RecipeContext, rows: RunRows) -> None:
     """Park while a child works; a child that ended since the rows were read is taken now."""
     with ex.lock() as w:
         if Run.objects.filter(parent=w.run, status__in=WORKING).exists():
@@ -246,7 +245,7 @@ def wait(ex: "RunExecutor", rows: "RunRows") -> None:
             ex.parked = True
 
 
-def verify_team(ex: "RunExecutor", run: Run, steps: list[Step]) -> None:
+def verify_team(ex: RecipeContext, run: Run, steps: list[Step]) -> None:
     """Put the children's envelopes together, in subtask order, after checking they fit the
     head node's context budget (each cut in proportion when they do not). An iterative team
     asks its model whether the work is done and refines it (a new plan) up to

@@ -1,0 +1,168 @@
+"""The task's recipe (runs.recipes): plan (fast or asked), execute the steps, verify, replan.
+Every other kind extends it and changes only what differs.
+
+Named so it is not confused with agents_app/tasks.py (the Celery tasks)."""
+
+from typing import Any
+
+from django.conf import settings
+
+from agents_app.core.errors import ErrorCode
+from agents_app.core.events import EventType
+from agents_app.engine.decide import Action
+from agents_app.engine.fast import fast_verdict, takes_fast_path
+from agents_app.engine.verifier import verify as judge
+from agents_app.models import Run, RunKind, RunStatus
+from agents_app.runs.evidence import call_records, evidence_problem
+from agents_app.runs.lifecycle import finish
+from agents_app.runs.recipes import RecipeContext, RunRows
+
+# What a person may do to a run on its page, REST and MCP: the same for every kind today.
+RUN_ACTIONS = frozenset({"cancel", "pause", "resume", "restart"})
+
+
+class TaskRecipe:
+    kind: str = RunKind.TASK
+    label = "task"
+    actions = RUN_ACTIONS
+    priority = 0
+    delegates = False
+    transcript = False
+    one_cycle = False
+    finish_in_flight = False
+    # A failed verdict may ask for a new plan (up to AGENT_MAX_REPLANS).
+    may_replan = True
+    # The files its task asks for must be in its workspace before it may succeed.
+    checks_evidence = True
+    # The fast-path option of the Task a run of this kind is started with (a child's: None,
+    # decided by its text).
+    task_fast_path: bool | None = None
+
+    # --- what pages and APIs need ---------------------------------------------------------
+
+    def page_link(self, run: Run) -> str | None:
+        return None
+
+    def name_in_tree(self, run: Run) -> str:
+        return run.profile.name if run.profile is not None else str(run.kind)
+
+    def agent_name(self, run: Run) -> str:
+        if run.profile_id is not None and run.profile is not None:
+            return run.profile.name
+        return f"run #{run.pk}"
+
+    def profile_at_start(self) -> Any:
+        return None
+
+    # --- planning ---------------------------------------------------------------------------
+
+    def plans_fast(self, rows: RunRows) -> bool:
+        """The fast path (engine/fast.py) plans without the model, on the first plan only: a
+        replan after a direct attempt asks the planner, with that attempt as history."""
+        task = rows.run.task
+        return rows.plan is None and takes_fast_path(
+            text=task.text, option=task.fast_path, max_chars=settings.AGENT_FAST_PATH_MAX_CHARS
+        )
+
+    def plan(self, ctx: RecipeContext, rows: RunRows) -> None:
+        ctx.plan(rows)
+
+    def delegate(self, ctx: RecipeContext, action: Action, rows: RunRows) -> None:
+        raise TypeError(f"a run of kind {self.kind} does not delegate")
+
+    def wait(self, ctx: RecipeContext, rows: RunRows) -> None:
+        raise TypeError(f"a run of kind {self.kind} has no children to wait for")
+
+    # --- a step -----------------------------------------------------------------------------
+
+    def step_transcript(self, ctx: RecipeContext, run: Run, hooks: Any) -> list[dict] | None:
+        return None
+
+    def system_message(self, run: Run, conversation: Any) -> dict[str, Any]:
+        raise TypeError(f"a run of kind {self.kind} has no conversation")
+
+    def max_rounds(self, run: Run) -> int:
+        return settings.AGENT_MAX_TOOL_ROUNDS
+
+    def error_retries(self) -> int:
+        return settings.AGENT_TOOL_ERROR_RETRIES
+
+    def record_step(self, w: Any, outcome: Any, error: str) -> None:
+        """A task's step is its row: nothing else to record."""
+
+    def keep_cut(self, w: Any, exc: Exception, reason: str) -> None:
+        """A task's step cut short keeps what its rows hold (its tool calls): nothing more."""
+
+    # --- the verdict ------------------------------------------------------------------------
+
+    def verify(self, ctx: RecipeContext, rows: RunRows, *, fast: bool) -> None:
+        """The verifier's verdict (or the fast path's, derived from its one step): the one
+        place a run may succeed, its evidence checked."""
+        run, plan, steps = rows.run, rows.plan, rows.steps
+        can_replan = self.may_replan and run.replans < settings.AGENT_MAX_REPLANS
+        # A fast-path plan's verdict is derived from its one step, not asked; it ends at the
+        # same success point, replan or failure below as the verifier's.
+        derived = fast_verdict(steps[0], can_replan=can_replan) if fast else None
+        hooks = ctx.hooks(run)
+        if derived:
+            verdict = derived.verdict
+        else:
+            verdict = judge(
+                provider=ctx.provider,
+                hooks=hooks,
+                task=run.task.text,
+                context=run.task.context,
+                steps=[(s.index, s.objective, s.status, s.output or s.error) for s in steps],
+                can_replan=can_replan,
+                timeout=settings.AGENT_VERIFY_TIMEOUT,
+                max_tokens=settings.LLM_MAX_TOKENS_VERIFY,
+                calls=call_records(run, steps),
+            )
+        with ctx.lock() as w:
+            thinking = hooks.streamed_reasoning("verification")
+            w.event(
+                EventType.VERIFICATION,
+                {**verdict.model_dump(), **({"thinking": thinking} if thinking else {})},
+            )
+            # The one place a run may succeed: the evidence is checked here, whoever judged.
+            problem = (
+                evidence_problem(run, verifier=verdict.reasoning)
+                if verdict.task_complete and self.checks_evidence
+                else None
+            )
+            held = (plan, steps)  # this worker's: nobody else writes them while it holds the run
+            if problem is not None:
+                finish(
+                    w, RunStatus.FAILED, problem.code, problem.message, problem.details, held=held
+                )
+            elif verdict.task_complete:
+                last_output = next((s.output for s in reversed(steps) if s.output), "")
+                w.set(final_response=verdict.response or w.run.final_response or last_output)
+                finish(w, RunStatus.SUCCEEDED, held=held)
+            elif verdict.should_replan and can_replan:
+                w.set(replans=w.run.replans + 1, replan_reason=verdict.reasoning)
+                w.event(
+                    EventType.REPLANNED, {"replans": w.run.replans, "reason": verdict.reasoning}
+                )
+                w.transition(RunStatus.PLANNING)
+            else:
+                finish(
+                    w,
+                    RunStatus.FAILED,
+                    derived.error_code if derived else ErrorCode.VERIFICATION_FAILED,
+                    # The model's words are no error message: they go into the details.
+                    verdict.reasoning if derived else "The verifier judged the task incomplete",
+                    {} if derived else {"verifier": verdict.reasoning},
+                    held=held,
+                )
+
+    # --- its end and its changes ------------------------------------------------------------
+
+    def on_finish(self, w: Any) -> None:
+        """A task's end needs nothing more than runs.lifecycle.finish did."""
+
+    def on_transition(self, w: Any, before: str, after: str) -> None:
+        """Nobody follows a task's status but its own pages (its events)."""
+
+
+TASK = TaskRecipe()
