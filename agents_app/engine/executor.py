@@ -11,7 +11,14 @@ from agents_app.core.errors import DomainError, ErrorCode
 from agents_app.engine.calls import ask_model
 from agents_app.engine.evidence import echoes_task, files_named, files_to_write
 from agents_app.engine.hooks import EngineHooks, StopRun
-from agents_app.engine.llm import LLMError, LLMProvider, LLMRequest, ToolCallRequest, ToolSchema
+from agents_app.engine.llm import (
+    LLMError,
+    LLMProvider,
+    LLMRequest,
+    LLMResponse,
+    ToolCallRequest,
+    ToolSchema,
+)
 from agents_app.engine.prompts import (
     cut_off_message,
     direct_messages,
@@ -167,142 +174,451 @@ def execute_step(
     outcome's `added` holds what it said and heard; an exception that cuts it short (StopRun,
     DomainError) carries the same as its `added` attribute, so the caller keeps the transcript
     whole (docs/ARCHITECTURE.md: no call without its result)."""
-    deadline = time.monotonic() + timeout
-    chat = step.transcript is not None
-    offered = [name for name in step.tool_names if name != FINISH_TOOL]
-    if FINISH_TOOL in registry.names() and not chat:
-        offered.append(FINISH_TOOL)
-    by_wire = {wire_name(name): name for name in offered}
-    # The tools the step must use: prose, or finish_task alone, is no evidence it did its work.
-    required = [
-        name
-        for name in (
-            step.must_use
-            if step.must_use is not None
-            else (() if step.direct or chat else step.tool_names)
-        )
-        if name != FINISH_TOOL
-    ]
-    schemas = [
-        ToolSchema(
-            name=wire_name(name),
-            description=registry.get(name).spec.description,
-            parameters=registry.get(name).spec.input_schema,
-        )
-        for name in offered
-    ]
-    if resume is not None:
-        messages = list(resume.progress["messages"])
-        thoughts = list(resume.progress["thoughts"])
-        rounds = int(resume.progress["rounds"])
-        pending = [ToolCallRequest(**call) for call in resume.progress["calls"]]
-        evidence = dict(resume.progress.get("evidence", {}))
-    elif chat:
-        messages = list(step.transcript or ())
-        thoughts, rounds, pending = [], 0, []
-        evidence = {}
-    elif step.direct:
-        messages = direct_messages(task=task, context=context)
-        thoughts, rounds, pending = [], 0, []
-        evidence = {}
-    else:
-        messages = step_messages(
-            task=task,
-            context=context,
-            index=step.index,
-            total=step.total,
-            objective=step.objective,
-            reasoning=step.reasoning,
-            earlier=step.earlier,
-            unshown=step.unshown,
-        )
-        thoughts, rounds, pending = [], 0, []
-        evidence = {}
-    cut_offs = 0
-    evidence.setdefault("used", 0)  # successful calls of the step's own tools
-    evidence.setdefault("nudged", False)  # told once to use them
-    evidence.setdefault("denied", False)  # a person refused one of its calls
-    evidence.setdefault("last", "")  # the last successful call, as name + arguments
-    evidence.setdefault("result", "")  # and its result, as the model saw it
-    evidence.setdefault("repeats", 0)  # times the model asked for that same call again
-    evidence.setdefault("errors", 0)  # failed calls shown to the model to correct
-    evidence.setdefault("echoed", False)  # told its answer only repeats the task
-    evidence.setdefault("read", [])  # the paths its calls read successfully
-    evidence.setdefault("start", len(messages))  # where the messages it adds begin
-    evidence.setdefault("no_tools", False)  # a chat answer asked to answer without tools
-    evidence.setdefault("turns", [])  # [message index, model turn] of its assistant messages
-    evidence.setdefault("steered", [])  # [message index, token] of the messages steered in
-    # A direct step is the whole task: the files the task asks to write are its to write.
-    owed = files_to_write(task) if step.direct and not chat and workspace is not None else []
+    return StepExecution(
+        provider=provider,
+        registry=registry,
+        hooks=hooks,
+        task=task,
+        context=context,
+        step=step,
+        workspace=workspace,
+        run_id=run_id,
+        timeout=timeout,
+        max_rounds=max_rounds,
+        resume=resume,
+        max_tokens=max_tokens,
+        error_retries=error_retries,
+    ).run()
 
-    def missing_files() -> list[str]:
-        return [name for name in owed if not (Path(workspace) / name).is_file()]
 
-    def added() -> Added:
-        return Added(
-            messages=messages[evidence["start"] :],
-            turns=[[i - evidence["start"], turn] for i, turn in evidence["turns"]],
-            thoughts=list(thoughts),
-            steered=[[i - evidence["start"], token] for i, token in evidence["steered"]],
+class StepExecution:
+    """One execution of a step (see execute_step): its turns, each a request to the model
+    (`_request`), then a cut-off answer asked for again (`_cut_off`), a text answer
+    (`_text_answer`), or tool calls (`_take_calls`) made one by one (`_make_call`) and their
+    results given back (`_call_tool`, `_finish`), until an outcome ends it. The conversation
+    and what the step has shown so far (`evidence`) are its attributes; `evidence`, the
+    messages, the thoughts, the rounds and the calls still to make are what AwaitApproval
+    keeps, and a Resume gives back."""
+
+    def __init__(
+        self,
+        *,
+        provider: LLMProvider,
+        registry: ToolRegistry,
+        hooks: EngineHooks,
+        task: str,
+        context: dict[str, Any],
+        step: StepInput,
+        workspace: Any,
+        run_id: int,
+        timeout: float,
+        max_rounds: int,
+        resume: Resume | None = None,
+        max_tokens: int | None = None,
+        error_retries: int = 0,
+    ):
+        self.deadline = time.monotonic() + timeout
+        self.provider, self.registry, self.hooks = provider, registry, hooks
+        self.task, self.context, self.step, self.workspace = task, context, step, workspace
+        self.run_id, self.timeout, self.max_rounds = run_id, timeout, max_rounds
+        self.resume, self.max_tokens, self.error_retries = resume, max_tokens, error_retries
+        self.chat = step.transcript is not None
+        self.offered = [name for name in step.tool_names if name != FINISH_TOOL]
+        if FINISH_TOOL in registry.names() and not self.chat:
+            self.offered.append(FINISH_TOOL)
+        self.by_wire = {wire_name(name): name for name in self.offered}
+        # The tools the step must use: prose, or finish_task alone, is no evidence it did its work.
+        self.required = [
+            name
+            for name in (
+                step.must_use
+                if step.must_use is not None
+                else (() if step.direct or self.chat else step.tool_names)
+            )
+            if name != FINISH_TOOL
+        ]
+        self.schemas = [
+            ToolSchema(
+                name=wire_name(name),
+                description=registry.get(name).spec.description,
+                parameters=registry.get(name).spec.input_schema,
+            )
+            for name in self.offered
+        ]
+        self.messages: list[dict[str, Any]] = []
+        self.thoughts: list[str] = []
+        self.rounds = 0
+        self.pending: list[ToolCallRequest] = []
+        self.evidence: dict[str, Any] = {}
+        self._start()
+        self.cut_offs = 0
+        # A direct step is the whole task: the files the task asks to write are its to write.
+        self.owed = (
+            files_to_write(task) if step.direct and not self.chat and workspace is not None else []
+        )
+        # The text the model has streamed in the request under way (a chat keeps it if cut).
+        self.streamed: list[str] = []
+        # In one round of calls: finish_task was refused for want of evidence.
+        self.finished_early = False
+
+    def _start(self) -> None:
+        """The conversation to go on from: a parked step's progress, a chat's transcript, or
+        the step's prompt; and what the step has shown so far."""
+        step, resume, evidence = self.step, self.resume, self.evidence
+        if resume is not None:
+            self.messages = list(resume.progress["messages"])
+            self.thoughts = list(resume.progress["thoughts"])
+            self.rounds = int(resume.progress["rounds"])
+            self.pending = [ToolCallRequest(**call) for call in resume.progress["calls"]]
+            self.evidence = evidence = dict(resume.progress.get("evidence", {}))
+        elif self.chat:
+            self.messages = list(step.transcript or ())
+        elif step.direct:
+            self.messages = direct_messages(task=self.task, context=self.context)
+        else:
+            self.messages = step_messages(
+                task=self.task,
+                context=self.context,
+                index=step.index,
+                total=step.total,
+                objective=step.objective,
+                reasoning=step.reasoning,
+                earlier=step.earlier,
+                unshown=step.unshown,
+            )
+        evidence.setdefault("used", 0)  # successful calls of the step's own tools
+        evidence.setdefault("nudged", False)  # told once to use them
+        evidence.setdefault("denied", False)  # a person refused one of its calls
+        evidence.setdefault("last", "")  # the last successful call, as name + arguments
+        evidence.setdefault("result", "")  # and its result, as the model saw it
+        evidence.setdefault("repeats", 0)  # times the model asked for that same call again
+        evidence.setdefault("errors", 0)  # failed calls shown to the model to correct
+        evidence.setdefault("echoed", False)  # told its answer only repeats the task
+        evidence.setdefault("read", [])  # the paths its calls read successfully
+        evidence.setdefault("start", len(self.messages))  # where the messages it adds begin
+        evidence.setdefault("no_tools", False)  # a chat answer asked to answer without tools
+        evidence.setdefault("turns", [])  # [message index, model turn] of its assistant messages
+        evidence.setdefault("steered", [])  # [message index, token] of the messages steered in
+
+    def run(self) -> StepOutcome:
+        """The step's outcome; an exception that cuts it short carries what it added."""
+        try:
+            return self._take_turns()
+        except (StopRun, DomainError) as exc:
+            if self.chat and "".join(self.streamed).strip():
+                # Cut while the model was answering: what it had said is kept, marked so.
+                self.messages.append(
+                    {"role": "assistant", "content": "".join(self.streamed) + " …[stopped]"}
+                )
+            exc.added = self._added()  # type: ignore[attr-defined]
+            raise
+
+    # --- the turns ----------------------------------------------------------------------------
+
+    def _take_turns(self) -> StepOutcome:
+        decided = self.resume
+        while True:
+            if self.pending:
+                outcome = self._make_calls(decided)
+                decided, self.pending = None, []
+                if outcome is not None:
+                    return self._done(outcome)
+                if time.monotonic() >= self.deadline:
+                    return self._done(self._timed_out())
+                if self.step.one_cycle:
+                    # What it said with its calls is in `added`; the cycle's answer is empty.
+                    return self._done(StepOutcome(status=StepStatus.COMPLETED))
+            if self.rounds >= self.max_rounds:
+                return self._done(
+                    StepOutcome(
+                        status=StepStatus.FAILED,
+                        error_code=ErrorCode.MAX_RETRIES_EXCEEDED,
+                        error=f"the step did not finish within {self.max_rounds} model turns",
+                    )
+                )
+            outcome = self._turn()
+            if outcome is not None:
+                return self._done(outcome)
+
+    def _turn(self) -> StepOutcome | None:
+        """One model turn: an outcome ends the step; None goes on (with calls to make, or the
+        model asked again)."""
+        self.hooks.checkpoint()
+        if self.chat:
+            # The step boundary: what a person sent meanwhile to steer this answer.
+            for token, text in self.hooks.incoming(turn=self.rounds):
+                self.messages.append({"role": "user", "content": text})
+                self.evidence["steered"].append([len(self.messages) - 1, token])
+        remaining = self.deadline - time.monotonic()
+        if remaining <= 0:
+            return self._timed_out()
+        response = self._request(remaining)
+        if response is None:
+            return self._timed_out()
+        if response.cut_off:
+            return self._cut_off()
+        if not response.tool_calls:
+            return self._text_answer(response.content.strip())
+        self._take_calls(response.content, response.tool_calls)
+        return None
+
+    def _request(self, remaining: float) -> LLMResponse | None:
+        """The model's answer to the conversation so far; None when the step's time ran out
+        while it was asked."""
+        request = LLMRequest(
+            messages=self.messages,
+            tools=self._tools_for_request(),
+            timeout=remaining,
+            max_tokens=self.max_tokens,
+            tool_required=self._lacks_evidence(),
+            interrupt=self.hooks.poll,
+            on_token=self._on_token,
+            on_reasoning=self._on_reasoning,
+        )
+        try:
+            response = ask_model(self.provider, self.hooks, request)
+        except LLMError as exc:
+            if exc.code == ErrorCode.REQUEST_TIMEOUT and time.monotonic() >= self.deadline - 0.05:
+                return None
+            raise
+        self.streamed.clear()
+        self.rounds += 1
+        self.thoughts.append(response.reasoning.strip())
+        return response
+
+    def _on_token(self, text: str) -> None:
+        self.streamed.append(text)
+        self.hooks.on_token(text, phase="execution", step_index=self.step.index)
+
+    def _on_reasoning(self, text: str) -> None:
+        self.hooks.on_token(text, phase="execution", step_index=self.step.index, reasoning=True)
+
+    def _cut_off(self) -> StepOutcome | None:
+        """The answer was cut off at `max_tokens`: asked for again once (None); the second
+        time the step fails."""
+        self.cut_offs += 1
+        if self.cut_offs > 1:
+            return StepOutcome(
+                status=StepStatus.FAILED,
+                error_code=ErrorCode.ANSWER_TOO_LONG,
+                error=f"the model's answer was cut off at its {self.max_tokens}-token limit twice",
+            )
+        self.messages.append(cut_off_message(self.max_tokens))
+        return None
+
+    def _text_answer(self, said: str) -> StepOutcome | None:
+        """The model answered in text, without a call."""
+        if not self._lacks_evidence():
+            return self._answered(said)
+        return self._nudge_or_fail(said)
+
+    def _take_calls(self, content: str, calls: list[ToolCallRequest]) -> None:
+        """The model's calls, kept in the conversation and to be made next."""
+        self.messages.append(
+            {
+                "role": "assistant",
+                "content": content or None,
+                "tool_calls": [
+                    {
+                        "id": call.id,
+                        "type": "function",
+                        "function": {"name": call.name, "arguments": json.dumps(call.arguments)},
+                    }
+                    for call in calls
+                ],
+            }
+        )
+        self.evidence["turns"].append([len(self.messages) - 1, self.rounds - 1])
+        self.pending = list(calls)
+
+    # --- the calls ----------------------------------------------------------------------------
+
+    def _make_calls(self, decided: Resume | None) -> StepOutcome | None:
+        """The model's pending calls in order; an outcome ends the step, None goes on."""
+        self.finished_early = False
+        for position, call in enumerate(self.pending):
+            outcome = self._make_call(position, call, decided)
+            if outcome is not None:
+                return outcome
+        if self.finished_early and self._lacks_evidence():
+            return self._nudge_or_fail("")
+        return None
+
+    def _make_call(
+        self, position: int, call: ToolCallRequest, decided: Resume | None
+    ) -> StepOutcome | None:
+        """One call: refused, not made again, parked for a person's decision (AwaitApproval),
+        or made. An outcome ends the step; None goes on to the next call."""
+        name = self.by_wire.get(call.name, call.name)
+        arguments = call.arguments
+        if self.chat and self.evidence["no_tools"] and decided is None:
+            # Asked to answer in words, it called again: not made, and it is told so.
+            self._answer_call(
+                call, {"error": "No more tool calls: answer the person now, in words."}
+            )
+            return None
+        if decided is not None and position == 0:
+            handle = decided.handle
+            if decided.decision == "deny":
+                self.evidence["denied"] = True
+                self._answer_call(
+                    call, {"error": "A person denied this call.", "note": decided.note}
+                )
+                return None
+            arguments = decided.arguments
+            failure = _refusal(
+                self.registry, name, replace(call, arguments=arguments), self.offered, self.task
+            )
+        else:
+            if name in self.offered and name in self.registry.names():
+                arguments = _without_copied_names(self.registry, name, arguments, self.task)
+                call = replace(call, arguments=arguments)
+            if _signature(name, arguments) == self.evidence["last"]:
+                return self._repeated(name, call)
+            failure = _refusal(self.registry, name, call, self.offered, self.task)
+            ask = self.hooks.approval_needed(name, arguments) if failure is None else None
+            handle = self.hooks.before_tool_call(name, arguments)
+            if ask is not None:
+                self._park(position, ask, handle, name, call)
+        if failure is not None:
+            self.hooks.after_tool_call(
+                handle, result=None, error_code=failure.code, error=failure.message
+            )
+            return self._correct_or_fail(call, failure.code, failure.message)
+        return self._call_tool(name, call, arguments, handle)
+
+    def _answer_call(self, call: ToolCallRequest, answer: dict[str, Any]) -> None:
+        """Answer a call that is not made."""
+        self.messages.append(
+            {"role": "tool", "tool_call_id": call.id, "content": json.dumps(answer)}
         )
 
-    def done(outcome: StepOutcome) -> StepOutcome:
-        return replace(outcome, thinking="\n\n".join(t for t in thoughts if t), added=added())
+    def _repeated(self, name: str, call: ToolCallRequest) -> StepOutcome | None:
+        """The model asks again for the call that just succeeded instead of answering (small
+        models loop so): it is not made again. Told once; the second time the step ends with
+        that call's result as its answer (a chat is asked to answer without tools)."""
+        self.evidence["repeats"] += 1
+        if self.evidence["repeats"] > 1 and self.chat:
+            self.evidence["no_tools"] = True
+        elif self.evidence["repeats"] > 1:
+            return StepOutcome(
+                status=StepStatus.COMPLETED, output=f"{name}: {self.evidence['result']}"
+            )
+        self.messages.append({"role": "tool", "tool_call_id": call.id, "content": REPEATED_CALL})
+        return None
 
-    def timed_out() -> StepOutcome:
-        return StepOutcome(
-            status=StepStatus.TIMEOUT,
-            error_code=ErrorCode.EXECUTION_TIMEOUT,
-            error=f"step exceeded {timeout:g} s",
-        )
-
-    def park(position: int, ask: Any, handle: Any, name: str, call: ToolCallRequest) -> None:
+    def _park(self, position: int, ask: Any, handle: Any, name: str, call: ToolCallRequest) -> None:
         progress = {
-            "messages": messages,
-            "calls": [asdict(c) for c in pending[position:]],
-            "thoughts": thoughts,
-            "rounds": rounds,
-            "evidence": evidence,
+            "messages": self.messages,
+            "calls": [asdict(c) for c in self.pending[position:]],
+            "thoughts": self.thoughts,
+            "rounds": self.rounds,
+            "evidence": self.evidence,
         }
         raise AwaitApproval(
             ask=ask, handle=handle, tool=name, arguments=call.arguments, progress=progress
         )
 
-    def lacks_evidence() -> bool:
-        return (bool(required) and not evidence["used"]) or bool(missing_files())
+    # --- the results --------------------------------------------------------------------------
 
-    def tools_for_request() -> list[ToolSchema]:
-        """Every offered tool; but once a direct step that still owes files was refused (it
-        tried to end, or a call failed), only the tools that can write them, their `path`
-        limited to those files, and the tools that read the files the task names (until they
-        are read); once they are written, only finish_task. Told in prose, small models repeat
-        the mistake; a server that constrains answers to the tools' schemas cannot."""
-        if chat and (evidence["no_tools"] or rounds >= max_rounds - 1):
-            # A chat answer that keeps failing or repeating its calls, or on its last turn,
-            # is asked for its answer in words: no tools to call.
-            return []
-        missing = missing_files()
-        if not owed or not (evidence["nudged"] or evidence["errors"]):
-            return schemas
-        if not missing:
-            # Written after that: what is left is to say so.
-            return [
-                schema for schema in schemas if schema.name == wire_name(FINISH_TOOL)
-            ] or schemas
-        sources = [
-            name
-            for name in files_named(task)
-            if name not in owed
-            and name not in evidence["read"]
-            and (Path(workspace) / name).is_file()
-        ]
-        return _guided(registry, offered, writes=missing, reads=sources) or schemas
+    def _call_tool(
+        self, name: str, call: ToolCallRequest, arguments: dict[str, Any], handle: Any
+    ) -> StepOutcome | None:
+        """Make the call and give its result to the model."""
+        self.hooks.checkpoint()
+        spec = self.registry.get(name).spec
+        tool_timeout = max(0.1, min(spec.timeout, self.deadline - time.monotonic()))
+        result = self.registry.call(
+            name,
+            arguments,
+            ToolContext(run_id=self.run_id, workspace=self.workspace, timeout=tool_timeout),
+        )
+        if not result.ok:
+            self.hooks.after_tool_call(
+                handle, result=result, error_code=ErrorCode.TOOL_FAILED, error=result.error
+            )
+            return self._correct_or_fail(call, ErrorCode.TOOL_FAILED, f"{name}: {result.error}")
+        self.hooks.after_tool_call(handle, result=result)
+        if result.finish:
+            return self._finish(call, result.content)
+        self.evidence["used"] += 1
+        if "FILE_READ" in self.registry.get(name).spec.capabilities and "path" in arguments:
+            self.evidence["read"].append(str(arguments["path"]))
+        content = json.dumps(result.content, ensure_ascii=False, default=str)
+        if len(content) > TOOL_RESULT_CHARS:
+            content = content[:TOOL_RESULT_CHARS] + " …[truncated]"
+        self.evidence["last"], self.evidence["result"] = _signature(name, arguments), content
+        self.messages.append({"role": "tool", "tool_call_id": call.id, "content": content})
+        return None
 
-    def nudge_or_fail(said: str) -> StepOutcome | None:
+    def _finish(self, call: ToolCallRequest, content: Any) -> StepOutcome | None:
+        """finish_task was called: the step's end, unless it has not shown its work yet."""
+        content = content if isinstance(content, dict) else {}
+        answer = str(content.get("result", ""))
+        if content.get("success") is False:
+            # The model says it could not do the task: that is no success to verify.
+            return StepOutcome(
+                status=StepStatus.FAILED,
+                error_code=ErrorCode.VERIFICATION_FAILED,
+                error=f"finish_task reported that the task was not accomplished: {answer}",
+            )
+        if self._lacks_evidence():
+            missing = self._missing_files()
+            why = f"{', '.join(missing)} not written yet" if missing else "no tool used yet"
+            self._answer_call(call, {"error": f"Not finished: {why}."})
+            self.finished_early = True
+            return None
+        return self._answered(answer, call_id=call.id)
+
+    def _correct_or_fail(
+        self, call: ToolCallRequest, code: ErrorCode, error: str
+    ) -> StepOutcome | None:
+        """A failed or refused call: shown to the model to correct while `error_retries`
+        last (None), else the step fails with its code."""
+        evidence = self.evidence
+        if evidence["errors"] >= self.error_retries and not self.chat:
+            return StepOutcome(status=StepStatus.FAILED, error_code=code, error=error)
+        evidence["errors"] += 1
+        report = {"error": error, "note": "Correct the call, or answer if you cannot."}
+        if evidence["errors"] > self.error_retries:
+            # A chat goes on: the model is told, and answers next without tools.
+            evidence["no_tools"] = True
+            report["note"] = "No more tool calls: answer the person now, in words."
+        self._answer_call(call, report)
+        return None
+
+    # --- the end ------------------------------------------------------------------------------
+
+    def _answered(self, answer: str, *, call_id: str = "") -> StepOutcome | None:
+        """The step's end with `answer` (finish_task's when `call_id`, else prose), or None
+        when a direct step's answer only repeats the task's words: told once and asked again;
+        the second time the step fails."""
+        # Where the task asks for files, they are its result (checked above), not the answer.
+        if self.chat or not (self.step.direct and not self.owed and echoes_task(answer, self.task)):
+            return StepOutcome(
+                status=StepStatus.COMPLETED, output=answer, finished_task=bool(call_id)
+            )
+        if self.evidence["echoed"]:
+            return StepOutcome(
+                status=StepStatus.FAILED,
+                error_code=ErrorCode.VERIFICATION_FAILED,
+                error=f"the answer only repeats the task's words: {answer!r}",
+            )
+        self.evidence["echoed"] = True
+        if call_id:
+            refusal = json.dumps({"error": f"Not finished: {ECHOED}"})
+            self.messages.append({"role": "tool", "tool_call_id": call_id, "content": refusal})
+        else:
+            self.messages.append({"role": "assistant", "content": answer})
+            self.messages.append({"role": "user", "content": ECHOED})
+        return None
+
+    def _nudge_or_fail(self, said: str) -> StepOutcome | None:
         """The step would end without one successful call of its tools: tell the model once
         (None: ask it again); the second time the step fails."""
         # After a person's denial the model is not pushed to ask for the call again.
-        missing = missing_files()
+        evidence, required = self.evidence, self.required
+        missing = self._missing_files()
         if evidence["nudged"] or evidence["denied"]:
             why = "; a person denied its call" if evidence["denied"] else ""
             if missing and not (required and not evidence["used"]):
@@ -317,270 +633,66 @@ def execute_step(
             )
         evidence["nudged"] = True
         if said:
-            messages.append({"role": "assistant", "content": said})
-        messages.append(evidence_nudge(required, missing=missing))
+            self.messages.append({"role": "assistant", "content": said})
+        self.messages.append(evidence_nudge(required, missing=missing))
         return None
 
-    def answered(answer: str, *, call_id: str = "") -> StepOutcome | None:
-        """The step's end with `answer` (finish_task's when `call_id`, else prose), or None
-        when a direct step's answer only repeats the task's words: told once and asked again;
-        the second time the step fails."""
-        # Where the task asks for files, they are its result (checked above), not the answer.
-        if chat or not (step.direct and not owed and echoes_task(answer, task)):
-            return StepOutcome(
-                status=StepStatus.COMPLETED, output=answer, finished_task=bool(call_id)
-            )
-        if evidence["echoed"]:
-            return StepOutcome(
-                status=StepStatus.FAILED,
-                error_code=ErrorCode.VERIFICATION_FAILED,
-                error=f"the answer only repeats the task's words: {answer!r}",
-            )
-        evidence["echoed"] = True
-        if call_id:
-            refusal = json.dumps({"error": f"Not finished: {ECHOED}"})
-            messages.append({"role": "tool", "tool_call_id": call_id, "content": refusal})
-        else:
-            messages.append({"role": "assistant", "content": answer})
-            messages.append({"role": "user", "content": ECHOED})
-        return None
+    def _timed_out(self) -> StepOutcome:
+        return StepOutcome(
+            status=StepStatus.TIMEOUT,
+            error_code=ErrorCode.EXECUTION_TIMEOUT,
+            error=f"step exceeded {self.timeout:g} s",
+        )
 
-    def correct_or_fail(call: ToolCallRequest, code: ErrorCode, error: str) -> StepOutcome | None:
-        """A failed or refused call: shown to the model to correct while `error_retries`
-        last (None), else the step fails with its code."""
-        if evidence["errors"] >= error_retries and not chat:
-            return StepOutcome(status=StepStatus.FAILED, error_code=code, error=error)
-        evidence["errors"] += 1
-        report = {"error": error, "note": "Correct the call, or answer if you cannot."}
-        if evidence["errors"] > error_retries:
-            # A chat goes on: the model is told, and answers next without tools.
-            evidence["no_tools"] = True
-            report["note"] = "No more tool calls: answer the person now, in words."
-        messages.append({"role": "tool", "tool_call_id": call.id, "content": json.dumps(report)})
-        return None
+    def _done(self, outcome: StepOutcome) -> StepOutcome:
+        return replace(
+            outcome, thinking="\n\n".join(t for t in self.thoughts if t), added=self._added()
+        )
 
-    def make_calls(decided: Resume | None) -> StepOutcome | None:
-        """The model's pending calls in order; an outcome ends the step, None goes on."""
-        finished_early = False
-        for position, call in enumerate(pending):
-            name = by_wire.get(call.name, call.name)
-            arguments = call.arguments
-            if chat and evidence["no_tools"] and decided is None:
-                # Asked to answer in words, it called again: not made, and it is told so.
-                refusal = {"error": "No more tool calls: answer the person now, in words."}
-                messages.append(
-                    {"role": "tool", "tool_call_id": call.id, "content": json.dumps(refusal)}
-                )
-                continue
-            if decided is not None and position == 0:
-                handle = decided.handle
-                if decided.decision == "deny":
-                    evidence["denied"] = True
-                    refusal = {"error": "A person denied this call.", "note": decided.note}
-                    messages.append(
-                        {"role": "tool", "tool_call_id": call.id, "content": json.dumps(refusal)}
-                    )
-                    continue
-                arguments = decided.arguments
-                failure = _refusal(
-                    registry, name, replace(call, arguments=arguments), offered, task
-                )
-            else:
-                if name in offered and name in registry.names():
-                    arguments = _without_copied_names(registry, name, arguments, task)
-                    call = replace(call, arguments=arguments)
-                signature = _signature(name, arguments)
-                if signature == evidence["last"]:
-                    # The model asks again for the call that just succeeded instead of
-                    # answering (small models loop so): it is not made again. Told once;
-                    # the second time the step ends with that call's result as its answer.
-                    evidence["repeats"] += 1
-                    if evidence["repeats"] > 1 and chat:
-                        evidence["no_tools"] = True
-                    elif evidence["repeats"] > 1:
-                        return StepOutcome(
-                            status=StepStatus.COMPLETED,
-                            output=f"{name}: {evidence['result']}",
-                        )
-                    messages.append(
-                        {"role": "tool", "tool_call_id": call.id, "content": REPEATED_CALL}
-                    )
-                    continue
-                failure = _refusal(registry, name, call, offered, task)
-                ask = hooks.approval_needed(name, arguments) if failure is None else None
-                handle = hooks.before_tool_call(name, arguments)
-                if ask is not None:
-                    park(position, ask, handle, name, call)
-            if failure is not None:
-                hooks.after_tool_call(
-                    handle, result=None, error_code=failure.code, error=failure.message
-                )
-                outcome = correct_or_fail(call, failure.code, failure.message)
-                if outcome is not None:
-                    return outcome
-                continue
-            hooks.checkpoint()
-            spec = registry.get(name).spec
-            tool_timeout = max(0.1, min(spec.timeout, deadline - time.monotonic()))
-            result = registry.call(
-                name,
-                arguments,
-                ToolContext(run_id=run_id, workspace=workspace, timeout=tool_timeout),
-            )
-            if not result.ok:
-                hooks.after_tool_call(
-                    handle, result=result, error_code=ErrorCode.TOOL_FAILED, error=result.error
-                )
-                outcome = correct_or_fail(call, ErrorCode.TOOL_FAILED, f"{name}: {result.error}")
-                if outcome is not None:
-                    return outcome
-                continue
-            hooks.after_tool_call(handle, result=result)
-            if result.finish:
-                content = result.content if isinstance(result.content, dict) else {}
-                answer = str(content.get("result", ""))
-                if content.get("success") is False:
-                    # The model says it could not do the task: that is no success to verify.
-                    return StepOutcome(
-                        status=StepStatus.FAILED,
-                        error_code=ErrorCode.VERIFICATION_FAILED,
-                        error=f"finish_task reported that the task was not accomplished: {answer}",
-                    )
-                if lacks_evidence():
-                    missing = missing_files()
-                    why = f"{', '.join(missing)} not written yet" if missing else "no tool used yet"
-                    refusal = {"error": f"Not finished: {why}."}
-                    messages.append(
-                        {"role": "tool", "tool_call_id": call.id, "content": json.dumps(refusal)}
-                    )
-                    finished_early = True
-                    continue
-                outcome = answered(answer, call_id=call.id)
-                if outcome is not None:
-                    return outcome
-                continue
-            evidence["used"] += 1
-            if "FILE_READ" in registry.get(name).spec.capabilities and "path" in arguments:
-                evidence["read"].append(str(arguments["path"]))
-            content = json.dumps(result.content, ensure_ascii=False, default=str)
-            if len(content) > TOOL_RESULT_CHARS:
-                content = content[:TOOL_RESULT_CHARS] + " …[truncated]"
-            evidence["last"], evidence["result"] = _signature(name, arguments), content
-            messages.append({"role": "tool", "tool_call_id": call.id, "content": content})
-        if finished_early and lacks_evidence():
-            return nudge_or_fail("")
-        return None
+    def _added(self) -> Added:
+        start = self.evidence["start"]
+        return Added(
+            messages=self.messages[start:],
+            turns=[[i - start, turn] for i, turn in self.evidence["turns"]],
+            thoughts=list(self.thoughts),
+            steered=[[i - start, token] for i, token in self.evidence["steered"]],
+        )
 
-    # The text the model has streamed in the request under way (a chat keeps it if cut).
-    streamed: list[str] = []
+    # --- the evidence -------------------------------------------------------------------------
 
-    def take_turns() -> StepOutcome:
-        nonlocal pending, rounds, cut_offs
-        decided = resume
-        while True:
-            if pending:
-                outcome = make_calls(decided)
-                decided, pending = None, []
-                if outcome is not None:
-                    return done(outcome)
-                if time.monotonic() >= deadline:
-                    return done(timed_out())
-                if step.one_cycle:
-                    # What it said with its calls is in `added`; the cycle's answer is empty.
-                    return done(StepOutcome(status=StepStatus.COMPLETED))
-            if rounds >= max_rounds:
-                return done(
-                    StepOutcome(
-                        status=StepStatus.FAILED,
-                        error_code=ErrorCode.MAX_RETRIES_EXCEEDED,
-                        error=f"the step did not finish within {max_rounds} model turns",
-                    )
-                )
-            hooks.checkpoint()
-            if chat:
-                # The step boundary: what a person sent meanwhile to steer this answer.
-                for token, text in hooks.incoming(turn=rounds):
-                    messages.append({"role": "user", "content": text})
-                    evidence["steered"].append([len(messages) - 1, token])
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return done(timed_out())
-            request = LLMRequest(
-                messages=messages,
-                tools=tools_for_request(),
-                timeout=remaining,
-                max_tokens=max_tokens,
-                tool_required=lacks_evidence(),
-                interrupt=hooks.poll,
-                on_token=lambda text: (
-                    streamed.append(text),
-                    hooks.on_token(text, phase="execution", step_index=step.index),
-                ),
-                on_reasoning=lambda text: hooks.on_token(
-                    text, phase="execution", step_index=step.index, reasoning=True
-                ),
-            )
-            try:
-                response = ask_model(provider, hooks, request)
-            except LLMError as exc:
-                if exc.code == ErrorCode.REQUEST_TIMEOUT and time.monotonic() >= deadline - 0.05:
-                    return done(timed_out())
-                raise
-            streamed.clear()
-            rounds += 1
-            thoughts.append(response.reasoning.strip())
-            if response.cut_off:
-                cut_offs += 1
-                if cut_offs > 1:
-                    return done(
-                        StepOutcome(
-                            status=StepStatus.FAILED,
-                            error_code=ErrorCode.ANSWER_TOO_LONG,
-                            error=f"the model's answer was cut off at its {max_tokens}-token "
-                            "limit twice",
-                        )
-                    )
-                messages.append(cut_off_message(max_tokens))
-                continue
-            if not response.tool_calls:
-                said = response.content.strip()
-                if not lacks_evidence():
-                    outcome = answered(said)
-                    if outcome is not None:
-                        return done(outcome)
-                    continue
-                refused = nudge_or_fail(said)
-                if refused is not None:
-                    return done(refused)
-                continue
-            messages.append(
-                {
-                    "role": "assistant",
-                    "content": response.content or None,
-                    "tool_calls": [
-                        {
-                            "id": call.id,
-                            "type": "function",
-                            "function": {
-                                "name": call.name,
-                                "arguments": json.dumps(call.arguments),
-                            },
-                        }
-                        for call in response.tool_calls
-                    ],
-                }
-            )
-            evidence["turns"].append([len(messages) - 1, rounds - 1])
-            pending = list(response.tool_calls)
+    def _missing_files(self) -> list[str]:
+        return [name for name in self.owed if not (Path(self.workspace) / name).is_file()]
 
-    try:
-        return take_turns()
-    except (StopRun, DomainError) as exc:
-        if chat and "".join(streamed).strip():
-            # Cut while the model was answering: what it had said is kept, marked so.
-            messages.append({"role": "assistant", "content": "".join(streamed) + " …[stopped]"})
-        exc.added = added()  # type: ignore[attr-defined]
-        raise
+    def _lacks_evidence(self) -> bool:
+        return (bool(self.required) and not self.evidence["used"]) or bool(self._missing_files())
+
+    def _tools_for_request(self) -> list[ToolSchema]:
+        """Every offered tool; but once a direct step that still owes files was refused (it
+        tried to end, or a call failed), only the tools that can write them, their `path`
+        limited to those files, and the tools that read the files the task names (until they
+        are read); once they are written, only finish_task. Told in prose, small models repeat
+        the mistake; a server that constrains answers to the tools' schemas cannot."""
+        evidence, schemas = self.evidence, self.schemas
+        if self.chat and (evidence["no_tools"] or self.rounds >= self.max_rounds - 1):
+            # A chat answer that keeps failing or repeating its calls, or on its last turn,
+            # is asked for its answer in words: no tools to call.
+            return []
+        missing = self._missing_files()
+        if not self.owed or not (evidence["nudged"] or evidence["errors"]):
+            return schemas
+        if not missing:
+            # Written after that: what is left is to say so.
+            return [
+                schema for schema in schemas if schema.name == wire_name(FINISH_TOOL)
+            ] or schemas
+        sources = [
+            name
+            for name in files_named(self.task)
+            if name not in self.owed
+            and name not in evidence["read"]
+            and (Path(self.workspace) / name).is_file()
+        ]
+        return _guided(self.registry, self.offered, writes=missing, reads=sources) or schemas
 
 
 def _guided(
