@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from agents_app.models import RunKind
+from agents_app.runs.recipes import recipe_for
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "agents_app"
@@ -108,6 +109,12 @@ def kind_queries(tree):
             if keyword.arg in {"kind", "kind__exact"} and kind is not None:
                 found.append((node.lineno, str(kind), ast.unparse(node)))
     return found
+
+
+def test_every_kind_of_run_has_its_recipe_in_the_table():
+    assert {kind: recipe_for(kind).kind for kind in RunKind.values} == {
+        kind: kind for kind in RunKind.values
+    }
 
 
 def test_the_exceptions_are_few_and_each_has_its_reason():

@@ -75,6 +75,10 @@ class Recipe(Protocol):
     one_cycle: bool
     # A Stop lets the model's answer in flight finish (seed 002).
     finish_in_flight: bool
+    # A failed verdict may ask for a new plan (up to AGENT_MAX_REPLANS).
+    may_replan: bool
+    # The files its task asks for must be in its workspace before it may succeed.
+    checks_evidence: bool
     # The fast-path option (Task.fast_path) of the Task a run of this kind is started with.
     task_fast_path: bool | None
 
