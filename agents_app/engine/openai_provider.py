@@ -343,52 +343,78 @@ class OpenAICompatibleProvider:
                 _remember(endpoint, features, request)
                 return response
 
-            attempts = retries.total() + 1
-            if retries[code] >= min(limit, self.max_retries) or retries.total() >= self.max_retries:
-                raise _said(
-                    LLMError(
-                        code,
-                        f"{failure} (gave up after {attempts} attempts)",
-                        self._details(attempts=attempts),
-                    ),
-                    said,
-                )
-            delay = min(self.retry_base_delay * 2 ** retries.total(), MAX_BACKOFF)
-            if retry_after is not None:
-                delay = min(retry_after, MAX_RETRY_AFTER)
-            if time.monotonic() + delay >= deadline:
-                if code == ErrorCode.REQUEST_TIMEOUT:
-                    raise self._timed_out(request)
-                raise _said(
-                    LLMError(
-                        code, f"{failure} (no time left to retry)", self._details(attempts=attempts)
-                    ),
-                    said,
-                )
-            # The log is operators': what the server said is in it (redacted, core.secrecy).
-            logger.info(
-                "LLM call failed (%s: %s%s); retrying in %.2f s",
-                code,
-                failure,
-                f": {said}" if said else "",
-                delay,
+            self._back_off(
+                request,
+                retries,
+                code=code,
+                limit=limit,
+                failure=failure,
+                said=said,
+                retry_after=retry_after,
+                deadline=deadline,
             )
-            retries[code] += 1
-            if request.on_retry is not None:
-                # The retries left: this kind's, within the cap on all of them.
-                left = min(
-                    min(limit, self.max_retries) - retries[code], self.max_retries - retries.total()
+
+    def _back_off(
+        self,
+        request: LLMRequest,
+        retries: Counter[str],
+        *,
+        code: ErrorCode,
+        limit: int,
+        failure: str,
+        said: str,
+        retry_after: float | None,
+        deadline: float,
+    ) -> None:
+        """Wait before the next attempt after a failure of kind `code` (`limit` retries of
+        that kind at most), counted in `retries`. Raises LLMError when it may not be retried:
+        a cap reached, or no time left before `deadline`."""
+        attempts = retries.total() + 1
+        if retries[code] >= min(limit, self.max_retries) or retries.total() >= self.max_retries:
+            raise _said(
+                LLMError(
+                    code,
+                    f"{failure} (gave up after {attempts} attempts)",
+                    self._details(attempts=attempts),
+                ),
+                said,
+            )
+        delay = min(self.retry_base_delay * 2 ** retries.total(), MAX_BACKOFF)
+        if retry_after is not None:
+            delay = min(retry_after, MAX_RETRY_AFTER)
+        if time.monotonic() + delay >= deadline:
+            if code == ErrorCode.REQUEST_TIMEOUT:
+                raise self._timed_out(request)
+            raise _said(
+                LLMError(
+                    code, f"{failure} (no time left to retry)", self._details(attempts=attempts)
+                ),
+                said,
+            )
+        # The log is operators': what the server said is in it (redacted, core.secrecy).
+        logger.info(
+            "LLM call failed (%s: %s%s); retrying in %.2f s",
+            code,
+            failure,
+            f": {said}" if said else "",
+            delay,
+        )
+        retries[code] += 1
+        if request.on_retry is not None:
+            # The retries left: this kind's, within the cap on all of them.
+            left = min(
+                min(limit, self.max_retries) - retries[code], self.max_retries - retries.total()
+            )
+            request.on_retry(
+                RetryNotice(
+                    code=str(code),
+                    reason=failure,
+                    delay=delay,
+                    attempt=attempts + 1,
+                    attempts=attempts + 1 + left,
                 )
-                request.on_retry(
-                    RetryNotice(
-                        code=str(code),
-                        reason=failure,
-                        delay=delay,
-                        attempt=attempts + 1,
-                        attempts=attempts + 1 + left,
-                    )
-                )
-            self._wait(delay, request)
+            )
+        self._wait(delay, request)
 
     def _wait(self, delay: float, request: LLMRequest) -> None:
         """Sleep `delay` seconds between attempts, in slices, so that a cancel
