@@ -38,6 +38,26 @@ def test_the_matrix_picks_the_primary_agent_of_each_characteristic(subtask, prim
     assert (chosen.profile, chosen.reason) == (primary, "best match")
 
 
+@pytest.mark.parametrize(
+    ("subtask", "primary", "secondary"),
+    [
+        # large_context: Gemini (research) first, Claude (synthesis) second
+        ("Load the entire log at once", "research_agent", "synthesis_agent"),
+        # fast_iteration: Codex (builder) first, Gemini (research) second
+        ("Prototype it quickly", "builder_agent", "research_agent"),
+    ],
+)
+def test_a_large_context_and_fast_iteration_each_go_to_their_rows_primary_then_secondary(
+    subtask, primary, secondary
+):
+    """No profile of TEAM names these features among its specialisations: the matrix alone
+    scores them, 2 for the row's primary role and 1 for its secondary."""
+    chosen = assign(subtask, "", TEAM, busy={})
+    assert (chosen.profile, chosen.scores[primary], chosen.scores[secondary]) == (primary, 2, 1)
+    assert sum(chosen.scores.values()) == 3  # nobody else scores
+    assert assign(subtask, "", TEAM, busy={primary: 2}).profile == secondary
+
+
 def test_an_explicit_preference_comes_first_and_is_waited_for_when_busy():
     assert assign("Implement it", "research_agent", TEAM, {}).profile == "research_agent"
     waiting = assign("Implement it", "Research_Agent", TEAM, {"research_agent": 2})
