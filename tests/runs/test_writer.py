@@ -1,13 +1,18 @@
 """The fenced writer: one table of allowed status changes, a parked or finished run holds no
 lease, time parked is not time worked, and a run's events are numbered without a gap."""
 
+import threading
 from datetime import timedelta
 
 import pytest
+from django.conf import settings
+from django.db import connection, transaction
 from django.utils import timezone
 
 from agents_app.core.events import EventType
 from agents_app.models import Run, RunEvent, RunStatus, Task
+from agents_app.runs.lease import Lease
+from agents_app.runs.lifecycle import finish
 from agents_app.runs.services import run_create
 from agents_app.runs.writer import (
     InvalidTransition,
@@ -18,6 +23,7 @@ from agents_app.runs.writer import (
 )
 from tests.support.runs import advance
 from tests.support.runs import make_run as queued_run
+from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.dialect
 
@@ -311,3 +317,96 @@ def test_a_new_tasks_run_is_its_first_attempt_with_its_queued_event_first(owner)
         each.refresh_from_db()
         events = list(RunEvent.objects.filter(run=each).values_list("seq", "type"))
         assert (each.event_seq, events) == (1, [(1, EventType.RUN_QUEUED)])
+
+
+def taken_over_while_verifying(owner) -> tuple[Run, Lease]:
+    """A run being verified by a first worker, as that worker holds it in memory, and the
+    first worker's lease, expired (a stalled process) and not yet taken over."""
+    run = advance(make_run(owner), RunStatus.VERIFYING)
+    first = Lease.claim(run.pk, 30)
+    stale = Run.objects.select_related("task").get(pk=run.pk)
+    Run.objects.filter(pk=run.pk).update(lease_expires_at=timezone.now() - timedelta(seconds=1))
+    return stale, first
+
+
+def commit_a_verdict(stale: Run, lease: Lease) -> None:
+    """The first worker's verdict: a non-fenced commit through its copy of the run."""
+    with locked_run(stale.pk, lease.token, run=stale) as w:
+        w.set(final_response="the first worker's verdict")
+        finish(w, RunStatus.SUCCEEDED)
+
+
+@pytest.mark.django_db
+def test_a_worker_whose_lease_was_taken_over_commits_no_verdict_from_its_stale_copy(owner):
+    stale, first = taken_over_while_verifying(owner)
+    second = Lease.claim(stale.pk, 30)
+    events = RunEvent.objects.filter(run=stale).count()
+
+    with pytest.raises(LeaseLost):
+        commit_a_verdict(stale, first)
+
+    fresh = Run.objects.get(pk=stale.pk)
+    assert (fresh.status, fresh.lease_owner, fresh.final_response) == (
+        RunStatus.VERIFYING,
+        second.token,
+        "",
+    )
+    assert RunEvent.objects.filter(run=stale).count() == events
+
+
+def waits_for_a_lock(pid: int | None) -> bool:
+    """Whether the PostgreSQL backend `pid` waits for a lock another transaction holds."""
+    if pid is None:
+        return False
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE pid = %s AND NOT granted)", [pid]
+        )
+        return cursor.fetchone()[0]
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.skipif(
+    "postgresql" not in settings.DATABASES["default"]["ENGINE"],
+    reason="SQLite serialises writers from BEGIN (IMMEDIATE), so no commit reads the row "
+    "while a takeover is uncommitted; on PostgreSQL only the row lock makes it wait",
+)
+def test_a_stale_worker_committing_during_a_takeover_waits_for_its_row_lock_and_commits_nothing(
+    owner,
+):
+    stale, first = taken_over_while_verifying(owner)
+    events = RunEvent.objects.filter(run=stale).count()
+    seen: dict = {}
+
+    def first_worker():
+        try:
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT pg_backend_pid()")
+                seen["pid"] = cursor.fetchone()[0]
+            commit_a_verdict(stale, first)
+            seen["outcome"] = "committed"
+        except LeaseLost:
+            seen["outcome"] = "refused"
+        finally:
+            connection.close()
+
+    worker = threading.Thread(target=first_worker)
+    with transaction.atomic():
+        # The takeover: its UPDATE holds the run's row until it commits.
+        second = Lease.claim(stale.pk, 30)
+        worker.start()
+        wait_for(
+            lambda: waits_for_a_lock(seen.get("pid")),
+            timeout=10,
+            message="the first worker to wait for the run's row",
+        )
+    worker.join(timeout=10)
+
+    assert seen.get("outcome") == "refused"
+    fresh = Run.objects.get(pk=stale.pk)
+    assert (fresh.status, fresh.lease_owner, fresh.final_response) == (
+        RunStatus.VERIFYING,
+        second.token,
+        "",
+    )
+    assert RunEvent.objects.filter(run=stale).count() == events
