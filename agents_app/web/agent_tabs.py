@@ -11,7 +11,6 @@ socket says something changed."""
 
 from typing import Any
 
-from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
@@ -19,14 +18,11 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from agents_app.contracts.downloads import log_download
-from agents_app.contracts.presenters import BUDGET_SETTINGS, budgets_payload
 from agents_app.contracts.selectors import (
-    AgentState,
     agent_get,
     agent_state,
     agents_for,
     attempt_get,
-    attempts,
 )
 from agents_app.contracts.services import (
     BUDGETS,
@@ -38,13 +34,11 @@ from agents_app.contracts.services import (
 )
 from agents_app.core.errors import DomainError, ErrorCode
 from agents_app.core.inputs import QUERY_INT_MAX, STORED_INT_MAX
-from agents_app.models import AuditInterface, ContractAgent, Run
+from agents_app.models import AuditInterface, ContractAgent
 from agents_app.web.agent_output import attempt_output
+from agents_app.web.agent_panel import STATUS_LABELS
+from agents_app.web.chat import render_page
 from agents_app.web.views import HtmxHttpRequest
-
-# The contract is shown cut to this many characters while it runs (expandable).
-CONTRACT_SHOWN = 60
-ATTEMPTS_SHOWN = 20
 
 
 def _owned(request: HtmxHttpRequest, agent_id: int) -> ContractAgent:
@@ -56,85 +50,6 @@ def _owned(request: HtmxHttpRequest, agent_id: int) -> ContractAgent:
 
 def agent_url(agent: ContractAgent) -> str:
     return reverse("agent_tab", args=[agent.pk])
-
-
-STATUS_LABELS = {
-    "ready": "Ready",
-    "running": "Running",
-    "stopped": "Stopped",
-    "completed": "Completed",
-    "failed": "Failed",
-}
-
-
-def _number(run: Run) -> int:
-    return int(run.task.context.get("attempt", run.attempt))
-
-
-def agent_context(
-    agent: ContractAgent,
-    *,
-    error: DomainError | None = None,
-    form: dict[str, str] | None = None,
-    connections: list[tuple[str, str]],
-) -> dict[str, Any]:
-    """What an agent's tab renders: its state, the latest attempt's output, the earlier
-    attempts, and the form (the contract and budgets as posted when there is an error)."""
-    state = agent_state(agent)
-    run = state.run
-    earlier: list[tuple[int, AgentState, Run]] = []
-    if run is not None:
-        for old in (
-            attempts(agent)
-            .exclude(pk=run.pk)
-            .select_related("conversation__agent", "task")[:ATTEMPTS_SHOWN]
-        ):
-            earlier.append((_number(old), agent_state(agent, old), old))
-    values = form or {
-        "contract": agent.contract,
-        "connection": "" if agent.connection_id is None else str(agent.connection_id),
-        **{
-            field: "" if getattr(agent, field) is None else str(getattr(agent, field))
-            for field in BUDGETS
-        },
-    }
-    return {
-        "agent": agent,
-        "state": state,
-        "status_label": STATUS_LABELS[state.status],
-        "attempt": run,
-        "attempt_number": _number(run) if run is not None else None,
-        "output": attempt_output(run) if run is not None else None,
-        "earlier": earlier,
-        "budgets": budgets_payload(agent),
-        **form_context(values),
-        "agent_error": error,
-        "contract_shown": CONTRACT_SHOWN,
-        "connections": connections,
-    }
-
-
-BUDGET_LABELS = {
-    "max_turns": ("Turns", "cycles"),
-    "max_tokens": ("Tokens", "tokens"),
-    "max_seconds": ("Seconds", "s"),
-}
-
-
-def form_context(form: dict[str, str]) -> dict[str, Any]:
-    """The contract form's values, and each budget as (field, label, unit, default, value)."""
-    return {
-        "form": form,
-        "budget_fields": [
-            (
-                field,
-                *BUDGET_LABELS[field],
-                getattr(settings, BUDGET_SETTINGS[field]),
-                form.get(field, ""),
-            )
-            for field in BUDGETS
-        ],
-    }
 
 
 def _form(request: HtmxHttpRequest) -> dict[str, str]:
@@ -161,9 +76,6 @@ def _budgets(form: dict[str, str]) -> dict[str, int | None]:
 
 
 def _page(request: HtmxHttpRequest, **context: Any) -> HttpResponse:
-    # The chat page draws the tabs; it imports this module for an agent's part of it.
-    from agents_app.web.chat import render_page
-
     return render_page(request, None, **context)
 
 

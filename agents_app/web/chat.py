@@ -33,7 +33,7 @@ from agents_app.models import (
     DoubleTexting,
     Run,
 )
-from agents_app.web.agent_tabs import agent_context, form_context
+from agents_app.web.agent_panel import agent_context, form_context
 from agents_app.web.chat_rows import chat_update
 from agents_app.web.views import HtmxHttpRequest
 
