@@ -12,18 +12,8 @@ from pydantic import Field
 
 from agents_app.api.mcp_server import READ_ONLY, caller, in_django, tool
 from agents_app.api.pagination import page_of
-from agents_app.api.schemas import (
-    Count,
-    Flag,
-    Id,
-    JsonObject,
-    NonBlankText,
-    Page,
-    PageSize,
-    RunDetail,
-    RunLinks,
-    RunSummary,
-)
+from agents_app.api.runs.schemas import RunDetail, RunLinks, RunSummary
+from agents_app.api.schemas import Count, Flag, Id, JsonObject, NonBlankText, Page, PageSize
 from agents_app.models import AuditInterface, ClosePolicy, RunStatus
 from agents_app.runs import presenters, services
 from agents_app.runs import selectors as run_selectors

@@ -9,7 +9,7 @@ from ninja import Query, Router, Status
 from agents_app.api.errors import error_response
 from agents_app.api.health import health as check
 from agents_app.api.pagination import page_of
-from agents_app.api.schemas import (
+from agents_app.api.runs.schemas import (
     Accepted,
     EventPage,
     RunDetail,
@@ -17,8 +17,8 @@ from agents_app.api.schemas import (
     RunPage,
     RunSummary,
     TaskIn,
-    errors,
 )
+from agents_app.api.schemas import errors
 from agents_app.core.errors import ERROR_STATUS, ErrorCode
 from agents_app.core.inputs import QUERY_INT_MAX
 from agents_app.models import TERMINAL_STATUSES, AuditInterface, Run, RunStatus

@@ -1,0 +1,205 @@
+"""The shapes of tasks and runs that REST (/api/v1/agent/task, /api/v1/runs) and MCP answer
+with: a run's summary, detail, plans, steps, tool calls and events; the payloads come from
+agents_app.runs.presenters."""
+
+from datetime import datetime
+from typing import Annotated, Any
+
+from ninja import Field, Schema
+from pydantic import StrictInt
+
+from agents_app.api.schemas import Count, Flag, JsonObject, NonBlankText, Page, PageSize, Text
+from agents_app.core.inputs import QUERY_INT_MAX, STORED_INT_MAX
+from agents_app.models import ClosePolicy, TimeoutStrategy
+from agents_app.runs.listing import SEARCH_MAX_LENGTH, RunListStatus, RunSort
+from agents_app.runs.services import APPROVAL_TIMEOUT_MAX
+
+
+class TaskIn(Schema):
+    task: NonBlankText = Field(description="What the agent should do.")
+    context: JsonObject | None = Field(default=None, description="Any JSON object, < 1 MB.")
+    wait: Flag = Field(default=False, description="Answer with the AgentResult once finished.")
+    wait_timeout: float | None = Field(
+        default=None,
+        gt=0,
+        le=STORED_INT_MAX,
+        allow_inf_nan=False,
+        description="Seconds to wait (capped by API_MAX_WAIT).",
+    )
+    max_tokens: Count | None = Field(default=None, description="LLM token budget of the run.")
+    max_tool_calls: Count | None = Field(default=None, description="Tool call budget.")
+    approve_plan: Flag = Field(
+        default=False, description="Wait for a person to approve the plan before any step runs."
+    )
+    approval_timeout: Annotated[StrictInt, Field(ge=1, le=APPROVAL_TIMEOUT_MAX)] | None = Field(
+        default=None,
+        description="Seconds an approval waits for a person; null: APPROVAL_TIMEOUT.",
+    )
+    approval_on_timeout: TimeoutStrategy | None = Field(
+        default=None,
+        description="What an expired approval decides; null: APPROVAL_TIMEOUT_STRATEGY.",
+    )
+    fast_path: Flag | None = Field(
+        default=None,
+        description="true: run as one step with every tool, without a planner or verifier; "
+        "false: always plan; null: by AGENT_FAST_PATH_MAX_CHARS.",
+    )
+    connection: Annotated[StrictInt, Field(ge=1, le=QUERY_INT_MAX)] | Text | None = Field(
+        default=None,
+        description="The LLM connection to run on: its id or name (GET /api/v1/connections); "
+        "null: the default.",
+    )
+    team: Flag = Field(
+        default=False,
+        description="Use the team: a head node splits the task into subtasks, each done by an "
+        "agent profile's child run (GET /api/v1/runs/{id}/tree).",
+    )
+    close_policy: ClosePolicy | None = Field(
+        default=None,
+        description="When the run ends before its children (cancelled, failed): cancel them "
+        "(`cancel`, the default) or let them finish (`finish`).",
+    )
+
+
+class RunLinks(Schema):
+    self: str
+    events: str
+    cancel: str
+    restart: str
+    websocket: str
+
+
+class RunSummary(Schema):
+    id: int
+    task_id: int
+    task: str
+    fast_path: bool | None = Field(description="The task's fast_path option.")
+    attempt: int
+    status: str
+    cancel_requested: bool = Field(
+        description="A cancel was asked for: a running run ends cancelled at its next checkpoint."
+    )
+    replans: int
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    final_response: str
+    error_code: str
+    error_message: str
+    prompt_tokens: int
+    completion_tokens: int
+    tool_calls_made: int
+    max_tokens: int
+    max_tool_calls: int
+    connection_id: int | None = Field(
+        description="The LLM connection it runs on (GET /api/v1/connections); null: the default."
+    )
+    model: str = Field(description="The model that connection named for this run.")
+    kind: str = Field(
+        description="task, chat, contract; team (a head node), child (a subtask done by an "
+        "agent profile) or micro (a subtask done by a micro agent)."
+    )
+    parent_id: int | None = Field(description="The run that started it; null: none.")
+    root_id: int | None = Field(
+        description="The head node of its team's tree; null: it is the root, or in no tree."
+    )
+    depth: int = Field(description="How deep in its tree: the root is 0.")
+    close_policy: ClosePolicy = Field(
+        description="When it ends before its children: cancel them or let them finish."
+    )
+    profile: str | None = Field(description="The agent profile it runs as; null: none.")
+    envelope: dict[str, Any] | None = Field(
+        description="A child's result for its parent once it ended (status, summary, "
+        "artifacts, usage, evidence_step_ids); null: none."
+    )
+    links: RunLinks
+
+
+class Accepted(Schema):
+    success: bool = True
+    run_id: int
+    status: str
+    links: RunLinks
+
+
+class ToolCallOut(Schema):
+    id: int
+    tool: str
+    arguments: dict[str, Any]
+    result: Any
+    error: str
+    status: str
+    attempt: int
+    duration_ms: int | None
+    created_at: datetime
+
+
+class StepOut(Schema):
+    index: int
+    objective: str
+    tool_names: list[str]
+    reasoning: str
+    depends_on: list[int]
+    status: str
+    output: str
+    error: str
+    retry_count: int
+    started_at: datetime | None
+    finished_at: datetime | None
+    tool_calls: list[ToolCallOut]
+
+
+class PlanOut(Schema):
+    version: int
+    reason: str
+    created_at: datetime
+    steps: list[StepOut]
+
+
+class RunDetail(RunSummary):
+    context: dict[str, Any]
+    plans: list[PlanOut]
+
+
+class RunPage(Schema):
+    success: bool = True
+    count: int
+    page: int
+    page_size: int
+    results: list[RunSummary]
+
+
+class EventOut(Schema):
+    seq: int
+    type: str
+    payload: dict[str, Any]
+    created_at: datetime
+
+
+class EventPage(Schema):
+    success: bool = True
+    run_id: int
+    status: str
+    events: list[EventOut]
+    last_seq: int
+    has_more: bool
+
+
+class RunListQuery(Schema):
+    q: Annotated[Text, Field(max_length=SEARCH_MAX_LENGTH)] = Field(
+        default="", description="Only runs whose task text contains this (case-insensitive)."
+    )
+    status: RunListStatus | None = Field(
+        default=None,
+        description="Only runs in this status (`waiting_approval`: parked on a person's "
+        "decision), or in a group: `active` (queued, planning, running, verifying), `waiting` "
+        "(waiting_approval, paused).",
+    )
+    sort: RunSort = Field(
+        default=RunSort.NEWEST,
+        description="`newest` / `oldest` by creation; `longest` / `shortest` by wall time from "
+        "start to end (so far, for a run still going; not started: last); `most_tokens` / "
+        "`fewest_tokens`.",
+    )
+    page: Page = 1
+    page_size: PageSize = 20
