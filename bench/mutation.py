@@ -1,7 +1,7 @@
 """Mutation run over the durability core: does some test notice when the code is broken?
 
     uv run python bench/mutation.py                      # the six core modules
-    uv run python bench/mutation.py --extra              # and the executor, hooks, decisions, delivery
+    uv run python bench/mutation.py --extra              # and the executor, hooks, decisions, delivery, recipes
     uv run python bench/mutation.py lease writer         # only these
     uv run python bench/mutation.py --ref HEAD~3 --sample 20 --jobs 2 execution
 
@@ -133,6 +133,43 @@ MODULES = {
             "tests/approvals/test_plan_decisions.py",
             "tests/approvals/test_api_bulk.py",  # approvals_decide_many
             "tests/approvals/test_expiry.py",
+        ),
+        core=False,
+    ),
+    # The kinds' recipes (runs.recipes): what the worker asks where the kinds of run differ.
+    "task_recipe": Module(
+        "agents_app/runs/task_recipe.py",
+        (
+            "tests/engine/test_execution.py",
+            "tests/worker/test_evidence_runs.py",
+            "tests/approvals/test_engine_flow.py",
+        ),
+        core=False,
+    ),
+    "chat_recipe": Module(
+        "agents_app/conversations/recipe.py",
+        (
+            "tests/conversations/test_chat_answers.py",
+            "tests/conversations/test_chat_errors.py",
+            "tests/conversations/test_chat_end_queries.py",
+        ),
+        core=False,
+    ),
+    "contract_recipe": Module(
+        "agents_app/contracts/recipe.py",
+        (
+            "tests/conversations/test_contract_agents.py",
+            "tests/contracts/test_log_writes.py",
+            "tests/contracts/test_stop.py",
+        ),
+        core=False,
+    ),
+    "team_recipes": Module(
+        "agents_app/orchestration/recipes.py",
+        (
+            "tests/orchestration/test_team_engine.py",
+            "tests/orchestration/test_micro_agents.py",
+            "tests/web/test_team_panel.py",
         ),
         core=False,
     ),
