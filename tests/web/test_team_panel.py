@@ -1,6 +1,8 @@
 """The run page's Team panel: the tree of a head node and its children, the Messages timeline,
 and a child's links up to its parent and root; on every page of the tree, none elsewhere."""
 
+import re
+
 import pytest
 
 from agents_app.models import AgentMessage, Approval, RunStatus
@@ -155,3 +157,25 @@ def test_a_long_summary_is_cut_with_an_ellipsis():
     line = message_summary(AgentMessage(type="task_result", payload={"summary": "word " * 100}))
 
     assert len(line) == 141 and line.endswith("…")
+
+
+def test_the_team_panel_names_the_head_node_each_child_by_its_profile_and_a_micro_agent(
+    owner_session, owner, seeded_profiles
+):
+    head, (child, micro) = start_team(
+        owner,
+        [
+            ("Research the existing parsers", seeded_profiles["research_agent"]),
+            ("Check that parser.py parses one line", None),
+        ],
+    )
+
+    html = page(owner_session, head)
+
+    names = {
+        int(m.group(1)): m.group(2)
+        for m in re.finditer(
+            r'id="team-run-(\d+)".*?<span class="team-who">([^<]*)</span>', html, re.S
+        )
+    }
+    assert names == {head.pk: "head node", child.pk: "research_agent", micro.pk: "micro agent"}
