@@ -60,6 +60,17 @@ class Module:
     equivalent: tuple[tuple[str, str, str], ...] = ()
 
 
+def _keyword_marker(signature: str) -> tuple[str, str, str]:
+    return (
+        "ReplaceBinaryOperator_Mul_Div",
+        signature,
+        "the `*` before keyword-only parameters turned `/`: every caller passes the arguments"
+        " before it by position and those after it by keyword, which both signatures accept",
+    )
+
+
+VERIFY = "def verify(self, ctx: RecipeContext, rows: RunRows, *, fast: bool) -> None:"
+
 MODULES = {
     "decide": Module(
         "agents_app/engine/decide.py",
@@ -140,14 +151,38 @@ MODULES = {
         core=False,
     ),
     # The kinds' recipes (runs.recipes): what the worker asks where the kinds of run differ.
+    "recipes": Module(
+        "agents_app/runs/recipes.py",
+        ("tests/test_kind_recipes.py",),
+        core=False,
+        equivalent=(
+            _keyword_marker(
+                "def lock(self, *, fenced: bool = False) -> AbstractContextManager[Any]:"
+            ),
+            _keyword_marker("def plan(self, rows: RunRows, *, start: bool = False) -> None:"),
+            _keyword_marker(VERIFY),
+        ),
+    ),
     "task_recipe": Module(
         "agents_app/runs/task_recipe.py",
         (
             "tests/engine/test_execution.py",
             "tests/worker/test_evidence_runs.py",
             "tests/approvals/test_engine_flow.py",
+            "tests/engine/test_fast_path_runs.py",  # the fast path's derived verdict
+            "tests/runs/test_task_recipe.py",  # the answer, a Stop mid-answer
+            "tests/web/test_team_panel.py",  # name_in_tree, a child's
         ),
         core=False,
+        equivalent=(
+            _keyword_marker(VERIFY),
+            (
+                "NumberReplacer",
+                "priority = 0",
+                "nothing reads a recipe's queue priority yet: it is declared for the queue that"
+                " later issues give priorities",
+            ),
+        ),
     ),
     "chat_recipe": Module(
         "agents_app/conversations/recipe.py",
@@ -166,6 +201,7 @@ MODULES = {
             "tests/contracts/test_stop.py",
         ),
         core=False,
+        equivalent=(_keyword_marker(VERIFY),),
     ),
     "team_recipes": Module(
         "agents_app/orchestration/recipes.py",
@@ -177,6 +213,7 @@ MODULES = {
         ),
         core=False,
         equivalent=(
+            _keyword_marker(VERIFY),
             (
                 "DeleteStatement",
                 "return False  # the split into subtasks is always the model's",
