@@ -1,6 +1,7 @@
 """Reads of contract agents, scoped to their owner, and what state each is in."""
 
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 
 from django.db.models import Max, QuerySet
@@ -76,12 +77,24 @@ def latest_attempts(agents: list[ContractAgent]) -> dict[int, Run]:
     return {run.conversation.agent_id: run for run in runs}
 
 
+class AgentStatus(StrEnum):
+    """Seed 002's statuses of a contract agent, given by its latest attempt (no column holds
+    them: agent_state derives them). The REST schema's `AgentStatus` literal spells the same
+    values (a test checks)."""
+
+    READY = "ready"  # never started
+    RUNNING = "running"  # its latest attempt has not ended
+    STOPPED = "stopped"  # by the person, a budget, or stuck
+    COMPLETED = "completed"  # the contract is met
+    FAILED = "failed"  # any other error
+
+
 @dataclass(frozen=True)
 class AgentState:
-    """Seed 002's statuses: ready, running, stopped, completed, failed; `reason` says why an
-    attempt stopped or failed (the person, a budget, stuck, the error)."""
+    """An agent's status; `reason` says why an attempt stopped or failed (the person, a
+    budget, stuck, the error)."""
 
-    status: str
+    status: AgentStatus
     reason: str = ""
     run: Run | None = None
 
@@ -89,20 +102,20 @@ class AgentState:
 def agent_state(agent: ContractAgent, run: Run | None = None) -> AgentState:
     run = run or latest_attempt(agent)
     if run is None:
-        return AgentState("ready")
+        return AgentState(AgentStatus.READY)
     if not run.is_terminal:
-        return AgentState("running", run=run)
+        return AgentState(AgentStatus.RUNNING, run=run)
     if run.status == RunStatus.SUCCEEDED:
-        return AgentState("completed", run.final_response, run)
+        return AgentState(AgentStatus.COMPLETED, run.final_response, run)
     if run.status == RunStatus.CANCELLED:
-        return AgentState("stopped", "stopped by the person", run)
+        return AgentState(AgentStatus.STOPPED, "stopped by the person", run)
     if run.error_code == ErrorCode.BUDGET_EXCEEDED:
-        return AgentState("stopped", f"budget exhausted: {run.error_message}", run)
+        return AgentState(AgentStatus.STOPPED, f"budget exhausted: {run.error_message}", run)
     if run.error_code == ErrorCode.EXECUTION_TIMEOUT:
-        return AgentState("stopped", f"budget exhausted (time): {run.error_message}", run)
+        return AgentState(AgentStatus.STOPPED, f"budget exhausted (time): {run.error_message}", run)
     if run.error_code == ErrorCode.AGENT_STUCK:
-        return AgentState("stopped", f"stuck: {run.error_message}", run)
-    return AgentState("failed", f"{run.error_code}: {run.error_message}", run)
+        return AgentState(AgentStatus.STOPPED, f"stuck: {run.error_message}", run)
+    return AgentState(AgentStatus.FAILED, f"{run.error_code}: {run.error_message}", run)
 
 
 def agent_states(agents: list[ContractAgent]) -> dict[int, AgentState]:
@@ -111,6 +124,6 @@ def agent_states(agents: list[ContractAgent]) -> dict[int, AgentState]:
     return {
         agent.pk: agent_state(agent, latest[agent.pk])
         if agent.pk in latest
-        else AgentState("ready")
+        else AgentState(AgentStatus.READY)
         for agent in agents
     }

@@ -8,7 +8,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from agents_app.connections.services import connection_for_task
-from agents_app.contracts.selectors import agent_state, attempts
+from agents_app.contracts.selectors import AgentStatus, agent_state, attempts
 from agents_app.conversations.transcript import place
 from agents_app.core.audit import (
     AGENT_CREATE,
@@ -117,11 +117,11 @@ def agent_update(
     allowed = {"name", "contract", "connection", "is_open", *BUDGETS}
     refuse_unknown(changes, allowed)
     agent = ContractAgent.objects.select_for_update().get(pk=agent.pk)
-    if set(changes) - {"name", "is_open"} and agent_state(agent).status == "running":
+    if set(changes) - {"name", "is_open"} and agent_state(agent).status == AgentStatus.RUNNING:
         raise DomainError(
             ErrorCode.CONFLICT,
             f"{agent.name} is running; stop it before changing its contract",
-            {"agent_id": agent.pk, "status": "running"},
+            {"agent_id": agent.pk, "status": AgentStatus.RUNNING},
         )
     if "name" in changes:
         agent.name = _name(changes["name"])
@@ -155,7 +155,7 @@ def agent_start(*, agent: ContractAgent, actor: Any, interface: str) -> Run:
     with transaction.atomic():
         agent = ContractAgent.objects.select_for_update().get(pk=agent.pk)
         state = agent_state(agent)
-        if state.status == "running":
+        if state.status == AgentStatus.RUNNING:
             raise DomainError(
                 ErrorCode.CONFLICT,
                 f"{agent.name} is already running (run {state.run.pk})",
@@ -209,7 +209,7 @@ def agent_stop(*, agent: ContractAgent, actor: Any, interface: str) -> Run:
     """Stop the running attempt: the request in flight finishes, no further one is made, the
     output stays. Raises CONFLICT when nothing runs."""
     state = agent_state(agent)
-    if state.status != "running":
+    if state.status != AgentStatus.RUNNING:
         raise DomainError(
             ErrorCode.CONFLICT,
             f"{agent.name} is not running ({state.status})",
@@ -235,8 +235,8 @@ def agent_restart(*, agent: ContractAgent, actor: Any, interface: str, **changes
     refuse_while_halted()
     with transaction.atomic():
         state = agent_state(ContractAgent.objects.select_for_update().get(pk=agent.pk))
-        if state.status in ("ready", "running"):
-            verb = "start it" if state.status == "ready" else "stop it first"
+        if state.status in (AgentStatus.READY, AgentStatus.RUNNING):
+            verb = "start it" if state.status == AgentStatus.READY else "stop it first"
             raise DomainError(
                 ErrorCode.CONFLICT,
                 f"{agent.name} is {state.status}: nothing to restart; {verb}",

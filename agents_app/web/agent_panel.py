@@ -7,7 +7,7 @@ from typing import Any
 from django.conf import settings
 
 from agents_app.contracts.presenters import BUDGET_SETTINGS, budgets_payload
-from agents_app.contracts.selectors import AgentState, agent_state, attempts
+from agents_app.contracts.selectors import AgentState, AgentStatus, agent_state, attempts
 from agents_app.contracts.services import BUDGETS
 from agents_app.core.errors import DomainError
 from agents_app.models import ContractAgent, Run
@@ -19,11 +19,11 @@ ATTEMPTS_SHOWN = 20
 
 
 STATUS_LABELS = {
-    "ready": "Ready",
-    "running": "Running",
-    "stopped": "Stopped",
-    "completed": "Completed",
-    "failed": "Failed",
+    AgentStatus.READY: "Ready",
+    AgentStatus.RUNNING: "Running",
+    AgentStatus.STOPPED: "Stopped",
+    AgentStatus.COMPLETED: "Completed",
+    AgentStatus.FAILED: "Failed",
 }
 
 

@@ -19,6 +19,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from agents_app.contracts.downloads import log_download
 from agents_app.contracts.selectors import (
+    AgentStatus,
     agent_get,
     agent_state,
     agents_for,
@@ -160,7 +161,7 @@ def agent_start_view(request: HtmxHttpRequest, agent_id: int) -> HttpResponse:
     form: dict[str, str] | None = None
     try:
         form, changes = _changes(request)
-        if agent_state(agent).status == "ready":
+        if agent_state(agent).status == AgentStatus.READY:
             if changes:
                 agent = agent_update(
                     agent=agent, actor=request.user, interface=AuditInterface.WEB, **changes

@@ -15,7 +15,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from agents_app.connections.selectors import connections_enabled
-from agents_app.contracts.selectors import agent_states, agents_for
+from agents_app.contracts.selectors import AgentStatus, agent_states, agents_for
 from agents_app.conversations.selectors import conversation_get, conversations_for
 from agents_app.conversations.services import (
     conversation_create,
@@ -129,7 +129,7 @@ def render_page(
     agent_tabs = list(agents.filter(is_open=True).order_by("created_at", "id"))
     states = agent_states(agent_tabs)
     for agent_tab in agent_tabs:
-        agent_tab.running = states[agent_tab.pk].status == "running"
+        agent_tab.running = states[agent_tab.pk].status == AgentStatus.RUNNING
     context = {
         "nav": "chat",
         "tabs": tabs,

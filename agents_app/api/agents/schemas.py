@@ -15,6 +15,8 @@ from agents_app.contracts.presenters import agent_payload, attempt_payload
 from agents_app.core.inputs import QUERY_INT_MAX
 from agents_app.models import ContractAgent
 
+# contracts.selectors.AgentStatus spelled as a literal, so the OpenAPI document lists plain
+# strings (tests/contracts/test_agent_status.py checks the two agree).
 AgentStatus = Literal["ready", "running", "stopped", "completed", "failed"]
 AttemptNumber = Annotated[int, Field(ge=1, le=QUERY_INT_MAX)]
 
