@@ -7,7 +7,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from agents_app.conversations import selectors
-from agents_app.models import Conversation, ConversationEntry, DoubleTexting, Run
+from agents_app.conversations.outcomes import MessageOutcome, message_outcome_of
+from agents_app.models import Conversation, ConversationEntry, Run
 
 # Seed 002: "each tool call shows its name and arguments cut to 80 characters with '…'".
 CALL_ARGUMENTS_CHARS = 80
@@ -106,8 +107,6 @@ def transcript_after(conversation: Conversation, *, after: int, limit: int) -> d
     }
 
 
-def message_outcome(entry: ConversationEntry, run: Run | None) -> str:
+def message_outcome(entry: ConversationEntry, run: Run | None) -> MessageOutcome:
     """What became of a message sent: answered (`run` started for it), steered or queued."""
-    if run is not None:
-        return "answered"
-    return "steered" if entry.mode == DoubleTexting.STEER else "queued"
+    return message_outcome_of(mode=entry.mode, answered=run is not None)

@@ -13,6 +13,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from agents_app.connections.services import connection_for_task
+from agents_app.conversations.outcomes import message_outcome_of
 from agents_app.conversations.selectors import answer_running, conversation_get
 from agents_app.conversations.transcript import announce, place
 from agents_app.core.audit import (
@@ -179,7 +180,7 @@ def message_post(
         if not locked.title:
             locked.title = " ".join(text.split())[:60]
         locked.save(update_fields=["updated_at", "title"])
-        outcome = "answered" if started else ("steered" if mode == "steer" else "queued")
+        outcome = message_outcome_of(mode=mode, answered=started is not None)
         audit_record(
             action=CONVERSATION_MESSAGE,
             interface=interface,

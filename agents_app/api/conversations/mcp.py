@@ -46,6 +46,7 @@ class ConversationList(Schema):
 class MessageSent(Schema):
     entry: EntryOut
     run_id: int | None = Field(description="The answer started for it now; null while it waits.")
+    # conversations.outcomes.MessageOutcome (tests/conversations/test_message_outcome.py)
     outcome: Literal["answered", "queued", "steered"]
 
 

@@ -124,6 +124,7 @@ class MessagePosted(Schema):
     success: bool = True
     entry: EntryOut
     run_id: int | None = Field(description="The answer started for it now; null while it waits.")
+    # conversations.outcomes.MessageOutcome (tests/conversations/test_message_outcome.py)
     outcome: Literal["answered", "queued", "steered"]
 
 
