@@ -18,6 +18,7 @@ from agents_app.engine.contract import (
     evaluate_contract,
     stuck,
 )
+from agents_app.engine.hooks import StreamPhase
 from agents_app.models import Conversation, Run, RunKind, RunStatus
 from agents_app.runs.evidence import call_records
 from agents_app.runs.lifecycle import finish
@@ -61,7 +62,7 @@ class ContractRecipe(ChatRecipe):
         max_turns = int(run.task.context.get("max_turns") or settings.CONTRACT_MAX_TURNS)
         by_number = {call.number: call for call in calls}
         with ctx.lock() as w:
-            thinking = hooks.streamed_reasoning("verification")
+            thinking = hooks.streamed_reasoning(StreamPhase.VERIFICATION)
             w.event(
                 EventType.CONTRACT_EVALUATION,
                 {

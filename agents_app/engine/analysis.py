@@ -6,7 +6,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from agents_app.core.errors import ErrorCode
-from agents_app.engine.hooks import EngineHooks
+from agents_app.engine.hooks import EngineHooks, StreamPhase
 from agents_app.engine.llm import LLMProvider
 from agents_app.engine.structured import ask_structured
 from tools_app.registry import ToolSpec
@@ -64,7 +64,7 @@ def analyze_task(
         hooks=hooks,
         messages=analysis_messages(task, context, tools),
         model=TaskAnalysis,
-        phase="analysis",
+        phase=StreamPhase.ANALYSIS,
         timeout=timeout,
         fail_code=ErrorCode.INVALID_PLAN,
         max_tokens=max_tokens,

@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agents_app.core.errors import ErrorCode
 from agents_app.engine.evidence import CallRecord, citable_numbers
-from agents_app.engine.hooks import EngineHooks
+from agents_app.engine.hooks import EngineHooks, StreamPhase
 from agents_app.engine.llm import LLMProvider
 from agents_app.engine.structured import ask_structured, schema_of
 from agents_app.engine.verifier import verification_schema
@@ -102,7 +102,7 @@ def evaluate_contract(
         hooks=hooks,
         messages=evaluation_messages(messages, calls),
         model=ContractVerdict,
-        phase="verification",
+        phase=StreamPhase.VERIFICATION,
         timeout=timeout,
         fail_code=ErrorCode.VERIFICATION_FAILED,
         timeout_code=ErrorCode.VERIFICATION_TIMEOUT,

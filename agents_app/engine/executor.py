@@ -10,7 +10,7 @@ from typing import Any
 from agents_app.core.errors import DomainError, ErrorCode
 from agents_app.engine.calls import ask_model
 from agents_app.engine.evidence import echoes_task, files_named, files_to_write
-from agents_app.engine.hooks import EngineHooks, StopRun
+from agents_app.engine.hooks import EngineHooks, StopRun, StreamPhase
 from agents_app.engine.llm import (
     LLMError,
     LLMProvider,
@@ -388,10 +388,12 @@ class StepExecution:
 
     def _on_token(self, text: str) -> None:
         self.streamed.append(text)
-        self.hooks.on_token(text, phase="execution", step_index=self.step.index)
+        self.hooks.on_token(text, phase=StreamPhase.EXECUTION, step_index=self.step.index)
 
     def _on_reasoning(self, text: str) -> None:
-        self.hooks.on_token(text, phase="execution", step_index=self.step.index, reasoning=True)
+        self.hooks.on_token(
+            text, phase=StreamPhase.EXECUTION, step_index=self.step.index, reasoning=True
+        )
 
     def _cut_off(self) -> StepOutcome | None:
         """The answer was cut off at `max_tokens`: asked for again once (None); the second

@@ -4,11 +4,22 @@ The engine calls these at every point where the outside world may have changed; 
 driver (agents_app.worker.execution) implements them with database writes.
 """
 
+from enum import StrEnum
 from typing import Any, Protocol
 
 from agents_app.core.errors import ErrorCode
 from agents_app.engine.llm import RetryNotice, Usage
 from tools_app.registry import ToolResult
+
+
+class StreamPhase(StrEnum):
+    """Which part of a run the model's streamed output belongs to (`on_token`'s `phase`): the
+    streams carry it to the pages and the API socket, which label and render by it."""
+
+    ANALYSIS = "analysis"  # choosing the tools a task needs (a JSON document)
+    PLANNING = "planning"  # writing a plan, a team's included (a JSON document)
+    EXECUTION = "execution"  # a step's model turns: text or tool calls
+    VERIFICATION = "verification"  # judging the result, or a contract (a JSON document)
 
 
 class StopRun(Exception):
@@ -38,7 +49,7 @@ class EngineHooks(Protocol):
         """A model call failed and will be tried again after `notice.delay` seconds."""
 
     def on_token(
-        self, text: str, *, phase: str, step_index: int | None, reasoning: bool = False
+        self, text: str, *, phase: StreamPhase, step_index: int | None, reasoning: bool = False
     ) -> None:
         """A piece of streamed model output (`reasoning`: of its thinking, not its answer)."""
 

@@ -3,7 +3,7 @@
 from typing import Any
 
 from agents_app.core.errors import ErrorCode
-from agents_app.engine.hooks import EngineHooks
+from agents_app.engine.hooks import EngineHooks, StreamPhase
 from agents_app.engine.llm import LLMProvider
 from agents_app.engine.prompts import plan_messages
 from agents_app.engine.schemas import PlanOutput
@@ -88,7 +88,7 @@ def make_plan(
             task=task, context=context, tools=tools, max_steps=max_steps, history=history
         ),
         model=PlanOutput,
-        phase="planning",
+        phase=StreamPhase.PLANNING,
         timeout=timeout,
         fail_code=ErrorCode.PLANNING_FAILED,
         timeout_code=ErrorCode.PLANNING_TIMEOUT,

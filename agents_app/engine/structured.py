@@ -10,7 +10,7 @@ from pydantic import BaseModel, ValidationError
 
 from agents_app.core.errors import DomainError, ErrorCode
 from agents_app.engine.calls import ask_model
-from agents_app.engine.hooks import EngineHooks
+from agents_app.engine.hooks import EngineHooks, StreamPhase
 from agents_app.engine.jsonparse import extract_json_object, without_prose
 from agents_app.engine.llm import LLMError, LLMProvider, LLMRequest
 from agents_app.engine.prompts import cut_off_message, invalid_output_message
@@ -42,7 +42,7 @@ def ask_structured(
     hooks: EngineHooks,
     messages: list[dict[str, Any]],
     model: type[Model],
-    phase: str,
+    phase: StreamPhase,
     timeout: float,
     fail_code: ErrorCode,
     timeout_code: ErrorCode,

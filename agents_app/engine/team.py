@@ -11,7 +11,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from agents_app.core.errors import ErrorCode
-from agents_app.engine.hooks import EngineHooks
+from agents_app.engine.hooks import EngineHooks, StreamPhase
 from agents_app.engine.llm import LLMProvider
 from agents_app.engine.structured import ask_structured
 
@@ -175,7 +175,7 @@ def decompose(
             history=history,
         ),
         model=Decomposition,
-        phase="planning",
+        phase=StreamPhase.PLANNING,
         timeout=timeout,
         fail_code=ErrorCode.PLANNING_FAILED,
         timeout_code=ErrorCode.PLANNING_TIMEOUT,

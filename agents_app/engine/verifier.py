@@ -5,7 +5,7 @@ from typing import Any
 
 from agents_app.core.errors import ErrorCode
 from agents_app.engine.evidence import CallRecord, citable_numbers
-from agents_app.engine.hooks import EngineHooks
+from agents_app.engine.hooks import EngineHooks, StreamPhase
 from agents_app.engine.llm import LLMProvider
 from agents_app.engine.prompts import verify_messages
 from agents_app.engine.schemas import VerificationOutput
@@ -65,7 +65,7 @@ def verify(
             task=task, context=context, steps=steps, can_replan=can_replan, calls=list(calls)
         ),
         model=VerificationOutput,
-        phase="verification",
+        phase=StreamPhase.VERIFICATION,
         timeout=timeout,
         fail_code=ErrorCode.VERIFICATION_FAILED,
         max_tokens=max_tokens,

@@ -14,6 +14,7 @@ from django.conf import settings
 from agents_app.core.errors import ErrorCode
 from agents_app.core.events import EventType
 from agents_app.engine.decide import Action
+from agents_app.engine.hooks import StreamPhase
 from agents_app.engine.team import ProfileCard, assign, decompose
 from agents_app.engine.verifier import verify
 from agents_app.models import AgentProfile, Plan, Run, RunStatus, Step, StepStatus
@@ -74,7 +75,7 @@ def plan_team(ex: RecipeContext, run: Run, previous: Plan | None, steps: list[St
             w,
             previous=previous,
             raw={"team": True, **raw},
-            thinking=hooks.streamed_reasoning("planning"),
+            thinking=hooks.streamed_reasoning(StreamPhase.PLANNING),
             steps=[
                 (sub.description, [], sub.preferred_profile, sub.depends_on)
                 for sub in output.subtasks

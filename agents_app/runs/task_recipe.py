@@ -11,6 +11,7 @@ from agents_app.core.errors import ErrorCode
 from agents_app.core.events import EventType
 from agents_app.engine.decide import Action
 from agents_app.engine.fast import fast_verdict, takes_fast_path
+from agents_app.engine.hooks import StreamPhase
 from agents_app.engine.verifier import verify as judge
 from agents_app.models import Run, RunKind, RunStatus
 from agents_app.runs.evidence import call_records, evidence_problem
@@ -119,7 +120,7 @@ class TaskRecipe:
                 calls=call_records(run, steps),
             )
         with ctx.lock() as w:
-            thinking = hooks.streamed_reasoning("verification")
+            thinking = hooks.streamed_reasoning(StreamPhase.VERIFICATION)
             w.event(
                 EventType.VERIFICATION,
                 {**verdict.model_dump(), **({"thinking": thinking} if thinking else {})},

@@ -12,6 +12,7 @@ from django.utils.html import format_html
 
 from agents_app.approvals.selectors import approval_pending_for_run
 from agents_app.core.events import EventType
+from agents_app.engine.hooks import StreamPhase
 from agents_app.models import (
     TERMINAL_STATUSES,
     Approval,
@@ -180,9 +181,9 @@ def render_run_events(*, run: Run, events: list[dict[str, Any]]) -> str:
 
 def token_label(message: dict[str, Any]) -> str:
     phase, index = message.get("phase"), message.get("step_index")
-    if phase == "planning":
+    if phase == StreamPhase.PLANNING:
         return "Planning"
-    if phase == "verification":
+    if phase == StreamPhase.VERIFICATION:
         return "Verifying"
     return f"Step {index + 1}" if isinstance(index, int) else "Working"
 

@@ -6,12 +6,15 @@ answer. `live_stream.LiveStream` feeds it the streamed text; `fragments` the row
 from dataclasses import dataclass, field
 from typing import Any
 
+from agents_app.engine.hooks import StreamPhase
 from agents_app.models import Run, Step
 from agents_app.web.partial_json import NotJSON, parse_partial
 from agents_app.web.run_page import split_think
 
 # Phases whose answer is a JSON document, never shown as such.
-STRUCTURED_PHASES = frozenset({"planning", "verification", "analysis"})
+STRUCTURED_PHASES = frozenset(
+    {StreamPhase.PLANNING, StreamPhase.VERIFICATION, StreamPhase.ANALYSIS}
+)
 STEP_OBJECTIVE_SHOWN = 300
 
 
@@ -37,9 +40,9 @@ def stream_view(phase: str | None, text: str, *, label: str = "") -> StreamView:
         except NotJSON:
             data = None
         data = data if isinstance(data, dict) else {}
-        if phase == "planning":
+        if phase == StreamPhase.PLANNING:
             return _plan_view(data, label)
-        if phase == "verification":
+        if phase == StreamPhase.VERIFICATION:
             return _verdict_view(data, label)
         return StreamView(label=label, note="Choosing the tools this task needs…")
     if visible.lstrip().startswith(("{", "```")):

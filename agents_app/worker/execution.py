@@ -30,7 +30,7 @@ from agents_app.engine.decide import (
 )
 from agents_app.engine.executor import AwaitApproval, Resume, StepInput, execute_step
 from agents_app.engine.fast import fast_plan, fast_plan_raw, is_fast_plan
-from agents_app.engine.hooks import StopRun
+from agents_app.engine.hooks import StopRun, StreamPhase
 from agents_app.engine.llm import LLMProvider
 from agents_app.engine.planner import make_plan
 from agents_app.engine.prompts import shown_earlier
@@ -373,7 +373,7 @@ class RunExecutor:
                 w,
                 previous=previous,
                 raw=raw,
-                thinking=hooks.streamed_reasoning("analysis", "planning"),
+                thinking=hooks.streamed_reasoning(StreamPhase.ANALYSIS, StreamPhase.PLANNING),
                 steps=[
                     (p.objective, p.tool_names, p.reasoning, p.depends_on) for p in output.steps
                 ],

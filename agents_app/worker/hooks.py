@@ -28,7 +28,7 @@ from agents_app.core.events import EventType, publish, run_group
 from agents_app.core.inputs import storable, storable_text
 from agents_app.core.secrecy import StreamRedactor, redact_all
 from agents_app.core.watch import Watch
-from agents_app.engine.hooks import StopRun
+from agents_app.engine.hooks import StopRun, StreamPhase
 from agents_app.engine.llm import RetryNotice, Usage
 from agents_app.models import (
     AuditEvent,
@@ -314,7 +314,7 @@ class DatabaseHooks:
             )
 
     def on_token(
-        self, text: str, *, phase: str, step_index: int | None, reasoning: bool = False
+        self, text: str, *, phase: StreamPhase, step_index: int | None, reasoning: bool = False
     ) -> None:
         if reasoning:
             self._reasoning.setdefault(phase, []).append(text)
@@ -330,7 +330,7 @@ class DatabaseHooks:
         ):
             self.flush_tokens(ended=False)
 
-    def streamed_reasoning(self, *phases: str) -> str:
+    def streamed_reasoning(self, *phases: StreamPhase) -> str:
         """The reasoning streamed in `phases` so far, one paragraph per phase."""
         parts = ("".join(self._reasoning.get(phase, [])).strip() for phase in phases)
         return "\n\n".join(part for part in parts if part)
