@@ -3,5 +3,6 @@ WebSocket consumers for pages and the API (`consumers`), a conversation's stream
 transcript rows and its running answer (`conversations`), the notices behind browser
 notifications (`notices`), Server-Sent Events (`sse`) with their shared subscriptions (`hub`)
 and per-person cap (`slots`), API-key authentication for sockets (`ws_auth`), closing what a
-credential opened when it ends (`credentials`) and the socket routes (`routing`). Streams only
-authenticate, check ownership, join, replay and forward."""
+credential opened when it ends (`credentials`), the types of the messages they send
+(`messages`) and the socket routes (`routing`). Streams only authenticate, check ownership,
+join, replay and forward."""

@@ -13,6 +13,7 @@ from agents_app.core.events import run_group, tree_group, user_group
 from agents_app.models import Run
 from agents_app.streaming.credentials import FollowsCredential
 from agents_app.streaming.feeds import RunFeed, parse_after
+from agents_app.streaming.messages import SocketMessage
 from agents_app.web import fragments
 from agents_app.web.live_stream import LiveStream, resets_stream
 from agents_app.web.team_panel import in_a_tree, render_team
@@ -142,7 +143,9 @@ class RunApiConsumer(RunConsumer):
     async def deliver_token(self, message: dict[str, Any]) -> None:
         payload = {k: message.get(k) for k in ("token", "phase", "step_index", "reasoning")}
         await self.send(
-            text_data=json.dumps({"id": None, "type": "stream_token", "payload": payload})
+            text_data=json.dumps(
+                {"id": None, "type": SocketMessage.STREAM_TOKEN, "payload": payload}
+            )
         )
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
@@ -150,16 +153,20 @@ class RunApiConsumer(RunConsumer):
             message = json.loads(text_data or "")
         except ValueError:
             message = None
-        if isinstance(message, dict) and message.get("type") == "ping":
+        if isinstance(message, dict) and message.get("type") == SocketMessage.PING:
             await self.send(
-                text_data=json.dumps({"id": message.get("id"), "type": "pong", "payload": {}})
+                text_data=json.dumps(
+                    {"id": message.get("id"), "type": SocketMessage.PONG, "payload": {}}
+                )
             )
             return
         error = {
             "code": ErrorCode.VALIDATION_ERROR,
             "message": 'This stream only answers {"type": "ping"}',
         }
-        await self.send(text_data=json.dumps({"id": None, "type": "error", "payload": error}))
+        await self.send(
+            text_data=json.dumps({"id": None, "type": SocketMessage.ERROR, "payload": error})
+        )
 
 
 class DashboardConsumer(FollowsCredential, AsyncWebsocketConsumer):

@@ -32,6 +32,7 @@ from agents_app.core.events import EventType, run_group
 from agents_app.models import Conversation, Run
 from agents_app.streaming.credentials import FollowsCredential
 from agents_app.streaming.feeds import BATCH, RunFeed, parse_after
+from agents_app.streaming.messages import SocketMessage
 
 # Close codes, as for the run sockets.
 UNAUTHORIZED = 4401
@@ -67,7 +68,7 @@ def _run_status(run_id: int) -> str:
 
 def _run_event(event: dict[str, Any]) -> dict[str, Any]:
     return {
-        "type": "run_event",
+        "type": SocketMessage.RUN_EVENT,
         "run_id": event["run_id"],
         "event": {
             "seq": event["seq"],
@@ -126,12 +127,12 @@ class ConversationConsumer(FollowsCredential, AsyncWebsocketConsumer):
         rows, waiting, running = await _state(self.conversation, self.last_seq)
         while rows:
             for row in rows:
-                await self.send_json({"type": "entry", "entry": row})
+                await self.send_json({"type": SocketMessage.ENTRY, "entry": row})
             self.last_seq = rows[-1]["seq"]
             rows = await _entries_after(self.conversation, self.last_seq)
         if waiting != self.waiting:
             self.waiting = waiting
-            await self.send_json({"type": "waiting", "entries": waiting})
+            await self.send_json({"type": SocketMessage.WAITING, "entries": waiting})
         running_id = running.pk if running is not None else None
         if self.feed is not None and self.feed.run_id != running_id:
             await self.unfollow()
@@ -145,7 +146,7 @@ class ConversationConsumer(FollowsCredential, AsyncWebsocketConsumer):
     async def send_answer(self, run_id: int | None, status: str) -> None:
         if self.answer != (run_id, status):
             self.answer = (run_id, status)
-            await self.send_json({"type": "answer", "run_id": run_id, "status": status})
+            await self.send_json({"type": SocketMessage.ANSWER, "run_id": run_id, "status": status})
 
     async def follow(self, run_id: int) -> None:
         """Join the answer's group, then send its events from the first."""
@@ -183,7 +184,7 @@ class ConversationConsumer(FollowsCredential, AsyncWebsocketConsumer):
             return
         await self.send_json(
             {
-                "type": "token",
+                "type": SocketMessage.TOKEN,
                 "run_id": self.feed.run_id,
                 "token": message.get("token", ""),
                 "reasoning": bool(message.get("reasoning")),
@@ -197,12 +198,12 @@ class ConversationConsumer(FollowsCredential, AsyncWebsocketConsumer):
             message = json.loads(text_data or "")
         except ValueError:
             message = None
-        if isinstance(message, dict) and message.get("type") == "ping":
-            await self.send_json({"type": "pong", "id": message.get("id")})
+        if isinstance(message, dict) and message.get("type") == SocketMessage.PING:
+            await self.send_json({"type": SocketMessage.PONG, "id": message.get("id")})
             return
         await self.send_json(
             {
-                "type": "error",
+                "type": SocketMessage.ERROR,
                 "error": {
                     "code": ErrorCode.VALIDATION_ERROR,
                     "message": 'This stream only answers {"type": "ping"}',

@@ -13,8 +13,8 @@ from agents_app.approvals.selectors import approval_pending_for_run
 from agents_app.core.events import CREDENTIAL_CLOSED, user_group
 from agents_app.models import ApprovalKind, Run, RunStatus
 from agents_app.streaming.credentials import FollowsCredential
+from agents_app.streaming.messages import SocketMessage
 
-APPROVAL_WAITING = "approval_waiting"
 TASK_PREVIEW_CHARS = 120
 UNAUTHORIZED = 4401
 
@@ -35,7 +35,7 @@ def approval_notice(*, user_id: int, run_id: int) -> dict[str, Any] | None:
         text = text[: TASK_PREVIEW_CHARS - 1] + "…"
     asks = "its plan" if approval.kind == ApprovalKind.PLAN else approval.tool
     return {
-        "type": APPROVAL_WAITING,
+        "type": SocketMessage.APPROVAL_WAITING,
         "run_id": run.pk,
         "approval_id": approval.pk,
         "url": reverse("run_detail", args=[run.pk]),

@@ -25,6 +25,7 @@ from agents_app.streaming.credentials import (
 )
 from agents_app.streaming.feeds import RunFeed
 from agents_app.streaming.hub import Inbox, process_hub
+from agents_app.streaming.messages import SocketMessage
 from agents_app.streaming.slots import StreamSlot
 
 
@@ -35,13 +36,13 @@ def sse_event(event: dict[str, Any]) -> str:
 
 def sse_token(message: dict[str, Any]) -> str:
     data = {k: message.get(k) for k in ("token", "phase", "step_index", "reasoning")}
-    return f"event: stream_token\ndata: {json.dumps(data)}\n\n"
+    return f"event: {SocketMessage.STREAM_TOKEN}\ndata: {json.dumps(data)}\n\n"
 
 
 def sse_closed(reason: str) -> str:
     """The last event of a stream whose credential ended."""
     data = {"code": UNAUTHORIZED, "reason": reason}
-    return f"event: closed\ndata: {json.dumps(data)}\n\n"
+    return f"event: {SocketMessage.CLOSED}\ndata: {json.dumps(data)}\n\n"
 
 
 @database_sync_to_async
