@@ -69,6 +69,26 @@ def _keyword_marker(signature: str) -> tuple[str, str, str]:
     )
 
 
+def _protocol(signature: str) -> tuple[str, str, str]:
+    return (
+        "",  # any operator
+        signature,
+        "a method of a typing.Protocol: nothing calls it, so no change to its signature runs",
+    )
+
+
+# A run's profile is None exactly when its profile_id is (SET_NULL clears the column), so
+# `and` and `or` between the two tests answer alike.
+PROFILE_OF = (
+    "ReplaceAndWithOr",
+    "if run.profile_id is not None and run.profile is not None:",
+    "run.profile is None exactly when run.profile_id is",
+)
+RETURN_NONE = (
+    "DeleteStatement",
+    "return None",
+    "a function without its `return None` returns None",
+)
 VERIFY = "def verify(self, ctx: RecipeContext, rows: RunRows, *, fast: bool) -> None:"
 
 MODULES = {
@@ -156,11 +176,9 @@ MODULES = {
         ("tests/test_kind_recipes.py",),
         core=False,
         equivalent=(
-            _keyword_marker(
-                "def lock(self, *, fenced: bool = False) -> AbstractContextManager[Any]:"
-            ),
-            _keyword_marker("def plan(self, rows: RunRows, *, start: bool = False) -> None:"),
-            _keyword_marker(VERIFY),
+            _protocol("def lock(self, *, fenced: bool = False) -> AbstractContextManager[Any]:"),
+            _protocol("def plan(self, rows: RunRows, *, start: bool = False) -> None:"),
+            _protocol(VERIFY),
         ),
     ),
     "task_recipe": Module(
@@ -172,10 +190,13 @@ MODULES = {
             "tests/engine/test_fast_path_runs.py",  # the fast path's derived verdict
             "tests/runs/test_task_recipe.py",  # the answer, a Stop mid-answer
             "tests/web/test_team_panel.py",  # name_in_tree, a child's
+            "tests/orchestration/test_agent_names.py",  # agent_name, a child's
         ),
         core=False,
         equivalent=(
             _keyword_marker(VERIFY),
+            PROFILE_OF,
+            RETURN_NONE,
             (
                 "NumberReplacer",
                 "priority = 0",
@@ -190,6 +211,7 @@ MODULES = {
             "tests/conversations/test_chat_answers.py",
             "tests/conversations/test_chat_errors.py",
             "tests/conversations/test_chat_end_queries.py",  # transcript: the lock order
+            "tests/conversations/test_chat_recipe.py",  # checks_evidence
         ),
         core=False,
     ),
@@ -199,6 +221,7 @@ MODULES = {
             "tests/conversations/test_contract_agents.py",
             "tests/contracts/test_log_writes.py",
             "tests/contracts/test_stop.py",
+            "tests/contracts/test_evaluation.py",  # the evaluation's thinking
         ),
         core=False,
         equivalent=(_keyword_marker(VERIFY),),
@@ -214,6 +237,7 @@ MODULES = {
         core=False,
         equivalent=(
             _keyword_marker(VERIFY),
+            PROFILE_OF,
             (
                 "DeleteStatement",
                 "return False  # the split into subtasks is always the model's",

@@ -1,10 +1,12 @@
 """What the task's recipe (runs.task_recipe) decides, seen on a task run: the answer its
-verdict gives, and a Stop that cuts the model's answer in flight."""
+verdict gives, a Stop that cuts the model's answer in flight, and what a task never does."""
 
 import pytest
 from django.db import connection
 
+from agents_app.engine.decide import Action, ActionKind
 from agents_app.models import Step
+from agents_app.runs.recipes import RunRows, recipe_for
 from agents_app.runs.services import run_cancel
 from agents_app.worker.execution import execute_run
 from agents_app.worker.hooks import POLL_SECONDS
@@ -56,3 +58,33 @@ def test_a_stop_the_poll_reads_mid_answer_cuts_a_tasks_answer(owner, llm, settin
     (only,) = Step.objects.filter(run=run)
     assert "my answer." not in only.output
     assert only.status != "completed"
+
+
+def test_a_task_neither_delegates_nor_waits_for_children_nor_has_a_conversation(owner):
+    run = make_run(owner)
+    rows = RunRows(run=run, plan=None, steps=[])
+    task = recipe_for(run.kind)
+
+    with pytest.raises(TypeError, match="does not delegate"):
+        task.delegate(None, Action(kind=ActionKind.DELEGATE), rows)
+    with pytest.raises(TypeError, match="no children to wait for"):
+        task.wait(None, rows)
+    with pytest.raises(TypeError, match="no conversation"):
+        task.system_message(run, None)
+
+
+def test_a_task_naming_a_file_the_verifier_judged_incomplete_fails_as_incomplete(owner):
+    # The evidence (the file in the workspace) is asked only of a run judged complete.
+    run = make_run(owner, "write hello to hello.txt", fast_path=False)
+    provider = ScriptedProvider(
+        [
+            {"match": "AGENTDESK:PLAN", "replies": [plan_reply(step("write it"))]},
+            {"match": "AGENTDESK:STEP 0", "replies": [{"content": "I could not write it"}]},
+            {"match": "AGENTDESK:VERIFY", "replies": [verdict(False, "", replan=False)]},
+        ]
+    )
+
+    execute_run(run.pk, provider=provider, registry=make_registry())
+
+    run.refresh_from_db()
+    assert (run.status, run.error_code) == ("failed", "VERIFICATION_FAILED")

@@ -1,0 +1,50 @@
+"""A contract cycle's evaluation event (contracts.recipe): the model's reasoning, when it gave
+some, is recorded with the verdict; an evaluation without reasoning records none."""
+
+import pytest
+
+from agents_app.contracts.services import agent_create, agent_start
+from agents_app.models import RunEvent
+from agents_app.worker.execution import execute_run
+from tests.support.script import json_reply, tool_call
+from tests.support.scripted_provider import ScriptedProvider
+from tests.support.tools import EchoTool, make_registry
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def evaluation(met: bool, reason: str, *evidence: int, **reply) -> dict:
+    return {**json_reply({"met": met, "reason": reason, "evidence": list(evidence)}), **reply}
+
+
+def test_an_evaluations_reasoning_is_recorded_with_it_and_none_when_it_gave_none(
+    owner, llm, settings, tmp_path
+):
+    # `llm`: the connection the attempt is started with (its replies come from the provider).
+    settings.AGENT_LOG_DIR = tmp_path / "logs"
+    agent = agent_create(owner=owner, interface="api", contract="Echo a then b.")
+    run = agent_start(agent=agent, actor=owner, interface="api")
+    provider = ScriptedProvider(
+        [
+            {
+                "match": "AGENTDESK:EVALUATE",
+                "replies": [
+                    evaluation(False, "b is not echoed yet", reasoning="Only a was echoed."),
+                    evaluation(True, "a and b were echoed", 1, 2),
+                ],
+            },
+            {
+                "match": "AGENTDESK:CONTRACT",
+                "replies": [tool_call("echo", text="a"), tool_call("echo", text="b")],
+            },
+        ]
+    )
+
+    execute_run(run.pk, provider=provider, registry=make_registry(EchoTool()))
+
+    evaluations = RunEvent.objects.filter(run=run, type="contract_evaluation").order_by("seq")
+    assert [(e.payload["met"], e.payload.get("thinking")) for e in evaluations] == [
+        (False, "Only a was echoed."),
+        (True, None),
+    ]
+    assert "thinking" not in evaluations[1].payload
