@@ -21,6 +21,7 @@ from agents_app.core.audit import (
     audit_record,
 )
 from agents_app.core.errors import DomainError, ErrorCode
+from agents_app.core.event_payloads import PlanCreatedPayload, ReplannedPayload
 from agents_app.core.events import EventType
 from agents_app.engine.schemas import PlanOutput
 from agents_app.models import (
@@ -244,7 +245,9 @@ def _replan_for(w: Any, approval: Approval, actor: Any, feedback: str) -> None:
     replans: it does not count against AGENT_MAX_REPLANS."""
     reason = f"{_who(actor)} rejected plan v{approval.arguments.get('version', '?')}: {feedback}"
     w.set(replan_reason=reason)
-    w.event(EventType.REPLANNED, {"replans": w.run.replans, "reason": reason, "by": "person"})
+    w.event(
+        EventType.REPLANNED, ReplannedPayload(replans=w.run.replans, reason=reason, by="person")
+    )
     w.transition(RunStatus.PLANNING, approval_id=approval.pk, decision=Decision.DENY)
     run_enqueue(run_id=w.run.pk)
 
@@ -269,7 +272,7 @@ def _edited_plan(w: Any, approval: Approval, actor: Any, edited: dict[str, Any])
     )
     w.event(
         EventType.PLAN_CREATED,
-        {"version": version, "steps": edited["steps"], "edited_by": _who(actor)},
+        PlanCreatedPayload(version=version, steps=edited["steps"], edited_by=_who(actor)),
     )
 
 

@@ -1,13 +1,12 @@
 """The JSON shape of an approval, for REST, MCP, webhooks and live pages alike."""
 
-from typing import Any
-
+from agents_app.core.event_payloads import ApprovalPayload
 from agents_app.models import (
     Approval,
 )
 
 
-def approval_payload(approval: Approval) -> dict[str, Any]:
+def approval_payload(approval: Approval) -> ApprovalPayload:
     """An approval as events, REST and webhooks show it."""
     return {
         "id": approval.pk,

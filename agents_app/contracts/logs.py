@@ -12,6 +12,7 @@ from typing import Any
 from django.conf import settings
 from django.utils.text import slugify
 
+from agents_app.core.event_payloads import LogFailedPayload
 from agents_app.core.events import EventType
 from agents_app.models import ConversationEntry, EntryKind, Run, RunEvent
 from agents_app.runs.writer import RunWriter
@@ -131,7 +132,7 @@ def keep_log(w: RunWriter) -> None:
         if not RunEvent.objects.filter(run=run, type=EventType.LOG_FAILED).exists():
             w.event(
                 EventType.LOG_FAILED,
-                {"path": str(log_path(run)), "error": f"{type(exc).__name__}: {exc}"},
+                LogFailedPayload(path=str(log_path(run)), error=f"{type(exc).__name__}: {exc}"),
             )
 
 

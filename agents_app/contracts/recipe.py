@@ -11,6 +11,7 @@ from agents_app.contracts.logs import keep_log
 from agents_app.conversations.condense import chat_context
 from agents_app.conversations.recipe import ChatRecipe
 from agents_app.core.errors import ErrorCode
+from agents_app.core.event_payloads import ContractEvaluationPayload, ContractEvidence
 from agents_app.core.events import EventType
 from agents_app.engine.contract import (
     continue_message,
@@ -65,22 +66,22 @@ class ContractRecipe(ChatRecipe):
             thinking = hooks.streamed_reasoning(StreamPhase.VERIFICATION)
             w.event(
                 EventType.CONTRACT_EVALUATION,
-                {
-                    "cycle": cycle,
-                    "met": verdict.met,
-                    "reason": verdict.reason,
-                    "evidence": [
-                        {
-                            "number": n,
-                            "tool": by_number[n].tool,
-                            "arguments": by_number[n].arguments,
-                            "result": by_number[n].result[:500],
-                        }
+                ContractEvaluationPayload(
+                    cycle=cycle,
+                    met=verdict.met,
+                    reason=verdict.reason,
+                    evidence=[
+                        ContractEvidence(
+                            number=n,
+                            tool=by_number[n].tool,
+                            arguments=by_number[n].arguments,
+                            result=by_number[n].result[:500],
+                        )
                         for n in verdict.evidence
                         if n in by_number
                     ],
                     **({"thinking": thinking} if thinking else {}),
-                },
+                ),
             )
             why_stuck = stuck(calls)
             if verdict.met:

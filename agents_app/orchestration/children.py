@@ -23,6 +23,12 @@ from django.db.models import Count, Q, Sum
 
 from agents_app.core import dispatch
 from agents_app.core.errors import DomainError
+from agents_app.core.event_payloads import (
+    ChildFinishedPayload,
+    ChildRetriedPayload,
+    ChildStartedPayload,
+    RunQueuedPayload,
+)
 from agents_app.core.events import EventType
 from agents_app.engine.team import RECOVERY_LIMITS, recovery, recovery_kind
 from agents_app.models import (
@@ -176,7 +182,7 @@ def spawn_child(
     with locked_run(child.pk) as cw:
         cw.event(
             EventType.RUN_QUEUED,
-            {"task": text, "attempt": 1, "parent_id": parent.pk, "root_id": root_id},
+            RunQueuedPayload(task=text, attempt=1, parent_id=parent.pk, root_id=root_id),
         )
     step.set_status(StepStatus.RUNNING)
     step.save(update_fields=["status"])
@@ -193,13 +199,13 @@ def spawn_child(
     )
     w.event(
         EventType.CHILD_STARTED,
-        {
-            "child_id": child.pk,
-            "step_index": step.index,
-            "kind": kind,
-            "profile": profile.name if profile else "",
-            "subtask": text,
-        },
+        ChildStartedPayload(
+            child_id=child.pk,
+            step_index=step.index,
+            kind=kind,
+            profile=profile.name if profile else "",
+            subtask=text,
+        ),
     )
     if delay:
         dispatch.send_on_commit(dispatch.TaskName.EXECUTE_RUN, child.pk, countdown=delay)
@@ -286,7 +292,7 @@ def cap_tokens(text: str, tokens: int) -> str:
     return text[: max(0, tokens * 4 - 1)].rstrip() + "…"
 
 
-def envelope_of(run: Run) -> dict[str, Any]:
+def envelope_of(run: Run) -> ChildFinishedPayload:
     """What a child hands its parent (never its transcript, which stays on its own page):
     status, a summary capped at TEAM_SUMMARY_TOKENS, the files it wrote, what it spent and
     the ids of the steps its result rests on."""
@@ -304,7 +310,7 @@ def envelope_of(run: Run) -> dict[str, Any]:
         .order_by("plan__version", "index")
         .values_list("pk", flat=True)
     )
-    envelope: dict[str, Any] = {
+    envelope: ChildFinishedPayload = {
         "run_id": run.pk,
         "kind": run.kind,
         "profile": run.profile.name if run.profile_id and run.profile else "",
@@ -445,15 +451,15 @@ def retried(pw: RunWriter, child: Run, step: Step) -> bool:
     )
     pw.event(
         EventType.CHILD_RETRIED,
-        {
-            "index": step.index,
-            "failed_child_id": child.pk,
-            "child_id": again.pk,
-            "recovery": kind,
-            "retry": tried + 1,
-            "limit": RECOVERY_LIMITS[kind][1],
-            "delay": plan.delay,
-        },
+        ChildRetriedPayload(
+            index=step.index,
+            failed_child_id=child.pk,
+            child_id=again.pk,
+            recovery=kind,
+            retry=tried + 1,
+            limit=RECOVERY_LIMITS[kind][1],
+            delay=plan.delay,
+        ),
     )
     return True
 

@@ -12,6 +12,13 @@ from typing import Any
 from django.conf import settings
 
 from agents_app.core.errors import ErrorCode
+from agents_app.core.event_payloads import (
+    DelegationRefusedPayload,
+    EnvelopesTrimmedPayload,
+    ReplannedPayload,
+    SubtaskQueuedPayload,
+    VerificationPayload,
+)
 from agents_app.core.events import EventType
 from agents_app.engine.decide import Action
 from agents_app.engine.hooks import StreamPhase
@@ -148,11 +155,9 @@ def delegate(ex: RecipeContext, action: Action, rows: RunRows) -> None:
                     step.save(update_fields=["error"])
                     w.event(
                         EventType.SUBTASK_QUEUED,
-                        {
-                            "index": index,
-                            "reason": chosen.reason,
-                            "waiting_for": chosen.waiting_for,
-                        },
+                        SubtaskQueuedPayload(
+                            index=index, reason=chosen.reason, waiting_for=chosen.waiting_for
+                        ),
                     )
                 queued = True
                 continue
@@ -195,7 +200,7 @@ def refuse(w: Any, step: Step, why: str) -> None:
     step.set_status(StepStatus.FAILED)
     step.error = f"{ErrorCode.DELEGATION_REFUSED}: {why}"
     step.save(update_fields=["status", "error"])
-    w.event(EventType.DELEGATION_REFUSED, {"index": step.index, "reason": why})
+    w.event(EventType.DELEGATION_REFUSED, DelegationRefusedPayload(index=step.index, reason=why))
 
 
 def child_context(run: Run, steps: dict[int, Step], step: Step) -> dict[str, Any]:
@@ -271,7 +276,7 @@ def verify_team(ex: RecipeContext, run: Run, steps: list[Step]) -> None:
         why = "; ".join(f"subtask {s.index} {s.status}: {s.error[:300]}" for s in failed)
         with ex.lock() as w:
             w.set(replans=w.run.replans + 1, replan_reason=why)
-            w.event(EventType.REPLANNED, {"replans": w.run.replans, "reason": why})
+            w.event(EventType.REPLANNED, ReplannedPayload(replans=w.run.replans, reason=why))
             w.transition(RunStatus.PLANNING)
         return
     iterative = (plan.raw or {}).get("pattern") == "iterative"
@@ -293,14 +298,15 @@ def verify_team(ex: RecipeContext, run: Run, steps: list[Step]) -> None:
         if trimmed:
             w.event(
                 EventType.ENVELOPES_TRIMMED,
-                {"tokens": total, "budget": budget, "children": len(envelopes)},
+                EnvelopesTrimmedPayload(tokens=total, budget=budget, children=len(envelopes)),
             )
         if verdict is not None:
-            w.event(EventType.VERIFICATION, verdict.model_dump())
+            w.event(EventType.VERIFICATION, VerificationPayload(**verdict.model_dump()))
             if not verdict.task_complete:
                 w.set(replans=w.run.replans + 1, replan_reason=verdict.reasoning)
                 w.event(
-                    EventType.REPLANNED, {"replans": w.run.replans, "reason": verdict.reasoning}
+                    EventType.REPLANNED,
+                    ReplannedPayload(replans=w.run.replans, reason=verdict.reasoning),
                 )
                 w.transition(RunStatus.PLANNING)
                 return

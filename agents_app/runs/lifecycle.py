@@ -12,6 +12,7 @@ from django.db.models import Case, Value, When
 from django.utils import timezone
 
 from agents_app.core import dispatch, rows
+from agents_app.core.event_payloads import ErrorPayload, PlanCreatedPayload, StepSkippedPayload
 from agents_app.core.events import EventType
 from agents_app.core.secrecy import redact, redact_all
 from agents_app.models import (
@@ -66,7 +67,7 @@ def new_plan(
         for index, (objective, tool_names, reasoning, depends_on) in enumerate(steps)
     ]
     rows.insert(written, ids=True)
-    w.event(EventType.PLAN_CREATED, {"version": version, **shown})
+    w.event(EventType.PLAN_CREATED, PlanCreatedPayload(version=version, **shown))
     return plan, written
 
 
@@ -75,7 +76,7 @@ def skip_step(w: RunWriter, step: Step, reason: str) -> None:
     step.error = reason
     step.finished_at = timezone.now()
     step.save(update_fields=["status", "error", "finished_at"])
-    w.event(EventType.STEP_SKIPPED, {"index": step.index, "reason": reason})
+    w.event(EventType.STEP_SKIPPED, StepSkippedPayload(index=step.index, reason=reason))
 
 
 def finish(
@@ -117,7 +118,7 @@ def finish(
         w.set(error_code=code, error_message=message)
     w.transition(status)
     if status == RunStatus.FAILED:
-        w.event(EventType.ERROR, {"code": code, "message": message, "details": details or {}})
+        w.event(EventType.ERROR, ErrorPayload(code=code, message=message, details=details or {}))
     w.event(EventType.RESULT, agent_result(run, plan, steps))
     webhooks_notify(user_id=run.owner_id, event_type=RUN_FINISHED, payload=finished_payload(run))
     # What its kind does at its end (a chat answers the message waiting next, a contract

@@ -3,6 +3,7 @@ seed 000's AgentResult, the links, and the `run.finished` webhook payload."""
 
 from typing import Any, Literal
 
+from agents_app.core.event_payloads import ResultPayload
 from agents_app.models import (
     Plan,
     Run,
@@ -15,7 +16,7 @@ from agents_app.runs.selectors import current_plan
 
 def agent_result(
     run: Run, plan: Plan | None | Literal[False] = False, steps: list[Step] | None = None
-) -> dict[str, Any]:
+) -> ResultPayload:
     """Seed 000's AgentResult for a run, from the steps of its latest plan (`plan`, when the
     caller just read it; `steps`, its steps in index order, when the caller holds them)."""
     if plan is False:

@@ -20,6 +20,7 @@ from agents_app.core.audit import (
     audit_record,
 )
 from agents_app.core.errors import DomainError, ErrorCode
+from agents_app.core.event_payloads import CancelRequestedPayload, RunQueuedPayload
 from agents_app.core.events import EventType
 from agents_app.core.inputs import STORED_INT_MAX, json_problem, text_problem
 from agents_app.models import (
@@ -217,7 +218,9 @@ def run_create(
         event_seq=1,
     )
     # Nobody sees the row before this transaction commits: its first event needs no lock.
-    RunWriter(run).first_event(EventType.RUN_QUEUED, {"task": task.text, "attempt": attempt})
+    RunWriter(run).first_event(
+        EventType.RUN_QUEUED, RunQueuedPayload(task=task.text, attempt=attempt)
+    )
     return run
 
 
@@ -235,7 +238,7 @@ def run_cancel(*, run: Run, actor: Any, interface: str) -> Run:
             )
         if not w.run.cancel_requested:
             w.set(cancel_requested=True)
-            w.event(EventType.CANCEL_REQUESTED, {})
+            w.event(EventType.CANCEL_REQUESTED, CancelRequestedPayload())
         # Nobody is executing a queued or paused run: it ends now, not at a checkpoint.
         ended_at_once = (
             w.run.status

@@ -8,6 +8,7 @@ from typing import Any
 from django.conf import settings
 
 from agents_app.core.errors import ErrorCode
+from agents_app.core.event_payloads import ReplannedPayload, VerificationPayload
 from agents_app.core.events import EventType
 from agents_app.engine.decide import Action
 from agents_app.engine.fast import fast_verdict, takes_fast_path
@@ -123,7 +124,9 @@ class TaskRecipe:
             thinking = hooks.streamed_reasoning(StreamPhase.VERIFICATION)
             w.event(
                 EventType.VERIFICATION,
-                {**verdict.model_dump(), **({"thinking": thinking} if thinking else {})},
+                VerificationPayload(
+                    **verdict.model_dump(), **({"thinking": thinking} if thinking else {})
+                ),
             )
             # The one place a run may succeed: the evidence is checked here, whoever judged.
             problem = (
@@ -143,7 +146,8 @@ class TaskRecipe:
             elif verdict.should_replan and can_replan:
                 w.set(replans=w.run.replans + 1, replan_reason=verdict.reasoning)
                 w.event(
-                    EventType.REPLANNED, {"replans": w.run.replans, "reason": verdict.reasoning}
+                    EventType.REPLANNED,
+                    ReplannedPayload(replans=w.run.replans, reason=verdict.reasoning),
                 )
                 w.transition(RunStatus.PLANNING)
             else:

@@ -1,6 +1,6 @@
 """Changing a run: the row lock, the lease check, the state change and its events, one transaction."""
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from functools import partial
 from typing import Any
@@ -9,6 +9,7 @@ from django.db import DEFAULT_DB_ALIAS, connections, transaction
 from django.utils import timezone
 
 from agents_app.core import rows
+from agents_app.core.event_payloads import RunStatusPayload
 from agents_app.core.events import EventType, publish_events
 from agents_app.core.secrecy import redact, redact_all
 from agents_app.core.watch import signal_run
@@ -46,7 +47,8 @@ class RunWriter:
             setattr(self.run, name, value)
             self._fields.add(name)
 
-    def event(self, type: EventType, payload: dict[str, Any] | None = None) -> RunEvent:
+    def event(self, type: EventType, payload: Mapping[str, Any] | None = None) -> RunEvent:
+        """Add an event of `type`; `payload` is the type's TypedDict (core.event_payloads)."""
         self.run.event_seq += 1
         self._fields.add("event_seq")
         event = rows.new(
@@ -59,7 +61,7 @@ class RunWriter:
         self._events.append(event)
         return event
 
-    def first_event(self, type: EventType, payload: dict[str, Any]) -> None:
+    def first_event(self, type: EventType, payload: Mapping[str, Any]) -> None:
         """The first event of a run this transaction created with `event_seq` 1, whose row
         nobody else can see yet: written without a lock or an update of the row."""
         assert self.run.event_seq == 1 and not self._events, "a new run's first event only"
@@ -88,7 +90,7 @@ class RunWriter:
             changes["lease_expires_at"] = None
         before = self.run.status
         self.set(**changes)
-        self.event(EventType.RUN_STATUS, {"status": status, **payload})
+        self.event(EventType.RUN_STATUS, RunStatusPayload(status=status, **payload))
         # What its kind does when its status changes (a child tells its parent how it is):
         # its recipe, which lives in a package above this one (runs.recipes).
         recipe_for(self.run.kind).on_transition(self, before, status)
@@ -163,7 +165,7 @@ class FencedWriter(RunWriter):
         self.lease_token = lease_token
         self.status_before: str | None = None
 
-    def event(self, type: EventType, payload: dict[str, Any] | None = None) -> RunEvent:
+    def event(self, type: EventType, payload: Mapping[str, Any] | None = None) -> RunEvent:
         event = rows.new(
             RunEvent, run_id=self.run.pk, seq=0, type=type, payload=redact_all(payload or {})
         )

@@ -17,6 +17,13 @@ from django.utils import timezone
 from agents_app.approvals.parking import park_on_call, park_on_plan
 from agents_app.core.audit import arguments_sha256
 from agents_app.core.errors import DomainError, ErrorCode
+from agents_app.core.event_payloads import (
+    ProgressUpdatePayload,
+    StepCompletedPayload,
+    StepFailedPayload,
+    StepStartedPayload,
+    TaskAnalysisPayload,
+)
 from agents_app.core.events import EventType
 from agents_app.core.publisher import PUBLISHER, in_background
 from agents_app.core.secrecy import redact
@@ -333,14 +340,15 @@ class RunExecutor:
                 raise
             with self.lock() as w:
                 w.event(
-                    EventType.TASK_ANALYSIS, {"error": f"{exc.code}: {exc.message}", "tools": "all"}
+                    EventType.TASK_ANALYSIS,
+                    TaskAnalysisPayload(error=f"{exc.code}: {exc.message}", tools="all"),
                 )
             return tools
         offered = select_tools(tools, analysis)
         with self.lock() as w:
             w.event(
                 EventType.TASK_ANALYSIS,
-                {**analysis.model_dump(), "tools": [t.name for t in offered]},
+                TaskAnalysisPayload(**analysis.model_dump(), tools=[t.name for t in offered]),
             )
         return offered
 
@@ -386,12 +394,12 @@ class RunExecutor:
             w.transition(RunStatus.RUNNING)
             w.event(
                 EventType.PROGRESS_UPDATE,
-                {
-                    "current_step": 0,
-                    "total_steps": len(output.steps),
-                    "percent": 0,
-                    "status": RunStatus.RUNNING,
-                },
+                ProgressUpdatePayload(
+                    current_step=0,
+                    total_steps=len(output.steps),
+                    percent=0,
+                    status=RunStatus.RUNNING,
+                ),
             )
             # The first step starts with its plan, as each step's end starts the next.
             started = self.start_next(w, steps)
@@ -422,13 +430,13 @@ class RunExecutor:
             step.save(update_fields=STEP_STARTED)
         w.event(
             EventType.STEP_STARTED,
-            {
-                "index": step.index,
-                "objective": step.objective,
-                "retry_count": step.retry_count,
-                "resumed_after_interruption": interrupted,
-                "resumed_after_approval": resume is not None,
-            },
+            StepStartedPayload(
+                index=step.index,
+                objective=step.objective,
+                retry_count=step.retry_count,
+                resumed_after_interruption=interrupted,
+                resumed_after_approval=resume is not None,
+            ),
         )
 
     def start_next(self, w: Any, steps: list[Step]) -> Step | None:
@@ -537,18 +545,20 @@ class RunExecutor:
             if outcome.status == StepStatus.COMPLETED:
                 w.event(
                     EventType.STEP_COMPLETED,
-                    {"index": step.index, "output": step.output, "thinking": step.thinking},
+                    StepCompletedPayload(
+                        index=step.index, output=step.output, thinking=step.thinking
+                    ),
                 )
             else:
                 w.event(
                     EventType.STEP_FAILED,
-                    {
-                        "index": step.index,
-                        "status": outcome.status,
-                        "error_code": outcome.error_code,
-                        "error": outcome.error,
-                        "thinking": step.thinking,
-                    },
+                    StepFailedPayload(
+                        index=step.index,
+                        status=outcome.status,
+                        error_code=outcome.error_code,
+                        error=outcome.error,
+                        thinking=step.thinking,
+                    ),
                 )
             if outcome.finished_task:
                 w.set(final_response=outcome.output)
@@ -558,12 +568,12 @@ class RunExecutor:
             done = board_of(steps).done
             w.event(
                 EventType.PROGRESS_UPDATE,
-                {
-                    "current_step": step.index + 1,
-                    "total_steps": len(steps),
-                    "percent": round(100 * done / len(steps)),
-                    "status": RunStatus.RUNNING,
-                },
+                ProgressUpdatePayload(
+                    current_step=step.index + 1,
+                    total_steps=len(steps),
+                    percent=round(100 * done / len(steps)),
+                    status=RunStatus.RUNNING,
+                ),
             )
             started = self.start_next(w, steps)
             # The step's outcome and the next step's start in one statement.

@@ -24,6 +24,13 @@ from agents_app.approvals.policy import Ask, approval_policy
 from agents_app.core import rows
 from agents_app.core.audit import LLM_CALL, TOOL_CALL, arguments_sha256, audit_event
 from agents_app.core.errors import DomainError, ErrorCode
+from agents_app.core.event_payloads import (
+    LlmRetryPayload,
+    LlmUsagePayload,
+    MessageSteeredPayload,
+    ToolCallPayload,
+    ToolResultPayload,
+)
 from agents_app.core.events import EventType, publish, run_group
 from agents_app.core.inputs import storable, storable_text
 from agents_app.core.secrecy import StreamRedactor, redact_all
@@ -69,9 +76,9 @@ class PendingWrites:
 
     prompt_tokens: int = 0
     completion_tokens: int = 0
-    usage: list[tuple[dict[str, Any], AuditEvent]] = field(default_factory=list)
+    usage: list[tuple[LlmUsagePayload, AuditEvent]] = field(default_factory=list)
     # (tool call id, the row's fields, the event's payload, the audit row)
-    results: list[tuple[int, dict[str, Any], dict[str, Any], AuditEvent]] = field(
+    results: list[tuple[int, dict[str, Any], ToolResultPayload, AuditEvent]] = field(
         default_factory=list
     )
 
@@ -225,12 +232,12 @@ class DatabaseHooks:
         pending = self.pending
         pending.prompt_tokens += usage.prompt_tokens
         pending.completion_tokens += usage.completion_tokens
-        call = {
-            "model": model,
-            "prompt_tokens": usage.prompt_tokens,
-            "completion_tokens": usage.completion_tokens,
-            "step_index": self.step.index if self.step else None,
-        }
+        call = LlmUsagePayload(
+            model=model,
+            prompt_tokens=usage.prompt_tokens,
+            completion_tokens=usage.completion_tokens,
+            step_index=self.step.index if self.step else None,
+        )
         row = audit_event(
             action=LLM_CALL,
             interface=AuditInterface.WORKER,
@@ -293,7 +300,7 @@ class DatabaseHooks:
                 self._delivered.add(entry.pk)
                 w.event(
                     EventType.MESSAGE_STEERED,
-                    {"entry_id": entry.pk, "turn": turn, "text": entry.text},
+                    MessageSteeredPayload(entry_id=entry.pk, turn=turn, text=entry.text),
                 )
                 delivered.append((entry.pk, entry.text))
         return delivered
@@ -303,14 +310,14 @@ class DatabaseHooks:
         with self.commit() as w:
             w.event(
                 EventType.LLM_RETRY,
-                {
-                    "code": notice.code,
-                    "reason": notice.reason,
-                    "delay": round(notice.delay, 2),
-                    "attempt": notice.attempt,
-                    "attempts": notice.attempts,
-                    "step_index": self.step.index if self.step else None,
-                },
+                LlmRetryPayload(
+                    code=notice.code,
+                    reason=notice.reason,
+                    delay=round(notice.delay, 2),
+                    attempt=notice.attempt,
+                    attempts=notice.attempts,
+                    step_index=self.step.index if self.step else None,
+                ),
             )
 
     def on_token(
@@ -388,12 +395,12 @@ class DatabaseHooks:
             rows.insert([call], ids=True)
             w.event(
                 EventType.TOOL_CALL,
-                {
-                    "tool_call_id": call.pk,
-                    "step_index": self.step.index,
-                    "tool": tool,
-                    "arguments": arguments,
-                },
+                ToolCallPayload(
+                    tool_call_id=call.pk,
+                    step_index=self.step.index,
+                    tool=tool,
+                    arguments=arguments,
+                ),
             )
         if self._let_through_next:
             self.let_through[call.pk] = self._let_through_next
@@ -431,15 +438,15 @@ class DatabaseHooks:
                     "error": storable_text(error) if error_code else "",
                     "duration_ms": duration_ms,
                 },
-                {
-                    "tool_call_id": call_id,
-                    "step_index": step_index,
-                    "status": status,
-                    "result": result.content if ok else None,
-                    "error_code": error_code,
-                    "error": storable_text(error),
-                    "duration_ms": duration_ms,
-                },
+                ToolResultPayload(
+                    tool_call_id=call_id,
+                    step_index=step_index,
+                    status=status,
+                    result=result.content if ok else None,
+                    error_code=error_code,
+                    error=storable_text(error),
+                    duration_ms=duration_ms,
+                ),
                 audit_event(
                     action=TOOL_CALL,
                     interface=AuditInterface.WORKER,

@@ -11,7 +11,8 @@ from agents_app.core import rows
 from agents_app.core.audit import audit_event
 from agents_app.models import AuditEvent, Plan, Run, RunEvent, Step, Task, ToolCall
 
-pytestmark = pytest.mark.django_db
+# The tests write RunEvent rows of their own (the store is what they test).
+pytestmark = [pytest.mark.django_db, pytest.mark.fabricated_events]
 
 
 @pytest.fixture

@@ -21,6 +21,7 @@ pytestmark = pytest.mark.skipif(
 )
 
 
+@pytest.mark.fabricated_events  # it stores a tool_call event of its own making
 def test_a_lone_surrogate_stored_in_json_becomes_a_replacement_character(owner, owner_session):
     run = make_run(owner)
     step = add_plan(run, ["write it"]).steps.get(index=0)

@@ -182,6 +182,7 @@ def test_an_event_is_handed_back_with_its_seq_and_stored_with_the_commit(owner):
 
 
 @pytest.mark.django_db
+@pytest.mark.fabricated_events  # its events have no payload: the seqs are what it tests
 def test_the_next_writer_continues_the_seq_where_the_last_one_stopped(owner):
     run = make_run(owner)
     with locked_run(run.pk) as w:
@@ -193,6 +194,7 @@ def test_the_next_writer_continues_the_seq_where_the_last_one_stopped(owner):
 
 
 @pytest.mark.django_db
+@pytest.mark.fabricated_events  # its events have no payload: the seqs are what it tests
 def test_a_writer_flushed_twice_writes_nothing_the_second_time(
     owner, django_assert_num_queries, django_capture_on_commit_callbacks
 ):

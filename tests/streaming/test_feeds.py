@@ -11,6 +11,9 @@ from agents_app.models import RunEvent
 from agents_app.streaming.feeds import BATCH, RunFeed, parse_after
 from tests.support.runs import make_run
 
+# The tests write the events a feed reads themselves (stored).
+pytestmark = pytest.mark.fabricated_events
+
 
 def stored(run, count: int) -> list[RunEvent]:
     """`count` more events of `run` in the table, after the ones it has."""

@@ -12,7 +12,8 @@ from tests.support.runs import make_run
 from tests.support.sockets import add_events, add_events_async
 from tests.support.sse import parse, read_stream
 
-pytestmark = pytest.mark.django_db(transaction=True)
+# The tests write the events the stream reads themselves (add_events).
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.fabricated_events]
 
 
 @pytest.mark.dialect

@@ -5,6 +5,7 @@ from typing import Any
 
 from django.utils import timezone
 
+from agents_app.core.event_payloads import StepStartedPayload, ToolResultPayload
 from agents_app.models import (
     Plan,
     Run,
@@ -121,7 +122,16 @@ def complete_step(
         step.status = StepStatus.RUNNING
         step.started_at = timezone.now()
         step.save()
-        w.event("step_started", {"index": index, "objective": step.objective})
+        w.event(
+            "step_started",
+            StepStartedPayload(
+                index=index,
+                objective=step.objective,
+                retry_count=0,
+                resumed_after_interruption=False,
+                resumed_after_approval=False,
+            ),
+        )
     with locked_run(run.pk) as w:
         call = ToolCall.objects.create(
             run=run, step=step, tool="write_file", arguments=arguments or LONG_ARGUMENTS
@@ -141,7 +151,16 @@ def complete_step(
             status=ToolCallStatus.SUCCEEDED, result={"bytes": 5}, duration_ms=7
         )
         w.event(
-            "tool_result", {"tool_call_id": call.pk, "step_index": index, "status": "succeeded"}
+            "tool_result",
+            ToolResultPayload(
+                tool_call_id=call.pk,
+                step_index=index,
+                status="succeeded",
+                result={"bytes": 5},
+                error_code="",
+                error="",
+                duration_ms=7,
+            ),
         )
     with locked_run(run.pk) as w:
         step.status = StepStatus.COMPLETED
@@ -164,6 +183,7 @@ def succeed(run: Run, response: str, *, reasoning: str = "All steps are done.") 
                 "reasoning": reasoning,
                 "should_replan": False,
                 "response": response,
+                "evidence": [],
             },
         )
         w.set(final_response=response)

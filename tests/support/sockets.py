@@ -8,6 +8,7 @@ from channels.testing import WebsocketCommunicator
 
 from agents_app.runs.writer import locked_run
 from config.asgi import application
+from tests.event_payloads import fabricated
 from tests.support.clients import logged_in
 
 ORIGIN = b"http://127.0.0.1:8101"
@@ -21,10 +22,11 @@ def api_socket(run_id: int, auth: bytes | None, after: int = 0) -> WebsocketComm
 
 
 def add_events(run_id: int, *types: str) -> None:
-    """Commit events as the engine does (row + publish on commit), one transaction each."""
+    """Commit events as the engine does (row + publish on commit), one transaction each.
+    Their payloads are made up (tests/event_payloads.py does not check them)."""
     for type in types:
         with locked_run(run_id) as w:
-            w.event(type, {"n": type})
+            fabricated(w.event(type, {"n": type}))
 
 
 async def receive_json(socket: WebsocketCommunicator, timeout: float = 5.0) -> dict:
