@@ -36,6 +36,22 @@ def test_a_verdict_without_a_response_answers_with_the_last_steps_output(owner):
     assert run.final_response == "the files are a, b, c"
 
 
+def test_the_verifier_is_shown_what_each_step_answered(owner):
+    run = make_run(owner, fast_path=False)
+    provider = ScriptedProvider(
+        [
+            {"match": "AGENTDESK:PLAN", "replies": [plan_reply(step("look"))]},
+            {"match": "AGENTDESK:STEP 0", "replies": [{"content": "three files: a, b, c"}]},
+            {"match": "AGENTDESK:VERIFY", "replies": [verdict(True, "done")]},
+        ]
+    )
+
+    execute_run(run.pk, provider=provider, registry=make_registry())
+
+    (asked,) = [r for r in provider.requests if "AGENTDESK:VERIFY" in str(r.messages)]
+    assert "three files: a, b, c" in str(asked.messages)
+
+
 def test_a_stop_the_poll_reads_mid_answer_cuts_a_tasks_answer(owner, llm, settings):
     # Where a contract agent's answer in flight would finish (tests/contracts/test_stop.py).
     settings.AGENT_FAST_PATH_MAX_CHARS = 100
