@@ -246,7 +246,7 @@ class ChildRetriedPayload(TypedDict):
 class SubtaskQueuedPayload(TypedDict):
     index: int
     reason: str
-    waiting_for: list[str]
+    waiting_for: str  # the profile it waits for
 
 
 class DelegationRefusedPayload(TypedDict):

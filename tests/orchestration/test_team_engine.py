@@ -11,6 +11,7 @@ from agents_app.runs.services import run_create
 from agents_app.worker.execution import execute_run
 from tests.support.script import json_reply, tool_call
 from tests.support.scripted_provider import ScriptedProvider
+from tests.support.teams import start_team
 from tests.support.tools import EchoTool, FinishTool, make_registry
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -553,3 +554,53 @@ def test_an_iterative_team_is_judged_and_refined_then_done(
     assert Run.objects.filter(parent=head).count() == 2
     types = list(RunEvent.objects.filter(run=head).values_list("type", flat=True))
     assert types.count("verification") == 2 and types.count("plan_created") == 2
+
+
+def test_childrens_results_past_the_head_nodes_context_budget_are_cut_and_it_says_so(
+    owner, seeded_profiles, queued_runs, settings
+):
+    settings.AGENT_FAST_PATH_MAX_CHARS = 500
+    settings.TEAM_CONTEXT_TOKENS = 80
+    rules = [
+        {
+            "match": "AGENTDESK:TEAM",
+            "replies": [split("parallel", sub("Research the parsers"), sub("Implement it"))],
+        },
+        direct("The parsers: " + "a, " * 200, "Research the parsers"),
+        direct("The parser: " + "b, " * 200, "Implement it"),
+    ]
+    head = deliver(team_run(owner).pk, rules)
+    for child in Run.objects.filter(parent=head).order_by("parent_step__index"):
+        deliver(child.pk, rules)
+    head = deliver(head.pk, rules)
+
+    assert head.status == "succeeded", (head.error_code, head.error_message)
+    tokens = sum(c.envelope["summary_tokens"] for c in Run.objects.filter(parent=head))
+    trimmed = RunEvent.objects.get(run=head, type="envelopes_trimmed").payload
+    assert trimmed == {"tokens": tokens, "budget": 80, "children": 2} and tokens > 80
+
+
+def test_a_subtask_whose_preferred_profile_is_at_its_limit_waits_for_it_and_says_so(
+    owner, seeded_profiles, queued_runs, settings
+):
+    research = seeded_profiles["research_agent"]
+    research.concurrency_limit = 1
+    research.save(update_fields=["concurrency_limit"])
+    _, (working,) = start_team(owner, [("Research the lexers", research)])
+    rules = [
+        {
+            "match": "AGENTDESK:TEAM",
+            "replies": [split("parallel", sub("Research the parsers", preferred="research_agent"))],
+        },
+    ]
+
+    head = deliver(team_run(owner).pk, rules)
+
+    assert head.status == "waiting_children" and not Run.objects.filter(parent=head).exists()
+    assert Run.objects.get(pk=working.pk).status == "queued"  # the one place it has
+    queued = RunEvent.objects.get(run=head, type="subtask_queued").payload
+    assert queued == {
+        "index": 0,
+        "reason": "the preferred profile is at its limit",
+        "waiting_for": "research_agent",
+    }
