@@ -5,7 +5,7 @@ import pytest
 from django.db import connection
 
 from agents_app.engine.decide import Action, ActionKind
-from agents_app.models import Step
+from agents_app.models import RunEvent, Step
 from agents_app.runs.recipes import RunRows, recipe_for
 from agents_app.runs.services import run_cancel
 from agents_app.worker.execution import execute_run
@@ -104,3 +104,24 @@ def test_a_task_naming_a_file_the_verifier_judged_incomplete_fails_as_incomplete
 
     run.refresh_from_db()
     assert (run.status, run.error_code) == ("failed", "VERIFICATION_FAILED")
+
+
+def verification_of(owner, verify_reply: dict) -> dict:
+    run = make_run(owner, fast_path=False)
+    provider = ScriptedProvider(
+        [
+            {"match": "AGENTDESK:PLAN", "replies": [plan_reply(step("look"))]},
+            {"match": "AGENTDESK:STEP 0", "replies": [{"content": "three files"}]},
+            {"match": "AGENTDESK:VERIFY", "replies": [verify_reply]},
+        ]
+    )
+    execute_run(run.pk, provider=provider, registry=make_registry())
+    return RunEvent.objects.get(run=run, type="verification").payload
+
+
+def test_a_verifiers_reasoning_is_recorded_with_its_verdict_and_none_when_it_gave_none(owner):
+    reasoned = verification_of(owner, {**verdict(True, "done"), "reasoning": "Three is right."})
+    unreasoned = verification_of(owner, verdict(True, "done"))
+
+    assert reasoned["thinking"] == "Three is right."
+    assert "thinking" not in unreasoned
