@@ -244,6 +244,7 @@ MODULES = {
             "tests/web/test_team_panel.py",
             "tests/orchestration/test_profile_room.py",  # frees_a_profile
             "tests/orchestration/test_agent_names.py",  # agent_name, a head node's
+            "tests/orchestration/test_head_node_wait.py",  # wait
         ),
         core=False,
         equivalent=(
