@@ -177,7 +177,8 @@ MODULES = {
     # The kinds' recipes (runs.recipes): what the worker asks where the kinds of run differ.
     "recipes": Module(
         "agents_app/runs/recipes.py",
-        ("tests/test_kind_recipes.py",),
+        # the table, and a worker's run made of RunRows
+        ("tests/test_kind_recipes.py", "tests/runs/test_task_recipe.py"),
         core=False,
         equivalent=(
             _protocol("def lock(self, *, fenced: bool = False) -> AbstractContextManager[Any]:"),
