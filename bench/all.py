@@ -5,14 +5,15 @@ and processor seconds taken, and exit status. Exits non-zero when any of them fa
     uv run python bench/all.py [--small] [--only NAME ...] [--jobs N]
 
 At full size (the default) they run one at a time, as the README's figures were measured:
-throughput and run_overhead's second pass on PostgreSQL + Redis (CI_DATABASE_URL /
-CI_REDIS_URL, else postgres://postgres@127.0.0.1:5432/test and redis://127.0.0.1:6379/0), the
-others on their embedded defaults (SQLite + an embedded Valkey; real_model on SmolLM2: LOCAL_MODEL
-is unset for all). --small runs each at a size of a few seconds, as CI runs them, three at a
-time (never both PostgreSQL ones): a benchmark spends about half its time waiting (for workers
-to start and stop, for a scripted model's delay), so three keep two processors busy and the
-whole list takes under a minute. The same figures, noisier, and the more so for sharing the
-processors. --only NAME (a script's name, or a row's) runs those alone; --jobs N, N at a time.
+throughput, compare_langgraph's and run_overhead's second passes on PostgreSQL + Redis
+(CI_DATABASE_URL / CI_REDIS_URL, else postgres://postgres@127.0.0.1:5432/test and
+redis://127.0.0.1:6379/0), the others on their embedded defaults (SQLite + an embedded Valkey;
+real_model on SmolLM2: LOCAL_MODEL is unset for all). --small runs each at a size of a few
+seconds, as CI runs them, three at a time (never two PostgreSQL ones): a benchmark spends about
+half its time waiting (for workers to start and stop, for a scripted model's delay), so three
+keep two processors busy and the whole list takes under a minute. The same figures, noisier,
+and the more so for sharing the processors. --only NAME (a script's name, or a row's) runs
+those alone; --jobs N, N at a time.
 
 Where PYTHONDONTWRITEBYTECODE is set, their Python processes keep their bytecode all the same,
 in a cache under the temporary directory (PYTHONPYCACHEPREFIX): the benchmarks start some twenty
@@ -75,6 +76,10 @@ OVERHEAD = (
         r"\1 steps: a step \2 (fastest \3), \4 queries",
     ),
     (r"^\s*a step of .*", None),
+)
+LANGGRAPH = (
+    (r"^\s*(AgentDesk|LangGraph)\s+median\s+([\d.]+ ms)", r"\1 \2 a step"),
+    (r"^\s*ratio\s+([\d.]+x) LangGraph.*(target .*)", r"\1 LangGraph, \2"),
 )
 # The longest first: run a few at a time, they end about together.
 BENCHMARKS = [
@@ -141,10 +146,16 @@ BENCHMARKS = [
         "compare_langgraph",
         (),
         ("--steps", "10", "--rounds", "3"),
-        (
-            (r"^\s*(AgentDesk|LangGraph)\s+median\s+([\d.]+ ms)", r"\1 \2 a step"),
-            (r"^\s*ratio\s+([\d.]+x) LangGraph.*(target .*)", r"\1 LangGraph, \2"),
-        ),
+        LANGGRAPH,
+        group="bench",
+    ),
+    Benchmark(
+        "compare_langgraph_postgresql",
+        "compare_langgraph",
+        ("--postgres",),
+        ("--postgres", "--steps", "10", "--rounds", "3"),
+        LANGGRAPH,
+        postgres=True,
         group="bench",
     ),
     Benchmark(

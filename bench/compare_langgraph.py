@@ -1,4 +1,5 @@
-"""AgentDesk's engine against LangGraph on the same plan-execute loop, per step, on SQLite.
+"""AgentDesk's engine against LangGraph on the same plan-execute loop, per step, on SQLite, or
+with --postgres on PostgreSQL.
 
 Both run N steps (50 by default): plan, then for each step a model turn that calls a no-op
 tool, the tool, and a model turn that answers; then verify. The model answers at once in both
@@ -10,17 +11,31 @@ each round's own (AgentDesk's run against the LangGraph run beside it): a slower
 machine falls on both runs of a round, so the ratio holds while the machine's speed drifts.
 
     uv run --group bench python bench/compare_langgraph.py [--steps 50] [--rounds 11]
+
+With --postgres, both on PostgreSQL (issue 31): AgentDesk on DATABASE_URL (it must then be a
+PostgreSQL URL; unset, postgres://postgres@127.0.0.1:5432/test), migrated as any benchmark's,
+and LangGraph's PostgresSaver on the same database, its tables in a schema of its own
+(langgraph_bench_<pid>, dropped at the end), on one psycopg connection as
+PostgresSaver.from_conn_string makes it (autocommit, prepare_threshold=0, dict rows). Events go
+to REDIS_URL if set, else to an embedded Valkey, as on SQLite. Target: AgentDesk at most 1.0x
+LangGraph per step. Without --postgres, DATABASE_URL is ignored: SQLite, as before.
+
+    uv run --group bench python bench/compare_langgraph.py --postgres [--steps 50] [--rounds 11]
 """
 
 import argparse
+import os
 import sqlite3
 import statistics
 import time
+from collections.abc import Callable
 from typing import Any, TypedDict
 
 from harness import start_django  # noqa: E402  (bench/ is on sys.path when run as a script)
 
-TARGET = 0.8  # issue 16: AgentDesk's ms per step at most 0.8x LangGraph's
+TARGET = 0.8  # issue 16: AgentDesk's ms per step at most 0.8x LangGraph's, on SQLite
+TARGET_POSTGRES = 1.0  # issue 31: at most LangGraph's, on PostgreSQL
+PG_URL = "postgres://postgres@127.0.0.1:5432/test"  # --postgres without DATABASE_URL
 
 
 class LoopState(TypedDict):
@@ -31,10 +46,9 @@ class LoopState(TypedDict):
     verdict: str
 
 
-def langgraph_loop(steps: int, path: str) -> Any:
-    """The loop as a LangGraph graph with its SQLite checkpointer; returns a function that
-    runs it once on a new thread and returns the seconds it took."""
-    from langgraph.checkpoint.sqlite import SqliteSaver
+def langgraph_loop(steps: int, saver: Any) -> Callable[[], float]:
+    """The loop as a LangGraph graph with this checkpointer; returns a function that runs it
+    once on a new thread and returns the seconds it took."""
     from langgraph.graph import END, START, StateGraph
 
     from tests.support.instant import noop_result, plan_steps
@@ -83,7 +97,6 @@ def langgraph_loop(steps: int, path: str) -> Any:
     graph.add_conditional_edges("agent", after_agent, ["tools", "agent", "verify"])
     graph.add_edge("tools", "agent")
     graph.add_edge("verify", END)
-    saver = SqliteSaver(sqlite3.connect(path, check_same_thread=False))
     app = graph.compile(checkpointer=saver)
     threads = iter(range(1, 10**9))
 
@@ -99,47 +112,114 @@ def langgraph_loop(steps: int, path: str) -> Any:
     return run_once
 
 
+def sqlite_saver(path: str) -> Any:
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    return SqliteSaver(sqlite3.connect(path, check_same_thread=False))
+
+
+def postgres_saver(url: str, schema: str) -> tuple[Any, Callable[[], None]]:
+    """A PostgresSaver on `url`, its tables in `schema` (created here, new); returns it and
+    what drops the schema and closes its connection."""
+    from langgraph.checkpoint.postgres import PostgresSaver
+    from psycopg import Connection, sql
+    from psycopg.rows import dict_row
+
+    # As PostgresSaver.from_conn_string connects, with the schema first on the search path.
+    conn = Connection.connect(
+        url,
+        autocommit=True,
+        prepare_threshold=0,
+        row_factory=dict_row,
+        options=f"-c search_path={schema}",
+    )
+    conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema)))
+    saver = PostgresSaver(conn)
+    saver.setup()
+
+    def drop() -> None:
+        conn.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(schema)))
+        conn.close()
+
+    return saver, drop
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--steps", type=int, default=50)
     parser.add_argument("--rounds", type=int, default=11)
+    parser.add_argument(
+        "--postgres",
+        action="store_true",
+        help="both on PostgreSQL: DATABASE_URL, else " + PG_URL,
+    )
     args = parser.parse_args()
-
-    import os
 
     os.environ.setdefault("AGENT_MAX_STEPS", str(args.steps))
     os.environ.setdefault("RUN_MAX_TOOL_CALLS", str(args.steps * 2))
-    os.environ.pop("DATABASE_URL", None)  # both on SQLite files in the scratch directory
+    if args.postgres:
+        url = os.environ.setdefault("DATABASE_URL", PG_URL)
+        if not url.startswith(("postgres://", "postgresql://")):
+            parser.error(f"--postgres: DATABASE_URL is not a PostgreSQL URL: {url}")
+    else:
+        os.environ.pop("DATABASE_URL", None)  # both on SQLite files in the scratch directory
     scratch, valkey = start_django("langgraph")
     from importlib.metadata import version
 
-    from tests.support.instant import agentdesk_run
-
-    langgraph_once = langgraph_loop(args.steps, str(scratch / "langgraph.sqlite3"))
-    # One of each first, unmeasured: imports, connections, the first statements prepared.
-    agentdesk_run(args.steps, count=False)
-    langgraph_once()
-    ours, theirs = [], []
-    for _ in range(args.rounds):
-        elapsed, _, run = agentdesk_run(args.steps, count=False)
-        assert run.status == "succeeded", (run.status, run.error_message)
-        ours.append(elapsed * 1000 / args.steps)
-        theirs.append(langgraph_once() * 1000 / args.steps)
+    if args.postgres:
+        saver, drop = postgres_saver(os.environ["DATABASE_URL"], f"langgraph_bench_{os.getpid()}")
+        database, saver_name, package, target = (
+            "PostgreSQL",
+            "PostgresSaver",
+            "langgraph-checkpoint-postgres",
+            TARGET_POSTGRES,
+        )
+    else:
+        saver, drop = sqlite_saver(str(scratch / "langgraph.sqlite3")), None
+        database, saver_name, package, target = (
+            "SQLite",
+            "SqliteSaver",
+            "langgraph-checkpoint-sqlite",
+            TARGET,
+        )
+    try:
+        ours, theirs = compare(args.steps, args.rounds, langgraph_loop(args.steps, saver))
+    finally:
+        if drop is not None:
+            drop()
+        if valkey is not None:
+            valkey.stop()
     agentdesk, langgraph = statistics.median(ours), statistics.median(theirs)
     ratio = statistics.median(a / b for a, b in zip(ours, theirs, strict=True))
     print(
-        f"compare_langgraph: {args.steps} steps, {args.rounds} rounds alternating, SQLite "
-        f"(langgraph {version('langgraph')}, SqliteSaver {version('langgraph-checkpoint-sqlite')})"
+        f"compare_langgraph: {args.steps} steps, {args.rounds} rounds alternating, {database} "
+        f"(langgraph {version('langgraph')}, {saver_name} {version(package)})"
     )
     print(f"  AgentDesk    median {agentdesk:6.2f} ms per step (fastest {min(ours):.2f})")
     print(f"  LangGraph    median {langgraph:6.2f} ms per step (fastest {min(theirs):.2f})")
-    verdict = "met" if ratio <= TARGET else "not met"
+    verdict = "met" if ratio <= target else "not met"
     print(
         f"  ratio        {ratio:.2f}x LangGraph (median of the rounds' ratios; "
-        f"{agentdesk / langgraph:.2f}x of the medians)   target <= {TARGET}x: {verdict}"
+        f"{agentdesk / langgraph:.2f}x of the medians)   target <= {target}x: {verdict}"
     )
-    if valkey is not None:
-        valkey.stop()
+
+
+def compare(
+    steps: int, rounds: int, langgraph_once: Callable[[], float]
+) -> tuple[list[float], list[float]]:
+    """Each one's ms per step, a run of each a round, AgentDesk first."""
+    from tests.support.instant import agentdesk_run
+
+    # One of each first, unmeasured: imports, connections, the first statements prepared.
+    agentdesk_run(steps, count=False)
+    langgraph_once()
+    ours, theirs = [], []
+    for _ in range(rounds):
+        elapsed, _, run = agentdesk_run(steps, count=False)
+        assert run.status == "succeeded", (run.status, run.error_message)
+        ours.append(elapsed * 1000 / steps)
+        theirs.append(langgraph_once() * 1000 / steps)
+    return ours, theirs
 
 
 if __name__ == "__main__":
