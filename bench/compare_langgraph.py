@@ -20,6 +20,13 @@ PostgresSaver.from_conn_string makes it (autocommit, prepare_threshold=0, dict r
 to REDIS_URL if set, else to an embedded Valkey, as on SQLite. Target: AgentDesk at most 1.0x
 LangGraph per step. Without --postgres, DATABASE_URL is ignored: SQLite, as before.
 
+On PostgreSQL a commit waits for its WAL to reach the disk, and the two commit differently
+(AgentDesk twice a step; LangGraph's saver, in autocommit, once for each checkpoint and each
+node's writes: about six a step), so what the disk's flush costs weighs on the ratio; the first
+line says synchronous_commit as the connections have it. PGOPTIONS applies to both connections:
+PGOPTIONS="-c synchronous_commit=off" leaves the flush out of both, the figures of a server whose
+flush is cheap.
+
     uv run --group bench python bench/compare_langgraph.py --postgres [--steps 50] [--rounds 11]
 """
 
@@ -125,13 +132,11 @@ def postgres_saver(url: str, schema: str) -> tuple[Any, Callable[[], None]]:
     from psycopg import Connection, sql
     from psycopg.rows import dict_row
 
-    # As PostgresSaver.from_conn_string connects, with the schema first on the search path.
+    # As PostgresSaver.from_conn_string connects, with the schema first on the search path
+    # (and PGOPTIONS, which libpq would otherwise drop for these options, as Django's has it).
+    options = " ".join(filter(None, [os.environ.get("PGOPTIONS", ""), f"-c search_path={schema}"]))
     conn = Connection.connect(
-        url,
-        autocommit=True,
-        prepare_threshold=0,
-        row_factory=dict_row,
-        options=f"-c search_path={schema}",
+        url, autocommit=True, prepare_threshold=0, row_factory=dict_row, options=options
     )
     conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema)))
     saver = PostgresSaver(conn)
@@ -168,8 +173,13 @@ def main() -> None:
 
     if args.postgres:
         saver, drop = postgres_saver(os.environ["DATABASE_URL"], f"langgraph_bench_{os.getpid()}")
+        # What a commit waits for decides much of both figures: say it.
+        server = saver.conn.execute(
+            "SELECT current_setting('server_version') AS version, "
+            "current_setting('synchronous_commit') AS sync"
+        ).fetchone()
         database, saver_name, package, target = (
-            "PostgreSQL",
+            f"PostgreSQL {server['version'].split()[0]} synchronous_commit={server['sync']}",
             "PostgresSaver",
             "langgraph-checkpoint-postgres",
             TARGET_POSTGRES,
