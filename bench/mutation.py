@@ -98,13 +98,28 @@ VERIFY = "def verify(self, ctx: RecipeContext, rows: RunRows, *, fast: bool) -> 
 MODULES = {
     "decide": Module(
         "agents_app/engine/decide.py",
-        ("tests/engine/test_decide.py", "tests/engine/test_decide_more.py"),
+        (
+            "tests/engine/test_decide.py",
+            "tests/engine/test_decide_more.py",
+            "tests/engine/test_step_board.py",  # the incremental StepBoard
+        ),
     ),
     "files": Module(
         "tools_app/builtin/files.py",
         (
             "tests/tools/builtin/test_builtin_tools.py",
             "tests/tools/builtin/test_file_confinement.py",
+            "tests/tools/builtin/test_file_errors.py",  # what the file system refuses
+        ),
+        equivalent=(
+            _keyword_marker("def __init__(self, *, max_bytes: int) -> None:"),
+            _keyword_marker("def __init__(self, *, max_entries: int = LIST_MAX_ENTRIES) -> None:"),
+            (
+                "ReplaceTrueWithFalse",
+                "return context.workspace.resolve(strict=True)",
+                "the mkdir on the line before made the workspace or raised: it exists, and"
+                " strict only decides what resolving a missing path does",
+            ),
         ),
     ),
     "lease": Module(

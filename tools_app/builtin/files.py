@@ -24,8 +24,11 @@ WORKSPACE_RULE = (
 
 
 def _workspace_root(context: ToolContext) -> Path:
-    context.workspace.mkdir(parents=True, exist_ok=True)
-    return context.workspace.resolve(strict=True)
+    try:
+        context.workspace.mkdir(parents=True, exist_ok=True)
+        return context.workspace.resolve(strict=True)
+    except OSError as exc:  # a file where the workspace or one of its parents should be
+        raise ToolError(f"The run's workspace cannot be used: {exc.strerror}") from None
 
 
 def _resolve_in_workspace(root: Path, requested: str) -> Path:
@@ -33,8 +36,15 @@ def _resolve_in_workspace(root: Path, requested: str) -> Path:
     try:
         # A dangling symlink is followed too (realpath semantics), so it cannot point a write out.
         resolved = (root / requested).resolve(strict=False)
-    except (OSError, ValueError) as exc:
+        # A name the file system cannot hold (over 255 bytes) is refused here, where it is
+        # named, not by the is_dir or exists that follows, which raise on it.
+        resolved.exists()
+    except RuntimeError:  # pathlib's word for a symlink loop
+        raise ToolError(f"Invalid path '{requested}': a symlink loop") from None
+    except ValueError as exc:  # a NUL byte (the registry refuses it before a tool runs)
         raise ToolError(f"Invalid path '{requested}': {exc}") from None
+    except OSError as exc:
+        raise ToolError(f"Invalid path '{requested}': {exc.strerror}") from None
     if not resolved.is_relative_to(root):
         raise ToolError(
             f"Path '{requested}' is outside the workspace; use a relative path inside it"

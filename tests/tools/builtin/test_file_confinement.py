@@ -151,3 +151,18 @@ def test_a_one_letter_path_is_a_path(registry, context, workspace):
     assert call(registry, context, "read_file", path="a").content["content"] == "x"
     (workspace / "d").mkdir()
     assert call(registry, context, "list_files", path="d").ok
+
+
+def test_the_builtin_listing_holds_a_thousand_entries_as_its_description_says(
+    registry, context, workspace
+):
+    # The limit keeps a listing of a big workspace from filling the model's context.
+    for index in range(1001):
+        (workspace / f"f{index:04}.txt").touch()
+
+    result = call(registry, context, "list_files")
+
+    assert "At most 1000 entries are returned" in registry.get("list_files").spec.description
+    assert result.content["truncated"] is True
+    assert len(result.content["entries"]) == 1000
+    assert result.content["entries"][-1]["path"] == "f0999.txt"
