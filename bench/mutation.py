@@ -211,6 +211,7 @@ MODULES = {
             "tests/runs/test_task_recipe.py",  # the answer, a Stop mid-answer
             "tests/web/test_team_panel.py",  # name_in_tree, a child's
             "tests/orchestration/test_agent_names.py",  # agent_name, a child's
+            "tests/worker/test_hot_path.py",  # transcript: a task's step end is fenced
         ),
         core=False,
         equivalent=(
