@@ -20,9 +20,7 @@ import contextlib
 import logging
 import os
 import time
-import uuid
 from collections.abc import Iterator
-from functools import lru_cache
 from typing import BinaryIO
 
 import redis
@@ -30,6 +28,7 @@ import zipstream
 from django.conf import settings
 
 from agents_app.core.errors import DomainError, ErrorCode
+from agents_app.core.slots import Slot, slot_key
 from agents_app.models import Run
 from agents_app.runs.files import LeftOut, WorkspaceFile, run_file_handle, run_files
 
@@ -41,88 +40,41 @@ READ_BYTES = 64 * 1024
 SLOT_SECONDS = 120
 RENEW_SECONDS = 30
 
-# KEYS[1]: the person's set. ARGV: now, the cap, the new member's expiry, the member, the key's
-# own expiry in seconds.
-_TAKE_LUA = """
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
-if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[2]) then
-    return 0
-end
-redis.call('ZADD', KEYS[1], ARGV[3], ARGV[4])
-redis.call('EXPIRE', KEYS[1], ARGV[5])
-return 1
-"""
-
-
-@lru_cache(maxsize=1)
-def _redis_at(address: str) -> redis.Redis:
-    # redis-py's pool notices a fork and opens new connections in the child.
-    return redis.Redis.from_url(address, socket_timeout=5, socket_connect_timeout=5)
-
-
-def _redis() -> redis.Redis:
-    return _redis_at(settings.CHANNEL_LAYERS["default"]["CONFIG"]["hosts"][0]["address"])
-
-
-def _key(user_id: int) -> str:
-    # Under the channel layer's prefix: deployments and test sessions sharing a Redis apart.
-    prefix = settings.CHANNEL_LAYERS["default"]["CONFIG"]["prefix"]
-    return f"{prefix}:zip:user:{user_id}"
-
 
 class _Slot:
-    """One archive's place under its person's cap."""
+    """One archive's place under its person's cap (core.slots)."""
 
     def __init__(self, user_id: int) -> None:
         self.user_id = user_id
-        self.member = uuid.uuid4().hex
         self.renewed = time.monotonic()
-        self.held = False
+        self.slot: Slot | None = None
 
     def take(self) -> None:
         cap = settings.RUN_FILES_ZIPS_PER_USER
-        now = time.time()
         try:
-            taken = _redis().eval(
-                _TAKE_LUA,
-                1,
-                _key(self.user_id),
-                now,
-                cap,
-                now + SLOT_SECONDS,
-                self.member,
-                SLOT_SECONDS + 1,
-            )
+            self.slot = Slot.take(slot_key("zip", "user", self.user_id), cap, SLOT_SECONDS)
         except redis.RedisError:
             # The cap guards the server; Redis being away is not the person's doing.
             logger.warning("could not count the zip downloads of user %s", self.user_id)
             return
-        if not taken:
+        if self.slot is None:
             raise DomainError(
                 ErrorCode.RATE_LIMITED,
                 f"You have {cap} archives downloading, the most allowed at once: wait until one "
                 "has finished",
                 {"max_zips": cap},
             )
-        self.held = True
 
     def renew_if_due(self) -> None:
-        if not self.held or time.monotonic() - self.renewed < RENEW_SECONDS:
+        if self.slot is None or time.monotonic() - self.renewed < RENEW_SECONDS:
             return
         self.renewed = time.monotonic()
-        try:
-            _redis().zadd(_key(self.user_id), {self.member: time.time() + SLOT_SECONDS}, xx=True)
-        except redis.RedisError:
-            logger.warning("could not renew a zip download's place")
+        self.slot.renew()
 
     def give_back(self) -> None:
-        if not self.held:
-            return
-        self.held = False
-        try:
-            _redis().zrem(_key(self.user_id), self.member)
-        except redis.RedisError:  # it expires by itself
-            logger.warning("could not give a zip download's place back")
+        slot, self.slot = self.slot, None
+        if slot is not None:
+            slot.give_back()
 
 
 def archive_name(file: WorkspaceFile) -> str:
