@@ -44,7 +44,9 @@ def env_bool(name: str, default: bool = False) -> bool:
     raise ImproperlyConfigured(f"{name} must be a boolean (true/false), got {raw!r}")
 
 
-def env_int(name: str, default: int, *, minimum: int | None = None) -> int:
+def env_int(
+    name: str, default: int, *, minimum: int | None = None, maximum: int | None = None
+) -> int:
     raw = os.environ.get(name)
     if raw is None or raw == "":
         return default
@@ -54,6 +56,8 @@ def env_int(name: str, default: int, *, minimum: int | None = None) -> int:
         raise ImproperlyConfigured(f"{name} must be an integer, got {raw!r}") from None
     if minimum is not None and value < minimum:
         raise ImproperlyConfigured(f"{name} must be at least {minimum}, got {value}")
+    if maximum is not None and value > maximum:
+        raise ImproperlyConfigured(f"{name} must be at most {maximum}, got {value}")
     return value
 
 
@@ -83,3 +87,21 @@ def env_choice(name: str, default: str, *, choices: tuple[str, ...]) -> str:
 def embedded_redis_url_file(var_dir: Path) -> Path:
     """Where `go` records the URL of the embedded Valkey it started."""
     return var_dir / "valkey" / "url"
+
+
+# A worker process runs this many runs at once at most (its threads), and `go` starts one.
+WORKER_POOLS = ("threads", "prefork")
+MAX_WORKER_CONCURRENCY = 1000
+
+
+def worker_pool() -> str:
+    """WORKER_POOL: `threads` (many runs per process, each waiting on its model in a thread of
+    a few MB) or `prefork` (one run per process)."""
+    return env_choice("WORKER_POOL", "threads", choices=WORKER_POOLS)
+
+
+def worker_concurrency() -> int:
+    """WORKER_CONCURRENCY: runs in flight per worker process; by default 100 threads (or, with
+    the prefork pool, a process per processor)."""
+    default = 100 if worker_pool() == "threads" else (os.cpu_count() or 2)
+    return env_int("WORKER_CONCURRENCY", default, minimum=1, maximum=MAX_WORKER_CONCURRENCY)

@@ -34,7 +34,15 @@ from config.embedded import (
     local_model_started,
     local_model_to_serve,
 )
-from config.env import BASE_DIR, env_float, env_int, env_str, load_dotenv
+from config.env import (
+    BASE_DIR,
+    env_float,
+    env_int,
+    env_str,
+    load_dotenv,
+    worker_concurrency,
+    worker_pool,
+)
 from config.local_model import HOST as LOCAL_MODEL_HOST
 from config.supervision import Backoff, LaunchError, describe_exit
 
@@ -47,7 +55,12 @@ POLL_INTERVAL = 0.2
 REPEAT_SIGNAL_WINDOW = 1.0
 # After a worker died, this long past the end of its leases its runs are queued again.
 RECOVERY_MARGIN = 1.0
-WORKER_ARGS = ["-m", "celery", "-A", "config", "worker", "--loglevel=INFO", "-n", "agentdesk@%h"]
+WORKER_ARGS = ["-m", "celery", "-A", "config", "worker", "--loglevel=INFO"]
+
+
+def worker_arguments(pool: str, concurrency: int, hostname: str = "agentdesk@%h") -> list[str]:
+    """How `go` starts its worker (tests and benchmarks start theirs alike)."""
+    return [*WORKER_ARGS, f"--pool={pool}", f"--concurrency={concurrency}", "-n", hostname]
 
 
 class StopRequested(Exception):
@@ -91,7 +104,7 @@ class Launcher:
     def run(self) -> None:
         host = env_str("HOST", "127.0.0.1")
         port = env_int("PORT", 8101, minimum=1)
-        concurrency = env_int("WORKER_CONCURRENCY", 2, minimum=1)
+        worker = worker_arguments(worker_pool(), worker_concurrency())
         model = local_model_to_serve()
         if model:
             _ensure_port_free(LOCAL_MODEL_HOST, model.port, "LOCAL_MODEL_PORT")
@@ -113,7 +126,7 @@ class Launcher:
         _ensure_port_free(host, port, "PORT")
         self.spawn("web", ["-m", "daphne", "-b", host, "-p", str(port), "config.asgi:application"])
         queue = f"--queues={os.environ.get('CELERY_QUEUE') or 'agentdesk'}"
-        self.spawn("worker", [*WORKER_ARGS, f"--concurrency={concurrency}", queue], holds_runs=True)
+        self.spawn("worker", [*worker, queue], holds_runs=True)
         self.wait_until(
             lambda: _accepts_connections(host, port),
             READY_TIMEOUT,

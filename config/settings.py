@@ -16,6 +16,8 @@ from config.env import (
     env_int,
     env_str,
     load_dotenv,
+    worker_concurrency,
+    worker_pool,
 )
 from config.local_model import default_threads, local_model_url, model_path
 
@@ -127,6 +129,17 @@ DATABASES = {
 # A Celery worker's processes keep their connection across tasks this long (Django's
 # CONN_MAX_AGE, for them alone: agents_app/worker/connections.py).
 WORKER_DATABASE_CONN_MAX_AGE = env_int("WORKER_DATABASE_CONN_MAX_AGE", 300, minimum=0)
+# How a worker runs its runs (config/env.py): `threads`, WORKER_CONCURRENCY runs per process
+# (100 by default), each waiting on its model in a thread; or `prefork`, one per process.
+# Read here too so that a bad value stops every process at its start, with the reason.
+WORKER_POOL = worker_pool()
+WORKER_CONCURRENCY = worker_concurrency()
+# On PostgreSQL, the most connections one worker process holds, whatever its concurrency: its
+# runs take one from the process's pool for a transaction and give it back before they wait
+# (agents_app/worker/connections.py), so PostgreSQL's default max_connections (100) serves
+# several workers. A run that finds none free waits up to WORKER_DATABASE_POOL_WAIT seconds.
+WORKER_DATABASE_CONNECTIONS = env_int("WORKER_DATABASE_CONNECTIONS", 20, minimum=2)
+WORKER_DATABASE_POOL_WAIT = env_float("WORKER_DATABASE_POOL_WAIT", 120.0, minimum=1.0)
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # SQLite creates its file (and the -wal and -shm files, which copy its mode) world-readable
     # under the usual umask: create it first, for this user only.
@@ -135,6 +148,8 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # The web process and the workers share one file: WAL lets readers run beside a writer,
     # IMMEDIATE takes the write lock at BEGIN so writers queue on the busy timeout instead of
     # failing with "database is locked" when a read transaction tries to upgrade.
+    # The writers of one process (a worker's many runs) take turns in order (config/sqlite).
+    DATABASES["default"]["ENGINE"] = "config.sqlite"
     DATABASES["default"]["OPTIONS"] = {
         "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
         "transaction_mode": "IMMEDIATE",
@@ -279,6 +294,10 @@ LLM_MODEL = env_str("LLM_MODEL")
 LLM_REQUEST_TIMEOUT = env_float("LLM_REQUEST_TIMEOUT", 120.0, minimum=0.1)
 LLM_MAX_RETRIES = env_int("LLM_MAX_RETRIES", 5, minimum=0)
 LLM_RETRY_BASE_DELAY = env_float("LLM_RETRY_BASE_DELAY", 1.0, minimum=0.0)
+# The most requests in flight to one LLM server (its URL), over every worker: the rest wait
+# their turn, however long (the wait is not the request's timeout). The embedded llama.cpp
+# answers two at once (config/local_model.SLOTS): it gets no more than that.
+LLM_MAX_IN_FLIGHT = env_int("LLM_MAX_IN_FLIGHT", 128, minimum=1)
 # The most tokens an answer may have, per phase (max_tokens on every request). An answer cut
 # off at its limit is asked for again once, then fails ANSWER_TOO_LONG.
 LLM_MAX_TOKENS_PLAN = env_int("LLM_MAX_TOKENS_PLAN", 1536, minimum=16)

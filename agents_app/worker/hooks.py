@@ -52,6 +52,7 @@ from agents_app.orchestration.children import tree_usage
 from agents_app.runs.lease import Lease
 from agents_app.runs.recipes import recipe_for
 from agents_app.runs.writer import RunWriter, fenced_run, locked_run
+from agents_app.worker.connections import give_back
 from tools_app.registry import ToolResult, ToolSpec
 
 TOKEN_FLUSH_CHARS = 64
@@ -132,6 +133,7 @@ def committing(
         pending.apply(w, usage=usage)
         yield w
     pending.clear(usage=usage)
+    give_back()  # what follows a commit is a wait: a tool, the model, the next delivery
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from agents_app.engine.llm import LLMError, LLMProvider
 from agents_app.engine.openai_provider import OpenAICompatibleProvider
 from agents_app.engine.persona import PersonaProvider
 from agents_app.models import LLMConnection, Run
+from agents_app.worker.llm_gate import GatedProvider
 from agents_app.worker.llm_health import WatchedProvider
 
 
@@ -68,13 +69,14 @@ def provider_for_connection(connection: LLMConnection) -> OpenAICompatibleProvid
 
 def provider_for_run(run: Run) -> LLMProvider:
     """The provider of the run's connection (the default for a run without one), watched so
-    that its calls keep the connection's health and capabilities current; records the model
-    on the run. `run` as read with its connection and profile. Raises LLMError
-    LLM_NOT_CONFIGURED."""
+    that its calls keep the connection's health and capabilities current, each request taking
+    its turn among the server's in flight (worker.llm_gate); records the model on the run.
+    `run` as read with its connection and profile. Raises LLMError LLM_NOT_CONFIGURED."""
     run_id = run.pk
     connection = run.connection or connection_ensure_default()
     if connection is None:
-        return provider_from_settings()
+        bare = provider_from_settings()
+        return GatedProvider(bare, bare.base_url)
     if connection.seeded:
         connection_ensure_default()  # this process's settings are what the row shows
     provider = provider_for_connection(connection)
@@ -91,7 +93,8 @@ def provider_for_run(run: Run) -> LLMProvider:
         Run.objects.filter(pk=run_id).update(**updates)
         for name, value in updates.items():
             setattr(run, name, value)
-    return WatchedProvider(provider, connection)
+    # Each request waits its turn among the server's requests in flight (worker.llm_gate).
+    return GatedProvider(WatchedProvider(provider, connection), provider.base_url)
 
 
 def as_itself(run: Run, provider: LLMProvider) -> LLMProvider:

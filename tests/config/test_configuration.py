@@ -2,11 +2,14 @@ import re
 import subprocess
 import sys
 
+import pytest
+
 from config.env import BASE_DIR
 
 READERS = re.compile(r'env_(?:str|bool|int|float)\(\s*"([A-Z_]+)"')
 SOURCES = [
     "config/settings.py",
+    "config/env.py",
     "config/launcher.py",
     "config/embedded.py",
     "config/local_model.py",
@@ -49,6 +52,23 @@ def read_settings(tmp_path, **env):
         capture_output=True,
         text=True,
     )
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({"WORKER_CONCURRENCY": "0"}, "WORKER_CONCURRENCY must be at least 1, got 0"),
+        ({"WORKER_CONCURRENCY": "5000"}, "WORKER_CONCURRENCY must be at most 1000, got 5000"),
+        ({"WORKER_CONCURRENCY": "many"}, "WORKER_CONCURRENCY must be an integer, got 'many'"),
+        ({"WORKER_POOL": "gevent"}, "WORKER_POOL must be one of threads, prefork, got 'gevent'"),
+        ({"WORKER_DATABASE_CONNECTIONS": "1"}, "WORKER_DATABASE_CONNECTIONS must be at least 2"),
+        ({"LLM_MAX_IN_FLIGHT": "0"}, "LLM_MAX_IN_FLIGHT must be at least 1, got 0"),
+    ],
+)
+def test_a_worker_setting_out_of_range_stops_every_process_with_its_reason(tmp_path, env, message):
+    result = read_settings(tmp_path, **env)
+    assert result.returncode != 0
+    assert message in result.stderr
 
 
 def test_a_malformed_number_names_the_variable(tmp_path):

@@ -5,6 +5,7 @@ import logging
 import subprocess
 import sys
 import threading
+import time
 from datetime import timedelta
 
 import pytest
@@ -14,12 +15,17 @@ from django.db.backends.signals import connection_created
 from django.utils import timezone
 
 from agents_app.models import Run, RunStatus
-from agents_app.runs.lease import Lease
+from agents_app.runs import lease as lease_module
+from agents_app.runs.lease import RENEWER, Lease, Renewer
 from tests.support.runs import end, make_run
 from tests.support.waiting import wait_for
 from tests.support.worker import worker_environment
 
 pytestmark = pytest.mark.dialect
+
+
+def renewer_threads() -> int:
+    return sum(thread.name == "lease-renewer" for thread in threading.enumerate())
 
 
 def lease_of(run_id: int) -> tuple[str, object]:
@@ -120,33 +126,103 @@ def test_a_worker_learns_that_another_took_its_run_over(owner):
     try:
         assert lease.lost.wait(timeout=10)
         # Having lost the run, the renewal stops: it never writes the run again.
-        lease._thread.join(timeout=10)
-        assert not lease._thread.is_alive()
+        assert lease.token not in RENEWER._leases
     finally:
         lease.release()
     assert lease_of(run.pk)[0] == "another worker"
 
 
 @pytest.mark.django_db(transaction=True)
-def test_the_renewal_thread_closes_its_database_connection_when_it_stops(owner):
-    """A worker runs many leases: each renewal thread's connection must not outlive it."""
+def test_one_thread_renews_every_lease_of_a_process_in_one_statement_a_tick(owner, monkeypatch):
+    """A worker holds a lease per run it executes: one renewal thread and one statement a
+    tick for all of them, not a thread and a connection each; with none left to renew, its
+    connection is closed."""
+    renewer = Renewer()  # this test's own, so that its first connection is seen
+    monkeypatch.setattr(lease_module, "RENEWER", renewer)
     opened = []
 
     def remember(sender, connection, **kwargs):
-        if threading.current_thread().name.startswith("lease-"):
+        if threading.current_thread().name == "lease-renewer":
             opened.append(connection)
 
-    run = make_run(owner)
-    lease = Lease.claim(run.pk, 0.3)
+    runs = [make_run(owner) for _ in range(20)]
+    leases = [Lease.claim(run.pk, 0.9) for run in runs]
+    claimed = {run.pk: lease_of(run.pk)[1] for run in runs}
     connection_created.connect(remember)
     try:
-        lease.start()
-        wait_for(lambda: opened, timeout=10, message="the renewal to connect")
-        lease.release()
+        renewers_before = renewer_threads()
+        for lease in leases:
+            lease.start()
+        wait_for(
+            lambda: all(lease_of(run.pk)[1] != claimed[run.pk] for run in runs),
+            timeout=10,
+            interval=0.05,
+            message="every lease to be renewed",
+        )
+        renewals = renewer.ticks
+        renewers = renewer_threads() - renewers_before
+        for lease in leases:
+            lease.release()
+        wait_for(
+            lambda: opened and all(c.connection is None for c in opened),
+            timeout=10,
+            message="the renewer to close its connection",
+        )
     finally:
         connection_created.disconnect(remember)
-    assert not lease._thread.is_alive()
-    assert all(c.connection is None for c in opened)
+        for lease in leases:
+            lease.release()
+    assert renewers == 1 and renewer.held() == 0
+    # Claimed within a moment of each other, they are renewed together (a second tick may
+    # have begun meanwhile).
+    assert 1 <= renewals <= 2, renewals
+    assert not any(lease.lost.is_set() for lease in leases)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_no_lease_lapses_while_the_runs_of_its_process_keep_the_processor_busy(owner):
+    """Renewal must not starve: 40 leases of 3 s (renewed every second) held for 4 s while 6
+    threads of the same process spin on the processor and 4 more write to the database in
+    short transactions, back to back, as busy runs do. At no sample has any lease expired."""
+    runs = [make_run(owner) for _ in range(40)]
+    leases = [Lease.claim(run.pk, 3) for run in runs]
+    stop = threading.Event()
+
+    def spin():
+        while not stop.is_set():
+            sum(range(10_000))
+
+    def write():
+        try:
+            while not stop.is_set():
+                with transaction.atomic():
+                    Run.objects.filter(pk=runs[0].pk).update(prompt_tokens=1)
+        finally:
+            connection.close()
+
+    busy = [threading.Thread(target=spin) for _ in range(6)]
+    busy += [threading.Thread(target=write) for _ in range(4)]
+    ids = [run.pk for run in runs]
+    lapsed = []
+    for lease in leases:
+        lease.start()
+    for thread in busy:
+        thread.start()
+    try:
+        deadline = time.monotonic() + 4
+        while time.monotonic() < deadline:
+            now = timezone.now()
+            expiries = Run.objects.filter(pk__in=ids).values_list("lease_expires_at", flat=True)
+            lapsed += [expiry for expiry in expiries if expiry <= now]
+            stop.wait(0.05)
+    finally:
+        stop.set()
+        for thread in busy:
+            thread.join()
+        for lease in leases:
+            lease.release()
+    assert lapsed == []
+    assert not any(lease.lost.is_set() for lease in leases)
 
 
 @pytest.fixture
@@ -198,7 +274,8 @@ def test_a_lease_survives_a_renewal_that_fails_and_renews_at_the_next_tick(
 HOLD_A_LEASE_AND_EXIT = """
 import django, sys
 django.setup()
-from agents_app.runs.lease import Lease
+from agents_app.runs import lease as lease_module
+from agents_app.runs.lease import RENEWER, Lease, Renewer
 Lease.claim(int(sys.argv[1]), 0.3).start()
 print("claimed", flush=True)
 """

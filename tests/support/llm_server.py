@@ -130,6 +130,20 @@ class ScriptedLLMServer:
         with self._lock:
             return list(self._timeline)
 
+    def peak_in_flight(self) -> int:
+        """The most chat-completion requests this server has held at once since its last
+        reset (benchmarks read it over `GET /_in_flight`)."""
+        marks = sorted(
+            mark
+            for _, came, answered in self.timeline
+            for mark in ((came, 1), (answered if answered is not None else float("inf"), -1))
+        )
+        peak = current = 0
+        for _, change in marks:
+            current += change
+            peak = max(peak, current)
+        return peak
+
     def _record(self, body: dict[str, Any]) -> int:
         with self._lock:
             self._requests.append(copy.deepcopy(body))
@@ -212,6 +226,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(200, self.scripted._options.get("props", DEFAULT_PROPS))
         elif path == "/_requests":
             self._send_json(200, {"requests": self.scripted.requests})
+        elif path == "/_in_flight":
+            self._send_json(200, {"peak": self.scripted.peak_in_flight()})
         else:
             self._send_json(404, _error_body(f"no route GET {path}", "not_found"))
 

@@ -9,13 +9,14 @@ import dj_database_url
 from django.conf import settings
 from django.db import connection
 
+from config.launcher import worker_arguments
 from tests.support.processes import ManagedProcess
 
 
 def test_database_url() -> str:
     """The URL of the database the tests are using (pytest-django's test database)."""
     db = connection.settings_dict
-    if db["ENGINE"] == "django.db.backends.sqlite3":
+    if connection.vendor == "sqlite":
         return f"sqlite:///{Path(db['NAME']).resolve()}"
     original = os.environ.get("DATABASE_URL", "")
     parsed = dj_database_url.parse(original)
@@ -54,11 +55,12 @@ def worker_environment(**overrides: str) -> dict[str, str]:
 
 
 class Worker(ManagedProcess):
-    def __init__(self, name: str, log_dir: Path, **env: str):
+    def __init__(self, name: str, log_dir: Path, *, concurrency: int = 8, **env: str):
         super().__init__(
             f"worker {name}", log_dir / f"worker-{name}.log", worker_environment(**env)
         )
         self.hostname = name
+        self.concurrency = concurrency
 
     # 90 s, not 30: when a test run begins, the integration tests of all four test processes
     # start their workers, web servers and browsers at once on two cores, and one process's
@@ -67,15 +69,8 @@ class Worker(ManagedProcess):
         self.spawn(
             [
                 sys.executable,
-                "-m",
-                "celery",
-                "-A",
-                "config",
-                "worker",
-                "--loglevel=INFO",
-                "--concurrency=1",
-                "--pool=prefork",
-                f"--hostname={self.hostname}@%h",
+                # As `go` starts its worker: its pool, its concurrency (a few runs at once).
+                *worker_arguments("threads", self.concurrency, f"{self.hostname}@%h"),
                 "--without-gossip",
                 "--without-mingle",
             ],
