@@ -79,13 +79,28 @@ def secret_register(*values: str | None) -> None:
             _registered.update(fresh)
 
 
+_environment: tuple[int, frozenset[str]] = (0, frozenset())
+
+
 def environment_secrets() -> frozenset[str]:
-    """The values of this process's environment variables named like secrets (not paths)."""
-    return frozenset(
-        value
-        for name, value in os.environ.items()
-        if len(value) >= ENV_SECRET_MIN_CHARS and not value.startswith("/") and looks_secret(name)
-    )
+    """The values of this process's environment variables named like secrets (not paths).
+    Worked out again only when the environment changed: `redact` asks on every write of a
+    run (a dozen times a step), and decoding every variable each time cost more than the
+    writes' SQL."""
+    global _environment
+    # os.environ keeps its variables as bytes in `_data`; their hashes are kept with them.
+    fingerprint = hash(frozenset(getattr(os.environ, "_data", os.environ).items()))
+    seen, secrets = _environment
+    if seen != fingerprint or not seen:
+        secrets = frozenset(
+            value
+            for name, value in os.environ.items()
+            if len(value) >= ENV_SECRET_MIN_CHARS
+            and not value.startswith("/")
+            and looks_secret(name)
+        )
+        _environment = (fingerprint, secrets)
+    return secrets
 
 
 def known_secrets(extra: Iterable[str] = ()) -> frozenset[str]:

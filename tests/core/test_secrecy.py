@@ -62,6 +62,17 @@ def test_a_registered_secret_is_redacted_from_nested_values_without_being_passed
     assert value == {"error": {"message": f"Bearer {REDACTED}", "items": [REDACTED, 3]}}
 
 
+def test_a_secret_set_in_the_environment_later_is_redacted_from_then_on(monkeypatch):
+    """What the environment holds is worked out once and again only when it changed: a
+    variable set (or changed) after the first redaction is still hidden."""
+    first, second = "plainfirst" + "f" * 30, "plainsecond" + "s" * 30
+    assert redact(f"before: {first}") == f"before: {first}"  # not a secret yet
+    monkeypatch.setenv("UNIT_TEST_LATER_TOKEN", first)
+    assert redact(f"now: {first}") == f"now: {REDACTED}"
+    monkeypatch.setenv("UNIT_TEST_LATER_TOKEN", second)
+    assert redact(f"{first} {second}") == f"{first} {REDACTED}"
+
+
 @pytest.mark.parametrize("cut", range(1, 60, 4))
 def test_a_secret_split_across_streamed_pieces_is_still_redacted(cut):
     text = f"Your key is {SECRET}, keep it safe. Then a long tail of words that follow it."
