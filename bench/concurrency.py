@@ -27,6 +27,7 @@ import signal
 import sys
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from urllib.request import Request, urlopen
 
@@ -130,12 +131,19 @@ class Sampler(threading.Thread):
 
 
 def submit(owner, runs: int, label: str) -> list[int]:
+    """Submit `runs` runs at once, as many people or clients would: from 16 threads."""
+    from django.db import connection
+
     from agents_app.runs.services import task_submit
 
-    return [
-        task_submit(owner=owner, interface="api", text=f"{label} {n}", fast_path=True).pk
-        for n in range(runs)
-    ]
+    def one(n: int) -> int:
+        try:
+            return task_submit(owner=owner, interface="api", text=f"{label} {n}", fast_path=True).pk
+        finally:
+            connection.close()
+
+    with ThreadPoolExecutor(16) as pool:
+        return list(pool.map(one, range(runs)))
 
 
 def finish(ids: list[int], timeout: float) -> float:

@@ -100,6 +100,12 @@ def worker_pool() -> str:
     return env_choice("WORKER_POOL", "threads", choices=WORKER_POOLS)
 
 
+def worker_processes() -> int:
+    """WORKER_PROCESSES: how many worker processes `go` starts, by default one per processor
+    (a process's Python runs on one processor at a time, whatever its threads)."""
+    return env_int("WORKER_PROCESSES", os.cpu_count() or 1, minimum=1, maximum=64)
+
+
 def worker_concurrency() -> int:
     """WORKER_CONCURRENCY: runs in flight per worker process; by default 100 threads (or, with
     the prefork pool, a process per processor)."""

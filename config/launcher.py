@@ -42,6 +42,7 @@ from config.env import (
     load_dotenv,
     worker_concurrency,
     worker_pool,
+    worker_processes,
 )
 from config.local_model import HOST as LOCAL_MODEL_HOST
 from config.supervision import Backoff, LaunchError, describe_exit
@@ -104,7 +105,7 @@ class Launcher:
     def run(self) -> None:
         host = env_str("HOST", "127.0.0.1")
         port = env_int("PORT", 8101, minimum=1)
-        worker = worker_arguments(worker_pool(), worker_concurrency())
+        pool, concurrency, processes = worker_pool(), worker_concurrency(), worker_processes()
         model = local_model_to_serve()
         if model:
             _ensure_port_free(LOCAL_MODEL_HOST, model.port, "LOCAL_MODEL_PORT")
@@ -126,7 +127,11 @@ class Launcher:
         _ensure_port_free(host, port, "PORT")
         self.spawn("web", ["-m", "daphne", "-b", host, "-p", str(port), "config.asgi:application"])
         queue = f"--queues={os.environ.get('CELERY_QUEUE') or 'agentdesk'}"
-        self.spawn("worker", [*worker, queue], holds_runs=True)
+        for number in range(1, processes + 1):
+            name = "worker" if processes == 1 else f"worker {number}"
+            hostname = "agentdesk@%h" if processes == 1 else f"agentdesk-{number}@%h"
+            arguments = worker_arguments(pool, concurrency, hostname)
+            self.spawn(name, [*arguments, queue], holds_runs=True)
         self.wait_until(
             lambda: _accepts_connections(host, port),
             READY_TIMEOUT,

@@ -18,6 +18,7 @@ from config.env import (
     load_dotenv,
     worker_concurrency,
     worker_pool,
+    worker_processes,
 )
 from config.local_model import default_threads, local_model_url, model_path
 
@@ -134,6 +135,7 @@ WORKER_DATABASE_CONN_MAX_AGE = env_int("WORKER_DATABASE_CONN_MAX_AGE", 300, mini
 # Read here too so that a bad value stops every process at its start, with the reason.
 WORKER_POOL = worker_pool()
 WORKER_CONCURRENCY = worker_concurrency()
+WORKER_PROCESSES = worker_processes()
 # On PostgreSQL, the most connections one worker process holds, whatever its concurrency: its
 # runs take one from the process's pool for a transaction and give it back before they wait
 # (agents_app/worker/connections.py), so PostgreSQL's default max_connections (100) serves
