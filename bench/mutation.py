@@ -103,6 +103,19 @@ MODULES = {
             "tests/engine/test_decide_more.py",
             "tests/engine/test_step_board.py",  # the incremental StepBoard
         ),
+        equivalent=(
+            (
+                "DeleteStatement",
+                "return Action(ActionKind.BEGIN_VERIFY)  # every step done",
+                "a head node with every step done, without this return, goes on to the loop"
+                " over the open steps, which finds none and returns BEGIN_VERIFY too",
+            ),
+            (
+                "ReplaceComparisonOperator_Lt_LtE",
+                "if status not in DONE and position < self._open:",
+                "at position == _open, `<=` sets _open to the value it has",
+            ),
+        ),
     ),
     "files": Module(
         "tools_app/builtin/files.py",

@@ -160,7 +160,7 @@ def next_action(state: RunState) -> Action:
             return Action(ActionKind.DELEGATE, delegate=ready)
         if steps.done < len(steps):
             return Action(ActionKind.WAIT)
-        return Action(ActionKind.BEGIN_VERIFY)
+        return Action(ActionKind.BEGIN_VERIFY)  # every step done
     for step in steps.open_steps():
         if all(steps.status_of(d) == StepStatus.COMPLETED for d in step.depends_on):
             return Action(ActionKind.EXECUTE, step_index=step.index)

@@ -88,3 +88,29 @@ def test_a_step_put_back_to_pending_before_the_first_open_one_is_found_again():
     assert next_action(RunState("running", steps=board)).kind == ActionKind.BEGIN_VERIFY
     board.set(1, StepStatus.PENDING)
     assert next_action(RunState("running", steps=board)) == Action(ActionKind.EXECUTE, 1)
+
+
+class ReadCounting(list):
+    """A board's states, counting the reads of a step."""
+
+    reads = 0
+
+    def __getitem__(self, position):
+        self.reads += 1
+        return super().__getitem__(position)
+
+
+def test_a_decision_reads_a_handful_of_steps_however_far_the_run_is():
+    # A worker asks next_action before every step: on step 900 of a long plan that must not
+    # scan the 899 steps done before it (the board keeps where the first open step stands).
+    size = 1000
+    board = StepBoard(StepState(i, StepStatus.PENDING, (i - 1,) if i else ()) for i in range(size))
+    board.states = ReadCounting(board.states)
+    reads = []
+    for index in range(size):
+        board.states.reads = 0
+        assert next_action(RunState("running", steps=board)) == Action(ActionKind.EXECUTE, index)
+        reads.append(board.states.reads)
+        board.set(index, StepStatus.COMPLETED)
+    assert next_action(RunState("running", steps=board)) == Action(ActionKind.BEGIN_VERIFY)
+    assert max(reads) <= 10
