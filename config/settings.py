@@ -375,6 +375,11 @@ TEAM_MAX_ITERATIONS = env_int("TEAM_MAX_ITERATIONS", 2, minimum=0)
 RUN_MAX_TOKENS = env_int("RUN_MAX_TOKENS", 200_000, minimum=1)
 RUN_MAX_TOOL_CALLS = env_int("RUN_MAX_TOOL_CALLS", 100, minimum=1)
 RUN_LEASE_SECONDS = env_float("RUN_LEASE_SECONDS", 30.0, minimum=1.0)
+# A person's runs running at once over every worker (queued for a worker, planning, running,
+# verifying); their further runs wait their turn, chat answers first (runs/admission.py). Past
+# RUNS_QUEUED_PER_USER runs waiting, a new task, chat message or agent start is refused (429).
+RUNS_RUNNING_PER_USER = env_int("RUNS_RUNNING_PER_USER", 50, minimum=1)
+RUNS_QUEUED_PER_USER = env_int("RUNS_QUEUED_PER_USER", 1000, minimum=1)
 WORKSPACE_ROOT = BASE_DIR / env_str("WORKSPACE_ROOT", str(VAR_DIR / "workspaces"))
 # A run's files as its owner sees them (Files panel, /api/v1/runs/{id}/files): the largest
 # download, the most files listed, the largest text preview, the largest "Download all" zip.

@@ -208,10 +208,10 @@ def start_worker(llm_server, tmp_path, transactional_db):
     Stack.stop_workers()
     workers: list[Worker] = []
 
-    def start(name: str = "w1", **env: str) -> Worker:
+    def start(name: str = "w1", concurrency: int = 8, **env: str) -> Worker:
         env.setdefault("LLM_BASE_URL", llm_server.base_url)
         env.setdefault("LLM_MODEL", "scripted")
-        worker = Worker(name, tmp_path, **env).start()
+        worker = Worker(name, tmp_path, concurrency=concurrency, **env).start()
         workers.append(worker)
         return worker
 

@@ -29,6 +29,7 @@ from agents_app.runs.recipes import RecipeContext, RunRows
 class ContractRecipe(ChatRecipe):
     kind: str = RunKind.CONTRACT
     label = "contract attempt"
+    priority = 0  # background work, unlike the chat answer it is built on
     one_cycle = True
     finish_in_flight = True
 

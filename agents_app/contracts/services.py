@@ -34,8 +34,8 @@ from agents_app.models import (
     RunKind,
     Task,
 )
+from agents_app.runs.admission import admission_check, run_admit
 from agents_app.runs.control import refuse_while_halted
-from agents_app.runs.lifecycle import run_enqueue
 from agents_app.runs.services import run_cancel, run_create
 
 CONTRACT_MAX_CHARS = 20_000
@@ -150,8 +150,10 @@ def agent_update(
 def agent_start(*, agent: ContractAgent, actor: Any, interface: str) -> Run:
     """Start an attempt (Start, or Restart after a stop, a failure or completion): a new
     transcript beginning with the contract, and a queued Run (kind contract). Raises CONFLICT
-    while an attempt runs, SERVICE_UNAVAILABLE while the kill switch is engaged."""
+    while an attempt runs, SERVICE_UNAVAILABLE while the kill switch is engaged, RATE_LIMITED
+    past the person's runs waiting their turn."""
     refuse_while_halted()
+    admission_check(agent.owner_id)
     with transaction.atomic():
         agent = ContractAgent.objects.select_for_update().get(pk=agent.pk)
         state = agent_state(agent)
@@ -201,7 +203,7 @@ def agent_start(*, agent: ContractAgent, actor: Any, interface: str) -> Run:
             target=str(agent.pk),
             details={"attempt": number, "restart": number > 1},
         )
-        run_enqueue(run_id=run.pk)
+        run_admit(run)
     return run
 
 
@@ -231,8 +233,9 @@ def agent_restart(*, agent: ContractAgent, actor: Any, interface: str, **changes
     """Restart after a stop, a failure or completion: apply `changes` (as agent_update: the
     contract, budgets...) and start a new attempt, both or neither. Raises CONFLICT while an
     attempt runs and for an agent never started (Start it), SERVICE_UNAVAILABLE while the kill
-    switch is engaged."""
+    switch is engaged, RATE_LIMITED past the person's runs waiting their turn."""
     refuse_while_halted()
+    admission_check(agent.owner_id)
     with transaction.atomic():
         state = agent_state(ContractAgent.objects.select_for_update().get(pk=agent.pk))
         if state.status in (AgentStatus.READY, AgentStatus.RUNNING):

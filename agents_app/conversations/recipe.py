@@ -19,6 +19,8 @@ class ChatRecipe(TaskRecipe):
     kind: str = RunKind.CHAT
     label = "chat answer"
     transcript = True
+    # Somebody is watching: among a person's runs waiting their turn, it goes first.
+    priority = 10
     may_replan = False
     checks_evidence = False
 

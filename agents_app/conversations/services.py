@@ -34,8 +34,8 @@ from agents_app.models import (
     RunKind,
     Task,
 )
+from agents_app.runs.admission import admission_check, run_admit
 from agents_app.runs.control import refuse_while_halted
-from agents_app.runs.lifecycle import run_enqueue
 from agents_app.runs.services import run_cancel, run_create
 from agents_app.runs.writer import RunWriter
 
@@ -148,10 +148,11 @@ def message_post(
     its next checkpoint, steer is delivered into the running answer at its next step boundary
     (answered next if that answer ends first). Returns the stored row and the run that answers
     it now (None while it waits). Raises VALIDATION_ERROR, CONFLICT, SERVICE_UNAVAILABLE (the
-    kill switch), LLM_NOT_CONFIGURED."""
+    kill switch), RATE_LIMITED (too many runs waiting their turn), LLM_NOT_CONFIGURED."""
     text = text_field(text, "text", max_chars=MESSAGE_MAX_CHARS, required=True)
     mode = _mode(conversation.double_texting if mode in (None, "") else mode, "mode")
     refuse_while_halted()
+    admission_check(conversation.owner_id)
     with transaction.atomic():
         locked = Conversation.objects.select_for_update().get(pk=conversation.pk)
         running = answer_running(locked)
@@ -264,7 +265,7 @@ def _answer(conversation: Conversation, entry: ConversationEntry) -> Run:
     run = run_create(task=task, kind=RunKind.CHAT, conversation=conversation, first=True)
     entry.run = run
     place([entry], conversation.pk)
-    run_enqueue(run_id=run.pk)
+    run_admit(run)
     return run
 
 

@@ -227,6 +227,9 @@ class Run(models.Model):
     lease_expires_at = models.DateTimeField(null=True, blank=True)
     # Last RunEvent.seq; advanced under the run's row lock so seqs are gapless per run.
     event_seq = models.PositiveIntegerField(default=0)
+    # Queued behind its person's other runs (runs.admission): no message was sent for it yet;
+    # one of theirs ending or parking lets it go.
+    waiting_turn = models.BooleanField(default=False)
 
     created_at = models.DateTimeField(default=timezone.now)
     started_at = models.DateTimeField(null=True, blank=True)
@@ -237,6 +240,11 @@ class Run(models.Model):
         indexes = [
             models.Index(fields=["owner", "status", "-created_at"]),
             models.Index(fields=["profile", "status"]),
+            models.Index(
+                fields=["owner", "id"],
+                condition=models.Q(waiting_turn=True),
+                name="agents_app_run_waiting_turn",
+            ),
         ]
 
     def __str__(self) -> str:

@@ -50,6 +50,7 @@ from agents_app.models import (
     ToolCall,
     ToolCallStatus,
 )
+from agents_app.runs.admission import run_admit
 from agents_app.runs.lifecycle import run_enqueue
 from agents_app.runs.recipes import recipe_for
 from agents_app.runs.services import run_cancel
@@ -210,7 +211,7 @@ def spawn_child(
     if delay:
         dispatch.send_on_commit(dispatch.TaskName.EXECUTE_RUN, child.pk, countdown=delay)
     else:
-        run_enqueue(run_id=child.pk)
+        run_admit(child)
     return child
 
 

@@ -71,7 +71,7 @@ def runs_recover() -> list[int]:
     is then delivered twice, which the lease makes harmless. Returns the ids queued."""
     now = timezone.now()
     orphans = list(
-        Run.objects.filter(status__in=ACTIVE_STATUSES)
+        Run.objects.filter(status__in=ACTIVE_STATUSES, waiting_turn=False)
         .filter(Q(lease_expires_at__isnull=True) | Q(lease_expires_at__lte=now))
         .values_list("pk", flat=True)
     )

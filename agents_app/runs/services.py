@@ -32,6 +32,7 @@ from agents_app.models import (
     Task,
     TimeoutStrategy,
 )
+from agents_app.runs.admission import admission_check, run_admit
 from agents_app.runs.control import refuse_while_halted
 from agents_app.runs.lifecycle import finish, run_enqueue
 from agents_app.runs.recipes import recipe_for
@@ -156,6 +157,7 @@ def task_submit(
             {"field": "close_policy", "allowed": list(ClosePolicy.values)},
         )
     refuse_while_halted()
+    admission_check(owner.pk)
     chosen = connection_for_task(connection)
     task = Task.objects.create(
         owner=owner,
@@ -174,7 +176,7 @@ def task_submit(
     audit_record(
         action=TASK_SUBMIT, interface=interface, actor=owner, run=run, details={"task_id": task.pk}
     )
-    run_enqueue(run_id=run.pk)
+    run_admit(run)
     return run
 
 
@@ -353,6 +355,7 @@ def run_restart(*, run: Run, actor: Any, interface: str) -> Run:
                 f"Run {run.pk} is still {w.run.status}; cancel it before restarting",
                 {"status": w.run.status},
             )
+    admission_check(run.owner_id)
     new_run = run_create(task=run.task, close_policy=run.close_policy)
     audit_record(
         action=RUN_RESTART,
@@ -361,5 +364,5 @@ def run_restart(*, run: Run, actor: Any, interface: str) -> Run:
         run=run,
         details={"new_run_id": new_run.pk, "attempt": new_run.attempt},
     )
-    run_enqueue(run_id=new_run.pk)
+    run_admit(new_run)
     return new_run

@@ -51,6 +51,7 @@ from agents_app.models import (
     Step,
     StepStatus,
 )
+from agents_app.runs.admission import admit_waiting
 from agents_app.runs.lease import Lease
 from agents_app.runs.lifecycle import finish, new_plan, skip_step, workspace_for
 from agents_app.runs.recipes import RunRows, recipe_for
@@ -603,6 +604,18 @@ class RunExecutor:
 # --- the loop -------------------------------------------------------------------------------
 
 
+def admit_waiting_quietly(owner_id: int) -> None:
+    """runs.admission.admit_waiting, after a delivery: a failure (a database blip) is logged,
+    and the sweep lets those runs go instead."""
+    try:
+        admitted = admit_waiting(owner_id)
+    except DatabaseError:
+        logger.warning("could not let user %s's waiting runs go", owner_id, exc_info=True)
+        return
+    if admitted:
+        logger.info("let user %s's waiting runs go: %s", owner_id, admitted)
+
+
 def execute_run(
     run_id: int,
     *,
@@ -623,10 +636,12 @@ def execute_run(
         return Outcome("busy", retry_in=max(1.0, remaining))
     lease.start()
     handed_back = False
+    owner_id = None
     try:
         # Read once, after the lease was taken: the provider, the persona and the first
         # decision are made from it.
         run = Run.objects.select_related("connection", "profile", "task").get(pk=run_id)
+        owner_id = run.owner_id
         if provider is None:
             try:
                 provider = provider_for_run(run)
@@ -656,3 +671,7 @@ def execute_run(
     finally:
         lease.release(handed_back=handed_back)
         PUBLISHER.flush()
+        if owner_id is not None:
+            # The run let its turn go (it ended or parked) or kept it (the lease was lost):
+            # either way the person's runs waiting their turn may go now (runs.admission).
+            admit_waiting_quietly(owner_id)

@@ -15,6 +15,7 @@ from celery import bootsteps
 from django.conf import settings
 
 from agents_app.approvals.decisions import approvals_expire_due
+from agents_app.runs.admission import admit_everyone
 from agents_app.runs.control import leases_expired_requeue
 
 logger = logging.getLogger(__name__)
@@ -33,6 +34,9 @@ def sweep_approvals() -> None:
 def sweep_leases() -> None:
     try:
         queued = leases_expired_requeue()
+        # Runs waiting their turn whose person has turns free: a worker that died between a
+        # run's end and letting the next go left them (runs.admission).
+        admitted = admit_everyone()
     except Exception:  # as above
         logger.exception("the lease sweep failed")
         return
@@ -40,6 +44,8 @@ def sweep_leases() -> None:
         logger.warning(
             "queued %d run(s) again whose worker stopped renewing: %s", len(queued), queued
         )
+    if admitted:
+        logger.info("let %d run(s) waiting their turn go: %s", len(admitted), admitted)
 
 
 class Sweeps(bootsteps.StartStopStep):

@@ -129,9 +129,9 @@ def test_a_worker_killed_mid_fan_out_loses_no_child_and_repeats_no_result(
             answers("GAMMA-PART", {"content": "GAMMA-PART done", "delay": 1}),
         ]
     )
-    # One worker first: it runs the head node, which queues ALPHA, BETA and GAMMA in that
-    # order, then takes ALPHA (one task at a time, the oldest message first).
-    first = start_worker("one", **DIRECT)
+    # One worker of one thread first: it runs the head node, which queues ALPHA, BETA and
+    # GAMMA in that order, then takes ALPHA (one task at a time, the oldest message first).
+    first = start_worker("one", concurrency=1, **DIRECT)
     head = make_head(owner)
     execute_run.delay(head.pk)
     wait_for(lambda: asked(llm, "ALPHA-PART"), timeout=60, message="ALPHA's request")

@@ -118,7 +118,10 @@ def test_a_one_step_fast_path_run_is_three_transactions_from_its_lease_to_its_en
 
     statements = [query["sql"] for query in log.captured_queries]
     assert sum(sql.startswith("BEGIN") for sql in statements) == 3, statements
-    assert statements[-1].startswith("COMMIT")  # the lease went with the end
+    # The lease went with the end: after its COMMIT only the read of whether the person has
+    # runs waiting their turn (runs.admission), which none does here.
+    assert statements[-2].startswith("COMMIT") and statements[-1].startswith("SELECT")
+    assert "waiting_turn" in statements[-1]
     # Every status it went through is still told, in order, each once.
     said = RunEvent.objects.filter(run=run, type="run_status").order_by("seq")
     assert [e.payload["status"] for e in said] == ["planning", "running", "verifying", "succeeded"]
