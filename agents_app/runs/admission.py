@@ -19,7 +19,7 @@ approval, the kill switch released, a run recovered) was let go before and is se
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import transaction
-from django.db.models import Case, IntegerField, Value, When
+from django.db.models import Case, Count, IntegerField, Q, Value, When
 
 from agents_app.core.errors import DomainError, ErrorCode
 from agents_app.models import Run, RunStatus
@@ -119,3 +119,12 @@ def admit_everyone() -> list[int]:
     for owner_id in list(people):
         let_go += admit_waiting(owner_id)
     return let_go
+
+
+def queue_counts(owner_id: int | None = None) -> dict[str, int]:
+    """Runs running (holding a turn) and waiting their turn: one person's, or everyone's."""
+    runs = Run.objects.all() if owner_id is None else Run.objects.filter(owner_id=owner_id)
+    return runs.filter(status__in=HOLDS_A_TURN).aggregate(
+        running=Count("pk", filter=Q(waiting_turn=False)),
+        waiting=Count("pk", filter=Q(waiting_turn=True, status=RunStatus.QUEUED)),
+    )

@@ -30,6 +30,7 @@ from django_htmx.http import push_url
 from agents_app.core.inputs import text_problem
 from agents_app.models import RunStatus
 from agents_app.runs import listing
+from agents_app.runs.admission import queue_counts
 from agents_app.runs.listing import RunSort
 from agents_app.runs.selectors import runs_for
 from agents_app.templatetags.agentdesk import status_label
@@ -186,6 +187,8 @@ def dashboard_context(request: HtmxHttpRequest) -> dict[str, Any]:
         # Runs with a larger id started after this page was read (live.js).
         "latest_run_id": runs_for(request.user).aggregate(latest=Max("id"))["latest"] or 0,
         "live_prepend": query.is_default_view and number == 1,
+        # How many of the person's runs hold a turn and how many wait for one (runs.admission).
+        "queue": queue_counts(request.user.pk),
     }
 
 

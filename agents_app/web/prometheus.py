@@ -30,6 +30,7 @@ from prometheus_client.registry import Collector
 
 from agents_app.core.task_metrics import TaskMetricsCollector
 from agents_app.orchestration.metrics import site_profile_metrics
+from agents_app.runs.admission import queue_counts
 
 
 class ProfileMetricsCollector(Collector):
@@ -81,10 +82,29 @@ class ProfileMetricsCollector(Collector):
         yield from (runs, active, tokens, completion, average, error_ratio)
 
 
+class RunQueueCollector(Collector):
+    """Runs holding a turn and runs waiting for one, over everyone (runs.admission)."""
+
+    def collect(self) -> Iterator[Any]:
+        counts = queue_counts()
+        running = GaugeMetricFamily(
+            "agentdesk_runs_running",
+            "Runs queued for a worker, planning, running or verifying (not parked).",
+            value=counts["running"],
+        )
+        waiting = GaugeMetricFamily(
+            "agentdesk_runs_waiting_turn",
+            "Runs waiting their turn behind their person's running ones (RUNS_RUNNING_PER_USER).",
+            value=counts["waiting"],
+        )
+        yield from (running, waiting)
+
+
 # Collectors without `describe` and no auto-describe: registering them runs no query.
 REGISTRY = CollectorRegistry(auto_describe=False)
 REGISTRY.register(ProfileMetricsCollector())
 REGISTRY.register(TaskMetricsCollector())
+REGISTRY.register(RunQueueCollector())
 
 
 def _bearer_ok(request: HttpRequest) -> bool:

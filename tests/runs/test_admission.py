@@ -12,7 +12,8 @@ from agents_app.runs.admission import admit_everyone, admit_waiting
 from agents_app.runs.services import task_submit
 from tests.support.api import post_json
 from tests.support.api import submit as submit_over_rest
-from tests.support.clients import key_client, make_api_key
+from tests.support.clients import key_client, logged_in, make_api_key
+from tests.support.metrics import sample, scraped
 from tests.support.runs import end
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.dialect]
@@ -140,3 +141,24 @@ def test_past_the_queued_limit_rest_and_the_pages_answer_429_with_the_error_shap
     )
     assert chat.status_code == 429 and chat.json()["error"]["code"] == "RATE_LIMITED"
     assert Run.objects.count() == before and sent == []  # nothing stored, nothing sent
+
+
+def test_the_dashboard_and_metrics_show_runs_running_and_waiting_their_turn(
+    owner, outsider, settings, sent, llm
+):
+    settings.RUNS_RUNNING_PER_USER = 2
+    settings.METRICS_TOKEN = "metrics-token-for-the-queue"
+    for _ in range(5):
+        submit(owner)
+    submit(outsider)
+
+    page = logged_in(owner).get("/")
+    shown = page.content.decode()
+    assert "2 running, 3 waiting their turn" in shown
+
+    metrics = Client().get(
+        "/metrics", headers={"Authorization": "Bearer metrics-token-for-the-queue"}
+    )
+    parsed = scraped(metrics.content.decode())
+    assert sample(parsed, "agentdesk_runs_running") == 3  # the outsider's one too
+    assert sample(parsed, "agentdesk_runs_waiting_turn") == 3

@@ -365,9 +365,10 @@ def test_a_page_of_25_runs_costs_as_many_queries_as_a_page_of_one(
     for n in range(30):
         run = shaped(owner, f"Task {n}", minute=n, seconds=n, tokens=n)
         add_plan(run, ["A", "B"])
-    # session, user, count, page of runs with tasks, their steps, the newest id, and the
-    # header's kill switch, YOLO + approvals count, MCP servers
-    with django_assert_max_num_queries(9):
+    # session, user, count, page of runs with tasks, their steps, the newest id, the runs
+    # running and waiting their turn (one query), and the header's kill switch, YOLO +
+    # approvals count, MCP servers
+    with django_assert_max_num_queries(10):
         response = owner_session.get("/", {"q": "task", "status": "active", "sort": "longest"})
     assert len(rows(response)) == 25
     assert RunStatus.RUNNING in response.content.decode()
