@@ -241,8 +241,10 @@ def short_lock_waits():
 
 @pytest.mark.django_db(transaction=True)
 def test_a_lease_survives_a_renewal_that_fails_and_renews_at_the_next_tick(
-    owner, caplog, short_lock_waits
+    owner, caplog, short_lock_waits, monkeypatch
 ):
+    # A renewer of this test's own: its connection is opened after the short lock waits.
+    monkeypatch.setattr(lease_module, "RENEWER", Renewer())
     run = make_run(owner)
     lease = Lease.claim(run.pk, 1.5)  # renewed every 0.5 s
     lease.start()

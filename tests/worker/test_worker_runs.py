@@ -5,6 +5,7 @@ import json
 import pytest
 
 from agents_app.models import Run, RunEvent, Step, ToolCall
+from agents_app.runs.services import task_submit
 from agents_app.tasks import execute_run
 from tests.support.runs import make_run
 from tests.support.script import asked, plan_reply, step, verdict
@@ -316,3 +317,56 @@ def test_a_worker_already_running_takes_over_the_run_of_a_worker_killed_mid_run(
     assert f"queued 1 run(s) again whose worker stopped renewing: [{run.pk}]" in second.log()
     step0 = Step.objects.get(run=run, index=0)
     assert (step0.status, step0.retry_count) == ("completed", 1)
+
+
+@pytest.mark.dialect
+@pytest.mark.slow(reason="50 runs in flight on one worker, which is killed; a second takes over")
+def test_a_worker_killed_with_50_runs_in_flight_loses_none_and_repeats_no_step(
+    llm, start_worker, owner, settings
+):
+    """Many runs per process (issue 31): a worker's death takes 50 runs with it at once, each
+    between its tool call and its model's answer. Every one finishes on the next worker, and
+    no step completes twice."""
+    runs = 50
+    llm.script(
+        [
+            # After the tool: the first 50 answers hang until the worker is killed.
+            {
+                "match": '"bytes_written"',
+                "replies": [*[{"hold": "killed"}] * runs, {"content": "logged"}],
+                "repeat": True,
+            },
+            {"match": "Log a line", "replies": [append_line("log.txt", "x")], "repeat": True},
+        ]
+    )
+    first = start_worker("first", concurrency=64)
+    ids = [
+        task_submit(owner=owner, interface="api", text=f"Log a line {n}", fast_path=True).pk
+        for n in range(runs)
+    ]
+    wait_for(
+        lambda: sum('"bytes_written"' in text for text, _, _ in llm.timeline) == runs,
+        timeout=90,
+        message="every run's answer to hang",
+    )
+    first.kill()
+    llm.release("killed")
+    # The killed worker's messages come back once 4 s unacknowledged; its expired leases are
+    # queued again by the second worker's start too (each run is then delivered twice).
+    start_worker("second", concurrency=64, CELERY_VISIBILITY_TIMEOUT="4")
+    finished = [wait_for_run(run_id, timeout=120) for run_id in ids]
+
+    assert [run.status for run in finished] == ["succeeded"] * runs
+    calls: dict[int, tuple[str, ...]] = {}
+    for run in finished:
+        step0 = Step.objects.get(run=run)
+        assert (step0.status, step0.retry_count) == ("completed", 1)
+        assert RunEvent.objects.filter(run=run, type="step_completed").count() == 1
+        # The call cut off with its worker stays visible, failed, and the step's second
+        # attempt calls again (a step is exactly-once, a call in an interrupted step is not:
+        # docs/ARCHITECTURE.md); then it answers.
+        calls[run.pk] = tuple(
+            ToolCall.objects.filter(run=run).order_by("pk").values_list("status", flat=True)
+        )
+        assert (settings.WORKSPACE_ROOT / f"run-{run.pk}" / "log.txt").read_text() == "x\nx\n"
+    assert set(calls.values()) == {("failed", "succeeded")}

@@ -45,10 +45,10 @@ def test_a_starting_worker_lists_a_servers_tools_before_any_run(
     worker = start_worker()
 
     wait_for(lambda: status_of(echo) == ServerStatus.ACTIVE, 30, message="echo active")
-    # One session, opened by the process that executes runs (the prefork child), none by the
-    # worker's main process, which executes nothing.
+    # One session, opened by the process that executes runs: with the threads pool, the
+    # worker's own process (no pool child in between).
     opener = parent_of(pid_with_env("AGENTDESK_TEST_SERVER", marker))
-    assert opener != worker.process.pid and parent_of(opener) == worker.process.pid
+    assert opener == worker.process.pid
     listed = {t["name"]: t for t in owner_api.get("/api/v1/tools").json()["tools"]}
     assert {"echo.echo", "echo.get_current_time"} <= set(listed)
     assert listed["echo.echo"]["server"] == {"name": "echo", "status": "active", "last_error": ""}
