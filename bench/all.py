@@ -103,6 +103,19 @@ BENCHMARKS = [
         ),
     ),
     Benchmark(
+        "concurrency",
+        "concurrency",
+        (),
+        ("--small",),
+        (
+            (r"^\s*\d+ at once .*", None),
+            (r"^\s*peak in flight .*", None),
+            (r"^\s*team children .*", None),
+            (r"^\s*first token .*", None),
+            (r"^\s*target .*", None),
+        ),
+    ),
+    Benchmark(
         "run_start",
         "run_start",
         (),

@@ -1,7 +1,9 @@
 """A scripted stand-in for an LLM: a local HTTP server speaking the OpenAI chat-completions protocol.
 
 Tests script it in-process (`server.script([...])`) or over HTTP (`POST /_script`) when the
-code under test runs in another process, such as a Celery worker. The script format (rules,
+code under test runs in another process, such as a Celery worker; `GET /_timeline?match=TEXT`
+gives [came, answered] (time.monotonic(), answered null while in flight) of each request
+whose messages hold TEXT. The script format (rules,
 replies, matching) is the one of tests/support/script.py, which the in-process provider
 (scripted_provider.py) shares: a reply's `content` is streamed in a few pieces, `reasoning` as
 `reasoning_content` deltas before it.
@@ -29,6 +31,7 @@ import time
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 from tests.support.demo_script import DEMO_SCRIPT
 from tests.support.script import DEFAULT_USAGE, Script, messages_text, no_reply_message
@@ -228,6 +231,16 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(200, {"requests": self.scripted.requests})
         elif path == "/_in_flight":
             self._send_json(200, {"peak": self.scripted.peak_in_flight()})
+        elif path == "/_timeline":
+            # [came, answered] of each request whose messages hold every `match` given
+            # (bench/concurrency.py reads it: what ran at the same time, and when).
+            needles = parse_qs(urlsplit(self.path).query).get("match", [])
+            windows = [
+                [came, answered]
+                for text, came, answered in self.scripted.timeline
+                if all(needle in text for needle in needles)
+            ]
+            self._send_json(200, {"timeline": windows})
         else:
             self._send_json(404, _error_body(f"no route GET {path}", "not_found"))
 
