@@ -88,8 +88,12 @@ BENCHMARKS = [
         "throughput",
         (),
         ("--runs", "10", "--processes", "1", "2"),
-        ((r"^\s*\d+ worker process(es)?\s+runs .*", None), (r"^\s*target .*", None)),
+        (
+            (r"^\s*model\s+\d+ ms\s+\d+ worker process(es)?\s+AgentDesk .*", None),
+            (r"^\s*target \d+ ms: .*", None),
+        ),
         postgres=True,
+        group="bench",
     ),
     Benchmark(
         "team_parallel",
