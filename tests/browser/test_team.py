@@ -113,18 +113,21 @@ def test_a_team_run_shows_its_tree_and_timeline_live_as_its_children_finish(
                 profile, timeout=WAIT_MS
             )
 
-        # The worker does one child at a time: each runs (held by its gate), then ends.
-        for done in range(3):
+        # The worker runs the three children at once (each held by its gate); they end one
+        # by one as their gates open, the others still running meanwhile.
+        expect(page.locator("#team-tree .team-node[data-status=running]")).to_have_count(
+            3, timeout=WAIT_MS
+        )
+        for done, subtask in enumerate(SUBTASKS):
             expect(page.locator("#team-tree .team-node[data-status=running]")).to_have_count(
-                1, timeout=WAIT_MS
+                3 - done, timeout=WAIT_MS
             )
-            running = page.locator("#team-tree .team-node[data-status=running] .team-subtask")
-            subtask = running.text_content().strip()
             seen = statuses(page)
             assert seen.pop(TASK) == RunStatus.WAITING_CHILDREN, seen
             assert sorted(seen.values()) == sorted(
-                ["succeeded"] * done + ["running"] + ["queued"] * (2 - done)
+                ["succeeded"] * done + ["running"] * (3 - done)
             ), seen
+            assert seen[subtask] == "running", seen
             expect(page.locator("#team-messages [data-type=task_result]")).to_have_count(
                 done, timeout=WAIT_MS
             )

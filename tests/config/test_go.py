@@ -147,7 +147,10 @@ def go_environment(directory: Path, **overrides: str) -> dict[str, str]:
         VAR_DIR=str(directory / "var"),
         DATABASE_URL=f"sqlite:///{directory / 'db.sqlite3'}",
         ADMIN_PASSWORD="launcher-test-pass",
+        # One worker process of one thread: each process a `go` starts costs the tests'
+        # processors seconds (WORKER_PROCESSES defaults to one per processor).
         WORKER_CONCURRENCY="1",
+        WORKER_PROCESSES="1",
     )
     env.update(overrides)
     return env
