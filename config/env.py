@@ -101,9 +101,11 @@ def worker_pool() -> str:
 
 
 def worker_processes() -> int:
-    """WORKER_PROCESSES: how many worker processes `go` starts, by default one per processor
-    (a process's Python runs on one processor at a time, whatever its threads)."""
-    return env_int("WORKER_PROCESSES", os.cpu_count() or 1, minimum=1, maximum=64)
+    """WORKER_PROCESSES: how many worker processes `go` starts. A process's Python runs on
+    one processor at a time, whatever its threads; by default one per processor but one,
+    which is left to the web server, the database and Redis (on 2 processors: one worker,
+    which carried 100 runs in flight, bench/concurrency.py)."""
+    return env_int("WORKER_PROCESSES", max(1, (os.cpu_count() or 1) - 1), minimum=1, maximum=64)
 
 
 def worker_concurrency() -> int:
