@@ -1,6 +1,8 @@
 """The LLM a worker talks to, from Django settings or from the run's LLM connection: the one
 place where the engine's provider meets configuration (the engine itself reads no settings)."""
 
+import time
+
 from django.conf import settings
 
 from agents_app.connections.health import endpoint_of
@@ -67,6 +69,20 @@ def provider_for_connection(connection: LLMConnection) -> OpenAICompatibleProvid
     return _provider(base_url, model, key)
 
 
+# When this process last brought the seeded connection's row in line with its settings.
+_shown_at = -1e9
+SHOW_SETTINGS_EVERY = 60.0
+
+
+def _settings_shown() -> None:
+    """The seeded connection's row shows this process's LLM_* settings (which its requests use
+    whatever the row says): checked once a minute, not at every run (two queries each)."""
+    global _shown_at
+    if time.monotonic() - _shown_at >= SHOW_SETTINGS_EVERY:
+        connection_ensure_default()
+        _shown_at = time.monotonic()
+
+
 def provider_for_run(run: Run) -> LLMProvider:
     """The provider of the run's connection (the default for a run without one), watched so
     that its calls keep the connection's health and capabilities current, each request taking
@@ -78,7 +94,7 @@ def provider_for_run(run: Run) -> LLMProvider:
         bare = provider_from_settings()
         return GatedProvider(bare, bare.base_url)
     if connection.seeded:
-        connection_ensure_default()  # this process's settings are what the row shows
+        _settings_shown()
     provider = provider_for_connection(connection)
     if run.profile is not None:
         # A team's agent: its profile's model on that connection, at its temperature.
