@@ -87,7 +87,7 @@ BENCHMARKS = [
         "throughput",
         "throughput",
         (),
-        ("--runs", "10", "--processes", "1", "2"),
+        ("--runs", "10", "--processes", "1"),
         (
             (r"^\s*model\s+\d+ ms\s+\d+ worker process(es)?\s+AgentDesk .*", None),
             (r"^\s*target \d+ ms: .*", None),
