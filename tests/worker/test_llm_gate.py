@@ -9,15 +9,6 @@ from tests.support.waiting import wait_for_run
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.integration, pytest.mark.dialect]
 
 
-def peak(timeline) -> int:
-    marks = sorted(mark for _, came, answered in timeline for mark in ((came, 1), (answered, -1)))
-    most = current = 0
-    for _, change in marks:
-        current += change
-        most = max(most, current)
-    return most
-
-
 def test_two_workers_keep_to_the_cap_on_requests_in_flight_and_every_run_is_answered(
     llm, start_worker, owner
 ):
@@ -34,4 +25,4 @@ def test_two_workers_keep_to_the_cap_on_requests_in_flight_and_every_run_is_answ
     assert [run.status for run in finished] == ["succeeded"] * 12
     # Twelve answers of 0.4 s two at a time take 2.4 s, longer than a request's timeout (1 s):
     # the wait for a place is not the request's.
-    assert peak(llm.timeline) == 2
+    assert llm.peak_in_flight() == 2
