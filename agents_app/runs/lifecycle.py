@@ -100,6 +100,7 @@ def finish(
     plan, steps = held if held is not None else (current_plan(run), None)
     if plan is not None:
         _close_steps(plan, steps, f"{code}: {message}", f"run ended: {code or status}")
+    if run.tool_calls_made:  # counted in the commit that writes each call's row
         # A call left waiting is skipped; one left running (its worker crashed or died mid-call)
         # failed: no call outlives its run as `running`.
         ToolCall.objects.filter(

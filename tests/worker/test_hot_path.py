@@ -122,6 +122,8 @@ def test_a_one_step_fast_path_run_is_three_transactions_from_its_lease_to_its_en
     # runs waiting their turn (runs.admission), which none does here.
     assert statements[-2].startswith("COMMIT") and statements[-1].startswith("SELECT")
     assert "waiting_turn" in statements[-1]
+    # It made no tool call: its end neither closes nor reads any.
+    assert not [sql for sql in statements if "agents_app_toolcall" in sql], statements
     # Every status it went through is still told, in order, each once.
     said = RunEvent.objects.filter(run=run, type="run_status").order_by("seq")
     assert [e.payload["status"] for e in said] == ["planning", "running", "verifying", "succeeded"]
