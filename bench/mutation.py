@@ -194,6 +194,37 @@ MODULES = {
             "tests/api/test_run_events.py",
             "tests/approvals/test_policy.py",  # parking: the writer's waiting_approval
         ),
+        equivalent=(
+            _keyword_marker(
+                "run_id: int, lease_token: str | None = None, *, run: Run | None = None"
+            ),
+            _keyword_marker("def read_again(run: Run, *, lock: bool = False) -> None:"),
+            (
+                "NumberReplacer",
+                "RunEvent, run_id=self.run.pk, seq=0, type=type, payload=redact_all(payload or {})",
+                "a fenced event's seq is a placeholder: the fence's flush numbers every event"
+                " from the event_seq it returns before inserting them, and nothing reads it before",
+            ),
+            # SELECT ... FOR UPDATE: Django leaves it out on SQLite, where writers go one at a
+            # time, and the mutation run is SQLite's; on PostgreSQL the takeover-while-
+            # uncommitted test of tests/runs/test_writer.py catches the first two.
+            (
+                "AddNot",
+                "rows = Run.objects.select_for_update() if lock else Run.objects",
+                "on SQLite a read with or without FOR UPDATE is the same read",
+            ),
+            (
+                "ReplaceTrueWithFalse",
+                "read_again(run, lock=True)",
+                "on SQLite a read with or without FOR UPDATE is the same read",
+            ),
+            (
+                "ReplaceFalseWithTrue",
+                "def read_again(run: Run, *, lock: bool = False) -> None:",
+                "on SQLite a read with or without FOR UPDATE is the same read (every caller"
+                " passes `lock` or wants none)",
+            ),
+        ),
     ),
     "execution": Module(
         "agents_app/worker/execution.py",

@@ -7,12 +7,15 @@ from datetime import timedelta
 import pytest
 from django.conf import settings
 from django.db import connection, transaction
+from django.test import TestCase
 from django.utils import timezone
 
 from agents_app.core.events import EventType
 from agents_app.models import Run, RunEvent, RunStatus, Task
+from agents_app.runs import writer as writer_module
 from agents_app.runs.lease import Lease
 from agents_app.runs.lifecycle import finish
+from agents_app.runs.recipes import recipe_for
 from agents_app.runs.services import run_create
 from agents_app.runs.writer import (
     InvalidTransition,
@@ -23,6 +26,7 @@ from agents_app.runs.writer import (
 )
 from tests.support.runs import advance
 from tests.support.runs import make_run as queued_run
+from tests.support.teams import make_head
 from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.dialect
@@ -412,3 +416,96 @@ def test_a_stale_worker_committing_during_a_takeover_waits_for_its_row_lock_and_
         "",
     )
     assert RunEvent.objects.filter(run=stale).count() == events
+
+
+# A token whose shape gives it away (core.secrecy.KNOWN_TOKENS).
+LEAKED = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4"
+
+
+@pytest.mark.django_db
+def test_text_from_outside_is_redacted_as_it_is_set(owner):
+    """What a model server or a tool said may carry a secret: the run's text fields never
+    store it."""
+    run = make_run(owner)
+    with locked_run(run.pk) as w:
+        w.set(
+            error_message=f"401: token {LEAKED} refused",
+            final_response=f"Use {LEAKED} to push.",
+            replan_reason=f"{LEAKED} expired",
+            error_code="AUTH",
+        )
+    run.refresh_from_db()
+    assert (run.error_message, run.final_response, run.replan_reason, run.error_code) == (
+        "401: token [redacted] refused",
+        "Use [redacted] to push.",
+        "[redacted] expired",
+        "AUTH",
+    )
+
+
+@pytest.mark.django_db
+def test_a_status_change_is_told_to_the_runs_kind(owner, monkeypatch):
+    """Its recipe's on_transition hears each change (a child's tells its parent)."""
+    run = make_run(owner)
+    heard = []
+    monkeypatch.setattr(
+        type(recipe_for(run.kind)),
+        "on_transition",
+        lambda recipe, w, before, after: heard.append((w.run.pk, before, after)),
+    )
+    with locked_run(run.pk) as w:
+        w.transition(RunStatus.PLANNING)
+    assert heard == [(run.pk, RunStatus.QUEUED, RunStatus.PLANNING)]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("flag", ["cancel_requested", "pause_requested"])
+def test_setting_a_control_flag_signals_the_worker_watching_the_run(owner, monkeypatch, flag):
+    """The worker holding the run watches for a signal (core.watch), not the row: a flag set
+    without one would be noticed only at its next commit."""
+    run = make_run(owner)
+    signalled = []
+    monkeypatch.setattr(writer_module, "signal_run", signalled.append)
+    with locked_run(run.pk) as w:
+        w.set(prompt_tokens=3)
+    assert signalled == []
+    with locked_run(run.pk) as w:
+        w.set(**{flag: True})
+    assert signalled == [run.pk]
+
+
+@pytest.mark.django_db
+def test_a_fenced_commit_reads_back_the_one_flag_a_person_set_meanwhile(owner):
+    """The fence returns the flags as they are now: the worker obeys a cancel as a cancel and
+    a pause as a pause, whichever was set since its last commit."""
+    run = held(advance(make_run(owner), RunStatus.RUNNING), "worker-1")
+    Run.objects.filter(pk=run.pk).update(pause_requested=True)
+    with fenced_run(run, "worker-1") as w:
+        w.set(prompt_tokens=5)
+    assert (run.cancel_requested, run.pause_requested) == (False, True)
+    Run.objects.filter(pk=run.pk).update(pause_requested=False, cancel_requested=True)
+    with fenced_run(run, "worker-1") as w:
+        w.set(prompt_tokens=6)
+    assert (run.cancel_requested, run.pause_requested) == (True, False)
+
+
+PROGRESS = {"current_step": 1, "total_steps": 2, "percent": 50, "status": "running"}
+
+
+@pytest.mark.django_db
+def test_a_head_nodes_events_are_published_to_its_tree(owner, monkeypatch):
+    """A kind that delegates heads a tree of its own: its events go to the tree's feed too
+    (tree_root_id its own id); a lone run's to no tree."""
+    published = []
+    monkeypatch.setattr(
+        writer_module,
+        "publish_events",
+        lambda run, events, tree_root_id: published.append((run.pk, tree_root_id)),
+    )
+    head, lone = make_head(owner), make_run(owner)
+    assert head.root_id is None and recipe_for(head.kind).delegates
+    published.clear()
+    for run in (head, lone):
+        with TestCase.captureOnCommitCallbacks(execute=True), locked_run(run.pk) as w:
+            w.event(EventType.PROGRESS_UPDATE, PROGRESS)
+    assert published == [(head.pk, head.pk), (lone.pk, None)]
