@@ -23,8 +23,9 @@ team: one task submitted with the team, whose head node splits it into 8 paralle
 answering in one model request of --latency seconds. Prints the peak of the children's requests
 in flight (target: all 8 at once) and the time from the first child's request to the last
 child's answer. A profile runs at most its concurrency_limit children at once across every
-worker (seeded: 2, so 3 profiles x 2 = 6): the scenario raises the three to --profile-limit (3)
-for its run and puts them back after (--profile-limit 0 leaves them).
+worker (seeded: 4, so 3 profiles x 4 = 12; before migration 0020 it was 2, and 6 could run):
+--profile-limit N sets the three to N for its run and puts them back after (0, the default,
+leaves them as they are).
 
 chats: --agents (5) contract agents started (each turn's answer takes 3 x --latency, its
 evaluation --latency; never met, so they keep working), then, once every agent has a request
@@ -538,7 +539,7 @@ def main() -> int:
     parser.add_argument(
         "--profile-limit",
         type=int,
-        default=3,
+        default=0,
         help="the worker profiles' concurrency_limit for the team (0: as it is)",
     )
     parser.add_argument(

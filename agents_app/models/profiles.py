@@ -95,7 +95,7 @@ class AgentProfile(models.Model):
     )
     concurrency_limit = models.PositiveIntegerField(
         "concurrency limit",
-        default=2,
+        default=4,
         help_text="Runs of this profile at the same time, across all workers.",
     )
     max_tokens = models.PositiveIntegerField(
