@@ -465,14 +465,14 @@ def test_a_lease_is_renewed_at_each_third_of_its_term_from_its_start(owner, monk
 def test_leases_due_within_a_sixth_of_the_shortest_term_are_renewed_in_one_statement(
     owner, monkeypatch
 ):
-    """Terms of 3 s: a lease due 0.45 s after the first is renewed with it (a statement
-    fewer), one due 0.55 s after it, past a sixth of the term, at its own time; and with it
-    the two renewed before, due again 0.45 s after it."""
+    """Terms of 3 s: a lease due 0.5 s after the first (a sixth of the term, the bound
+    included) is renewed with it (a statement fewer), one due 0.55 s after it at its own
+    time; and with it the two renewed before, due again 0.45 s after it."""
     driven = Driven(monkeypatch)
     first, close, later = (held_lease(owner, 3.0) for _ in range(3))
     for lease in (first, close, later):
         lease.start()  # due at 101.0
-    close.due, later.due = 101.45, 101.55
+    close.due, later.due = 101.5, 101.55
     driven.run_until(101.52)
     assert driven.renewals == [(101.0, sorted([first.run_id, close.run_id]), 3.0)]
     assert (first.due, close.due, later.due) == (102.0, 102.0, 101.55)
