@@ -509,3 +509,12 @@ def test_a_head_nodes_events_are_published_to_its_tree(owner, monkeypatch):
         with TestCase.captureOnCommitCallbacks(execute=True), locked_run(run.pk) as w:
             w.event(EventType.PROGRESS_UPDATE, PROGRESS)
     assert published == [(head.pk, head.pk), (lone.pk, None)]
+
+
+@pytest.mark.django_db
+def test_a_fenced_commits_event_is_handed_back_numbered_by_the_fence(owner):
+    run = held(advance(make_run(owner), RunStatus.RUNNING), "worker-1")
+    with fenced_run(run, "worker-1") as w:
+        event = w.event(EventType.PROGRESS_UPDATE, PROGRESS)
+    assert event.seq == run.event_seq
+    assert RunEvent.objects.get(run=run, seq=event.seq).type == EventType.PROGRESS_UPDATE
