@@ -385,14 +385,19 @@ class FakeThread:
 
 
 class FakeConnection:
-    def __init__(self):
+    def __init__(self, ours):
+        self.ours = ours
         self.closed = 0
         self.closed_if_unusable = 0
 
     def close(self) -> None:
+        if not self.ours():
+            return connection.close()
         self.closed += 1
 
     def close_if_unusable_or_obsolete(self) -> None:
+        if not self.ours():
+            return connection.close_if_unusable_or_obsolete()
         self.closed_if_unusable += 1
 
 
@@ -401,17 +406,25 @@ class Driven:
     (instant, run ids, term)."""
 
     def __init__(self, monkeypatch, until: float = 1e9):
+        # Only this test's thread sees the fakes: a renewer thread an earlier test left
+        # behind (idle, its leases released) that wakes meanwhile sees the real ones.
+        test_thread = threading.current_thread()
+        self.ours = lambda: threading.current_thread() is test_thread
         self.clock = FakeClock()
         self.wake = FakeWake(self.clock, until)
-        self.connection = FakeConnection()
+        self.connection = FakeConnection(self.ours)
         self.threads: list[FakeThread] = []
 
         def thread(target, name, daemon):
+            if not self.ours():
+                return threading.Thread(target=target, name=name, daemon=daemon)
             self.threads.append(FakeThread(target, name, daemon))
             return self.threads[-1]
 
         fake_threading = types.SimpleNamespace(
-            Thread=thread, Event=lambda: self.wake, Lock=threading.Lock
+            Thread=thread,
+            Event=lambda: self.wake if self.ours() else threading.Event(),
+            Lock=threading.Lock,
         )
         monkeypatch.setattr(lease_module, "time", types.SimpleNamespace(monotonic=self.monotonic))
         monkeypatch.setattr(lease_module, "threading", fake_threading)
@@ -428,7 +441,7 @@ class Driven:
         self.renewer._renew = logged
 
     def monotonic(self) -> float:
-        return self.clock.monotonic()
+        return self.clock.monotonic() if self.ours() else time.monotonic()
 
     def run_until(self, until: float, ending=Horizon) -> None:
         self.wake.until = until
