@@ -8,6 +8,7 @@ import pytest
 from django.conf import settings
 from django.db import connection, transaction
 from django.test import TestCase
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from agents_app.core.events import EventType
@@ -518,3 +519,32 @@ def test_a_fenced_commits_event_is_handed_back_numbered_by_the_fence(owner):
         event = w.event(EventType.PROGRESS_UPDATE, PROGRESS)
     assert event.seq == run.event_seq
     assert RunEvent.objects.get(run=run, seq=event.seq).type == EventType.PROGRESS_UPDATE
+
+
+@pytest.mark.django_db
+def test_only_a_new_runs_first_event_is_written_without_the_rows_lock(owner):
+    """first_event skips the lock and the row's update: only right for the first event of a
+    run nobody else can see yet (its event_seq 1); any later one would take a seq another
+    writer may be taking too."""
+    run = make_run(owner)
+    with locked_run(run.pk) as w:
+        w.transition(RunStatus.PLANNING)
+    run.refresh_from_db()
+    assert run.event_seq == 2
+    with pytest.raises(AssertionError, match="first event only"):
+        RunWriter(run).first_event(EventType.RUN_STATUS, {"status": RunStatus.PLANNING})
+    assert RunEvent.objects.filter(run=run).count() == 2
+
+
+@pytest.mark.django_db
+def test_a_fenced_writer_flushed_mid_commit_writes_each_field_once(owner):
+    """A recipe may flush mid-commit (a contract's log is written with the events so far):
+    the commit's last flush is then the fence alone, not the first one's fields again."""
+    run = held(advance(make_run(owner), RunStatus.RUNNING), "worker-1")
+    with CaptureQueriesContext(connection) as queries, fenced_run(run, "worker-1") as w:
+        w.set(prompt_tokens=5)
+        w.flush()
+    fences = [q["sql"] for q in queries.captured_queries if q["sql"].startswith("UPDATE")]
+    assert len(fences) == 2
+    assert "prompt_tokens" in fences[0] and "prompt_tokens" not in fences[1]
+    assert Run.objects.get(pk=run.pk).prompt_tokens == 5
