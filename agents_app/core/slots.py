@@ -9,6 +9,8 @@ person streams (runs/files_zip) and the requests in flight to one LLM server (wo
 """
 
 import logging
+import os
+import threading
 import time
 import uuid
 
@@ -60,15 +62,75 @@ class Slot:
 
     def renew(self) -> None:
         try:
-            _redis().zadd(self.key, {self.member: time.time() + self.seconds}, xx=True)
+            with _redis().pipeline(transaction=False) as pipe:
+                self.renew_in(pipe)
+                pipe.execute()
         except redis.RedisError:
             logger.warning("could not renew a place under %s", self.key, exc_info=True)
+
+    def renew_in(self, pipe: redis.client.Pipeline) -> None:
+        """Push this place's expiry ahead, and its set's with it (the set expires a second
+        after the last place it was given or renewed: a place outliving its set would be
+        forgotten with it)."""
+        pipe.zadd(self.key, {self.member: time.time() + self.seconds}, xx=True)
+        pipe.expire(self.key, int(self.seconds) + 1)
 
     def give_back(self) -> None:
         try:
             _redis().zrem(self.key, self.member)
         except redis.RedisError:  # it expires by itself
             logger.warning("could not give a place under %s back", self.key, exc_info=True)
+
+
+class Keeper:
+    """Keeps this process's places alive while their holders work: one thread renews every
+    place it was given each third of its life (pipelined), so a place can be short-lived and a
+    process that dies holding some loses them within one life, not after its work's longest
+    possible duration. Started with the first place (after any fork)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._slots: dict[str, Slot] = {}
+        self._wake = threading.Event()
+        self._pid = 0
+
+    def add(self, slot: Slot) -> None:
+        with self._lock:
+            self._slots[slot.member] = slot
+            if self._pid != os.getpid():
+                self._pid = os.getpid()
+                self._wake = threading.Event()
+                threading.Thread(target=self._run, name="slot-keeper", daemon=True).start()
+        self._wake.set()
+
+    def remove(self, slot: Slot) -> None:
+        with self._lock:
+            self._slots.pop(slot.member, None)
+
+    def _run(self) -> None:
+        while True:
+            with self._lock:
+                slots = list(self._slots.values())
+            if not slots:
+                self._wake.wait()
+                self._wake.clear()
+                continue
+            self._wake.wait(min(slot.seconds for slot in slots) / 3)
+            self._wake.clear()
+            with self._lock:
+                slots = list(self._slots.values())
+            if not slots:
+                continue
+            try:
+                with _redis().pipeline(transaction=False) as pipe:
+                    for slot in slots:
+                        slot.renew_in(pipe)
+                    pipe.execute()
+            except redis.RedisError:  # the next round tries again before they expire
+                logger.warning("could not renew %d place(s)", len(slots), exc_info=True)
+
+
+KEEPER = Keeper()
 
 
 def holders(key: str) -> int:

@@ -16,7 +16,7 @@ import threading
 import redis
 from django.conf import settings
 
-from agents_app.core.slots import Slot, slot_key
+from agents_app.core.slots import KEEPER, Slot, slot_key
 from agents_app.engine.llm import LLMProvider, LLMRequest, LLMResponse
 from agents_app.worker.connections import give_back
 
@@ -24,6 +24,9 @@ logger = logging.getLogger(__name__)
 
 # How often a waiting request looks for a free place (with jitter, so waiters spread out).
 POLL_SECONDS = 0.05
+# How long a place lasts unless renewed (core.slots.KEEPER renews it each third of that while
+# its request lasts): a worker that dies mid-request frees its places within this.
+PLACE_SECONDS = 30.0
 
 
 def in_flight_cap(base_url: str) -> int:
@@ -51,10 +54,13 @@ class GatedProvider:
     def complete(self, request: LLMRequest) -> LLMResponse:
         give_back()
         slot = wait_for_place(self.base_url)
+        if slot is not None:
+            KEEPER.add(slot)  # renewed while the request lasts; a dead worker's expire
         try:
             return self.provider.complete(request)
         finally:
             if slot is not None:
+                KEEPER.remove(slot)
                 slot.give_back()
 
     def close(self) -> None:
@@ -67,12 +73,10 @@ def wait_for_place(base_url: str, stop: threading.Event | None = None) -> Slot |
     """A place among `base_url`'s requests in flight, once one is free. None when Redis cannot
     be asked: the cap protects the server, and a Redis blip must not stop every run."""
     key, cap = server_key(base_url), in_flight_cap(base_url)
-    # A place outlives its request only when its process died mid-request.
-    seconds = settings.LLM_REQUEST_TIMEOUT * (settings.LLM_MAX_RETRIES + 1) + 60
     wait = stop or threading.Event()
     while True:
         try:
-            slot = Slot.take(key, cap, seconds)
+            slot = Slot.take(key, cap, PLACE_SECONDS)
         except redis.RedisError:
             logger.warning("could not count the requests in flight to the LLM", exc_info=True)
             return None

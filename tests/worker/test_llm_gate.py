@@ -3,7 +3,9 @@
 
 import pytest
 
+from agents_app.core.slots import _redis
 from agents_app.runs.services import task_submit
+from agents_app.worker.llm_gate import server_key
 from tests.support.waiting import wait_for_run
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.integration, pytest.mark.dialect]
@@ -13,6 +15,9 @@ def test_two_workers_keep_to_the_cap_on_requests_in_flight_and_every_run_is_answ
     llm, start_worker, owner
 ):
     llm.script([{"replies": [{"content": "The answer.", "delay": 0.4}], "repeat": True}])
+    # Places an earlier test's killed worker held on this server expire within their life
+    # (tests/core/test_slots.py); this test does not wait for them.
+    _redis().delete(server_key(llm.base_url))
     # Two workers of 8 threads each could have 12 requests in flight; the cap is 2 over both.
     start_worker("one", LLM_MAX_IN_FLIGHT="2", LLM_REQUEST_TIMEOUT="1")
     start_worker("two", LLM_MAX_IN_FLIGHT="2", LLM_REQUEST_TIMEOUT="1")
