@@ -15,14 +15,24 @@ pytestmark = pytest.mark.django_db(transaction=True)
 @pytest.fixture
 def a_worker_process(settings):
     """This process as a worker: its connections kept WORKER_DATABASE_CONN_MAX_AGE seconds."""
-    before = {alias: connections.settings[alias]["CONN_MAX_AGE"] for alias in connections}
+    before = {
+        alias: (
+            connections.settings[alias]["CONN_MAX_AGE"],
+            dict(connections.settings[alias]["OPTIONS"]),
+        )
+        for alias in connections
+    }
     settings.WORKER_DATABASE_CONN_MAX_AGE = 300
     keep_connections()
     connection.close()  # the next one is opened with the worker's lifetime
     yield
-    for alias, max_age in before.items():
-        connections.settings[alias]["CONN_MAX_AGE"] = max_age
     connection.close()
+    if connection.vendor != "sqlite":
+        connection.close_pool()  # PostgreSQL: the worker's pool (worker.connections)
+    for alias, (max_age, options) in before.items():
+        connections.settings[alias]["CONN_MAX_AGE"] = max_age
+        connections.settings[alias]["OPTIONS"].clear()
+        connections.settings[alias]["OPTIONS"].update(options)
 
 
 def a_task_queries() -> object:
@@ -47,16 +57,36 @@ def test_a_worker_is_wired_to_keep_its_connection_and_celery_leaves_it_alone():
 def test_a_worker_uses_one_connection_for_task_after_task(a_worker_process):
     first = a_task_queries()
     assert first is not None
-    assert a_task_queries() is first
-    assert a_task_queries() is first
+    if connection.vendor == "sqlite":
+        assert a_task_queries() is first
+        assert a_task_queries() is first
+        return
+    # On PostgreSQL a task takes a connection from the worker's pool and gives it back: no
+    # task opens one of its own.
+    opened = connection.pool.get_stats()["connections_num"]
+    a_task_queries()
+    a_task_queries()
+    assert connection.pool.get_stats()["connections_num"] == opened
 
 
 @pytest.mark.dialect
 def test_a_connection_that_broke_is_replaced_at_the_next_task(a_worker_process, monkeypatch):
-    first = a_task_queries()
-    connection.errors_occurred = True  # an error since the last commit...
-    monkeypatch.setattr(connection, "is_usable", lambda: False)  # ...and its check fails
-    assert a_task_queries() is not first
+    if connection.vendor == "sqlite":
+        first = a_task_queries()
+        connection.errors_occurred = True  # an error since the last commit...
+        monkeypatch.setattr(connection, "is_usable", lambda: False)  # ...and its check fails
+        assert a_task_queries() is not first
+        return
+    # PostgreSQL: the connection breaks during a task (the server closed it); the task's end
+    # gives it back to the worker's pool, which drops it, and the next task gets another.
+    close_old()
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 1")
+    broken = connection.connection
+    broken.close()
+    connection.errors_occurred = True
+    close_old()
+    assert a_task_queries() is not broken
 
 
 @pytest.mark.dialect
