@@ -34,10 +34,6 @@ def waiting_runs(owner_id: int):
     return Run.objects.filter(owner_id=owner_id, waiting_turn=True, status=RunStatus.QUEUED)
 
 
-def running_runs(owner_id: int):
-    return Run.objects.filter(owner_id=owner_id, status__in=HOLDS_A_TURN, waiting_turn=False)
-
-
 def admission_check(owner_id: int) -> None:
     """Before a new run of this person: raises DomainError RATE_LIMITED (429) when they have
     RUNS_QUEUED_PER_USER runs waiting their turn already."""
@@ -59,21 +55,13 @@ def _lock_person(owner_id: int) -> None:
         get_user_model().objects.select_for_update().filter(pk=owner_id).first()
 
 
-def _turns(owner_id: int) -> dict[str, int]:
-    """The person's runs holding a turn and waiting for one, in one query."""
-    return Run.objects.filter(owner_id=owner_id, status__in=HOLDS_A_TURN).aggregate(
-        running=Count("pk", filter=Q(waiting_turn=False)),
-        waiting=Count("pk", filter=Q(waiting_turn=True, status=RunStatus.QUEUED)),
-    )
-
-
 @transaction.atomic
 def run_admit(run: Run) -> None:
     """A new run: sent to the workers once the caller's transaction commits if its person has
     a turn free and nothing waiting, else it takes its place among their waiting runs (which
     then go in their order, as far as turns are free: it never jumps ahead of an older one)."""
     _lock_person(run.owner_id)
-    turns = _turns(run.owner_id)  # counting this run, which holds a turn until it waits
+    turns = queue_counts(run.owner_id)  # counting this run, which holds a turn until it waits
     if not turns["waiting"] and turns["running"] <= settings.RUNS_RUNNING_PER_USER:
         run_enqueue(run_id=run.pk)
         return
@@ -103,7 +91,7 @@ def admit_waiting(owner_id: int) -> list[int]:
 
 def _let_go(owner_id: int) -> list[int]:
     """Under the person's lock: their waiting runs that have a turn, sent."""
-    free = settings.RUNS_RUNNING_PER_USER - running_runs(owner_id).count()
+    free = settings.RUNS_RUNNING_PER_USER - queue_counts(owner_id)["running"]
     if free <= 0:
         return []
     chosen = list(
