@@ -127,6 +127,19 @@ DATABASES = {
         conn_max_age=env_int("DATABASE_CONN_MAX_AGE", 0, minimum=0),
     )
 }
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    # Values bound by the server and statements prepared once a connection has sent them a
+    # few times: PostgreSQL then parses and plans a hot statement once per connection, and
+    # psycopg converts each statement's text once per process (it caches server-bound
+    # queries, not client-bound ones). DATABASE_PREPARE_THRESHOLD=-1 turns preparing off for
+    # a pooler that cannot keep prepared statements (PgBouncer in transaction mode before 1.21).
+    _threshold = env_int("DATABASE_PREPARE_THRESHOLD", 5, minimum=-1)
+    DATABASES["default"].setdefault("OPTIONS", {}).update(
+        {
+            "server_side_binding": True,
+            "prepare_threshold": None if _threshold < 0 else _threshold,
+        }
+    )
 # A Celery worker's processes keep their connection across tasks this long (Django's
 # CONN_MAX_AGE, for them alone: agents_app/worker/connections.py).
 WORKER_DATABASE_CONN_MAX_AGE = env_int("WORKER_DATABASE_CONN_MAX_AGE", 300, minimum=0)

@@ -49,6 +49,13 @@ _REJECTIONS = {
 DEFAULT_PROPS = {"chat_template_caps": {"supports_tools": True, "supports_tool_calls": True}}
 
 
+class _Listener(ThreadingHTTPServer):
+    # socketserver's backlog is 5: a burst of a hundred runs asking at once overflowed it, and
+    # the kernel dropped connections (a reset, or a SYN retried a second later), which a real
+    # model server's listener does not do.
+    request_queue_size = 1024
+
+
 class ScriptedLLMServer:
     """Start with `start()`, script with `script()`, read `requests`, end with `stop()`."""
 
@@ -65,7 +72,7 @@ class ScriptedLLMServer:
         self._resets = 0  # a reset lets go of every held request
         self._met = threading.Condition(self._lock)
         self._stopping = threading.Event()
-        self._httpd = ThreadingHTTPServer((host, port), _Handler)
+        self._httpd = _Listener((host, port), _Handler)
         self._httpd.daemon_threads = True
         self._httpd.scripted = self  # type: ignore[attr-defined]
         self._thread: threading.Thread | None = None
