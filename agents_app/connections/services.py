@@ -6,6 +6,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 
 from agents_app.core.errors import DomainError, ErrorCode
+from agents_app.core.prepared import Prepared
 from agents_app.models import LLMConnection
 
 SEEDED_NAME = "env"
@@ -29,6 +30,10 @@ def _seeded_values() -> dict[str, Any]:
     return values
 
 
+def _changes(seeded: LLMConnection, values: dict[str, Any]) -> dict[str, Any]:
+    return {field: value for field, value in values.items() if getattr(seeded, field) != value}
+
+
 def _seeded_sync() -> LLMConnection | None:
     """The seeded row, created or brought in line with the settings; None while the settings
     name no LLM and no row was ever seeded."""
@@ -48,7 +53,7 @@ def _seeded_sync() -> LLMConnection | None:
                 return LLMConnection.objects.create(name=name, seeded=True, **values)
         except IntegrityError:  # another process seeded it at the same moment
             return LLMConnection.objects.filter(seeded=True).first()
-    changed = {field: value for field, value in values.items() if getattr(seeded, field) != value}
+    changed = _changes(seeded, values)
     if changed:
         LLMConnection.objects.filter(pk=seeded.pk).update(**changed)
         for field, value in changed.items():
@@ -56,11 +61,21 @@ def _seeded_sync() -> LLMConnection | None:
     return seeded
 
 
+# Read at every submission: compiled once (core.prepared).
+_DEFAULT = Prepared(
+    lambda: LLMConnection.objects.filter(is_default=True, enabled=True)[:1],
+    samples=(),
+)
+
+
 def connection_ensure_default() -> LLMConnection | None:
     """Bring the seeded connection in line with the LLM_* settings (so changing them changes
     it) and make sure one enabled connection is the default: the seeded one if usable, else the
     first usable by name. Idempotent; every front end calls it before offering or resolving a
     connection. Returns the default, or None when no connection is enabled."""
+    default = _DEFAULT.one()
+    if default is not None and default.seeded and not _changes(default, _seeded_values()):
+        return default  # the common case, one query: the seeded row is the default, in line
     seeded = _seeded_sync()
     default = LLMConnection.objects.filter(is_default=True, enabled=True).first()
     if default is not None:

@@ -22,6 +22,7 @@ from django.db import connection, transaction
 from django.db.models import Case, Count, IntegerField, Q, Value, When
 
 from agents_app.core.errors import DomainError, ErrorCode
+from agents_app.core.prepared import Prepared
 from agents_app.models import Run, RunStatus
 from agents_app.runs.lifecycle import run_enqueue
 from agents_app.runs.recipes import RECIPES
@@ -34,11 +35,31 @@ def waiting_runs(owner_id: int):
     return Run.objects.filter(owner_id=owner_id, waiting_turn=True, status=RunStatus.QUEUED)
 
 
-def admission_check(owner_id: int) -> None:
+# Read after every delivery and at every submission: compiled once (core.prepared).
+_ANY_WAITING = Prepared(
+    lambda owner_id: waiting_runs(owner_id).values_list("pk")[:1], samples=(-1,)
+)
+_PERSON_LOCKED = Prepared(
+    lambda owner_id: (
+        get_user_model().objects.select_for_update().filter(pk=owner_id).values_list("pk")
+    ),
+    samples=(-1,),
+)
+
+
+def admission_check(owner_id: int) -> dict[str, int] | None:
     """Before a new run of this person: raises DomainError RATE_LIMITED (429) when they have
-    RUNS_QUEUED_PER_USER runs waiting their turn already."""
+    RUNS_QUEUED_PER_USER runs waiting their turn already. Inside the transaction that will
+    create the run, the person's lock is taken first and their turns are returned as counted
+    under it, for run_admit to use instead of counting again; outside one, None."""
     cap = settings.RUNS_QUEUED_PER_USER
-    waiting = waiting_runs(owner_id).count()
+    locked = connection.in_atomic_block
+    if locked:
+        _lock_person(owner_id)
+        turns = queue_counts(owner_id)
+        waiting = turns["waiting"]
+    else:
+        waiting = waiting_runs(owner_id).count()
     if waiting >= cap:
         raise DomainError(
             ErrorCode.RATE_LIMITED,
@@ -46,22 +67,28 @@ def admission_check(owner_id: int) -> None:
             "have run, or cancel some",
             {"queued": waiting, "max_queued": cap},
         )
+    return turns if locked else None
 
 
 def _lock_person(owner_id: int) -> None:
     """Count and let go one at a time per person. SQLite's writers already go one at a time
     (BEGIN IMMEDIATE), so there the lock would be a query for nothing."""
     if connection.vendor != "sqlite":
-        get_user_model().objects.select_for_update().filter(pk=owner_id).first()
+        _PERSON_LOCKED.rows(owner_id)
 
 
-@transaction.atomic
-def run_admit(run: Run) -> None:
+@transaction.atomic(savepoint=False)
+def run_admit(run: Run, turns: dict[str, int] | None = None) -> None:
     """A new run: sent to the workers once the caller's transaction commits if its person has
     a turn free and nothing waiting, else it takes its place among their waiting runs (which
-    then go in their order, as far as turns are free: it never jumps ahead of an older one)."""
-    _lock_person(run.owner_id)
-    turns = queue_counts(run.owner_id)  # counting this run, which holds a turn until it waits
+    then go in their order, as far as turns are free: it never jumps ahead of an older one).
+    `turns`: what admission_check returned in this transaction, before the run was created
+    (the lock is held since, so the counts stand, but for this run); None: counted here."""
+    if turns is None:
+        _lock_person(run.owner_id)
+        turns = queue_counts(run.owner_id)  # counting this run, which holds a turn until it waits
+    else:
+        turns = {**turns, "running": turns["running"] + 1}
     if not turns["waiting"] and turns["running"] <= settings.RUNS_RUNNING_PER_USER:
         run_enqueue(run_id=run.pk)
         return
@@ -82,7 +109,7 @@ def _first_served():
 def admit_waiting(owner_id: int) -> list[int]:
     """Let this person's waiting runs go, as many as they have turns free. Returns their ids.
     One read when nothing waits (after every delivery: the common case), no transaction."""
-    if not waiting_runs(owner_id).exists():
+    if not _ANY_WAITING.rows(owner_id):
         return []
     with transaction.atomic():
         _lock_person(owner_id)

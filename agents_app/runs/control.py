@@ -9,6 +9,7 @@ from django.utils import timezone
 
 from agents_app.core.audit import KILL_SWITCH_ENGAGE, KILL_SWITCH_RELEASE, audit_record
 from agents_app.core.errors import DomainError, ErrorCode
+from agents_app.core.prepared import Prepared
 from agents_app.core.watch import signal_kill_switch
 from agents_app.models import (
     ACTIVE_STATUSES,
@@ -19,10 +20,13 @@ from agents_app.models import (
 from agents_app.runs.lifecycle import run_enqueue
 from agents_app.runs.writer import locked_run
 
+# Read at every submission: compiled once (core.prepared).
+_ENGAGED = Prepared(lambda: KillSwitch.objects.filter(pk=1, engaged=True), samples=())
+
 
 def refuse_while_halted() -> None:
     """Raises DomainError SERVICE_UNAVAILABLE while the kill switch is engaged."""
-    switch = KillSwitch.objects.filter(pk=1, engaged=True).first()
+    switch = _ENGAGED.one()
     if switch is not None:
         raise DomainError(
             ErrorCode.SERVICE_UNAVAILABLE,

@@ -16,6 +16,7 @@ from agents_app.core.event_payloads import ErrorPayload, PlanCreatedPayload, Ste
 from agents_app.core.events import EventType
 from agents_app.core.secrecy import redact, redact_all
 from agents_app.models import (
+    PARKED_STATUSES,
     Approval,
     ApprovalStatus,
     Plan,
@@ -112,9 +113,11 @@ def finish(
             ),
             error=f"run ended: {code or status}",
         )
-    Approval.objects.filter(run=run, status=ApprovalStatus.PENDING).update(
-        status=ApprovalStatus.VOID, decided_at=timezone.now()
-    )
+    # An approval waits only while its run is parked: a run that never parked has none.
+    if run.status in PARKED_STATUSES or run.parked_at is not None or run.parked_seconds:
+        Approval.objects.filter(run=run, status=ApprovalStatus.PENDING).update(
+            status=ApprovalStatus.VOID, decided_at=timezone.now()
+        )
     if status != RunStatus.SUCCEEDED:
         w.set(error_code=code, error_message=message)
     w.transition(status)

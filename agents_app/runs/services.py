@@ -157,7 +157,7 @@ def task_submit(
             {"field": "close_policy", "allowed": list(ClosePolicy.values)},
         )
     refuse_while_halted()
-    admission_check(owner.pk)
+    turns = admission_check(owner.pk)
     chosen = connection_for_task(connection)
     task = Task.objects.create(
         owner=owner,
@@ -176,11 +176,11 @@ def task_submit(
     audit_record(
         action=TASK_SUBMIT, interface=interface, actor=owner, run=run, details={"task_id": task.pk}
     )
-    run_admit(run)
+    run_admit(run, turns)
     return run
 
 
-@transaction.atomic
+@transaction.atomic(savepoint=False)
 def run_create(
     *,
     task: Task,

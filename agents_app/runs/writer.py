@@ -11,6 +11,7 @@ from django.utils import timezone
 from agents_app.core import rows
 from agents_app.core.event_payloads import RunStatusPayload
 from agents_app.core.events import EventType, publish_events
+from agents_app.core.prepared import Prepared
 from agents_app.core.secrecy import redact, redact_all
 from agents_app.core.watch import signal_run
 from agents_app.models import PARKED_STATUSES, TERMINAL_STATUSES, Run, RunEvent, RunStatus
@@ -126,7 +127,7 @@ def locked_run(
     its run in memory between commits, with what it holds of it, e.g. the task, untouched)."""
     with transaction.atomic():
         if run is None:
-            run = Run.objects.select_for_update().get(pk=run_id)
+            run = _RUN_LOCKED.get(run_id)
         else:
             read_again(run, lock=True)
         if lease_token is not None and run.lease_owner != lease_token:
@@ -136,12 +137,16 @@ def locked_run(
         writer.flush()
 
 
+# A run's row by its id, read at every commit of a worker's: compiled once (core.prepared).
+_RUN = Prepared(lambda pk: Run.objects.filter(pk=pk), samples=(-1,))
+_RUN_LOCKED = Prepared(lambda pk: Run.objects.select_for_update().filter(pk=pk), samples=(-1,))
+
+
 def read_again(run: Run, *, lock: bool = False) -> None:
     """`run` as its row is now (read under a row lock with `lock`). Unlike refresh_from_db,
     which drops them, the related rows it holds (its task) are kept unless the row points
     elsewhere now."""
-    rows = Run.objects.select_for_update() if lock else Run.objects
-    row = rows.get(pk=run.pk)
+    row = (_RUN_LOCKED if lock else _RUN).get(run.pk)
     for field in Run._meta.concrete_fields:
         setattr(run, field.attname, getattr(row, field.attname))
 

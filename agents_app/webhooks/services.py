@@ -33,6 +33,7 @@ from django.utils import timezone
 from agents_app.core import dispatch, netguard
 from agents_app.core.audit import WEBHOOK_CREATE, WEBHOOK_DELETE, audit_record
 from agents_app.core.errors import DomainError, ErrorCode
+from agents_app.core.prepared import Prepared
 from agents_app.models import DeliveryStatus, Webhook, WebhookDelivery, WebhookEvent
 
 RUN_FINISHED = WebhookEvent.RUN_FINISHED
@@ -171,15 +172,19 @@ def webhook_delete(*, webhook: Webhook, actor: Any, interface: str) -> None:
 # --- notifying -------------------------------------------------------------------------------
 
 
+# Read at the end of every run: compiled once (core.prepared).
+_ACTIVE = Prepared(
+    lambda owner_id: Webhook.objects.filter(owner_id=owner_id, active=True), samples=(-1,)
+)
+
+
 def webhooks_notify(*, user_id: int, event_type: str, payload: dict[str, Any]) -> list[int]:
     """Write one pending WebhookDelivery per active webhook of the user that wants
     `event_type`, in the caller's transaction, and queue each for delivery once it commits.
     Returns the delivery ids (empty when no webhook wants the event). `payload` must be plain
     JSON. Callers: `execution.finish` (`run.finished`) and, once approvals exist, the request
     for an approval (`approval.required`), with this same call."""
-    webhooks = [
-        w for w in Webhook.objects.filter(owner_id=user_id, active=True) if w.wants(event_type)
-    ]
+    webhooks = [w for w in _ACTIVE.rows(user_id) if w.wants(event_type)]
     if not webhooks:
         return []
     deliveries = WebhookDelivery.objects.bulk_create(

@@ -25,6 +25,7 @@ from agents_app.core.event_payloads import (
     TaskAnalysisPayload,
 )
 from agents_app.core.events import EventType
+from agents_app.core.prepared import Prepared
 from agents_app.core.publisher import PUBLISHER, in_background
 from agents_app.core.secrecy import redact
 from agents_app.core.watch import Watch
@@ -104,6 +105,20 @@ class Outcome:
 # --- performing one decision ----------------------------------------------------------------
 
 
+# What every run reads, compiled once (core.prepared): its row with what it runs with, the
+# kill switch.
+RUN_TO_EXECUTE = Prepared(
+    lambda pk: Run.objects.select_related("connection", "profile", "task").filter(pk=pk),
+    samples=(-1,),
+)
+RUN_WITH_TASK = Prepared(lambda pk: Run.objects.select_related("task").filter(pk=pk), samples=(-1,))
+
+
+HALTED = Prepared(
+    lambda: KillSwitch.objects.filter(pk=1, engaged=True).values_list("pk")[:1], samples=()
+)
+
+
 class RunExecutor:
     """Performs a run's decisions, one after another, while its lease holds. Where the kinds
     of run differ it asks the run's recipe (runs.recipes), and is the recipe's context
@@ -157,10 +172,14 @@ class RunExecutor:
 
     def load(self) -> RunRows:
         if self.run is None:
-            self.run = Run.objects.select_related("task").get(pk=self.run_id)
+            self.run = RUN_WITH_TASK.get(self.run_id)
         elif self.loaded:
             read_again(self.run)
         self.loaded = True
+        # A run gets its first plan in the commit that sets started_at (its move to
+        # planning): one that never started has none to read.
+        if self.run.started_at is None:
+            return RunRows(self.run, None, [])
         plan = Plan.objects.filter(run=self.run).order_by("-version").first()
         steps = list(Step.objects.filter(plan=plan).order_by("index")) if plan else []
         return RunRows(self.run, plan, steps)
@@ -168,7 +187,7 @@ class RunExecutor:
     def lock(self, *, fenced: bool = False) -> Any:
         """One commit of this worker (worker.hooks.committing): what its hooks heard first."""
         if self.run is None:
-            self.run = Run.objects.select_related("task").get(pk=self.run_id)
+            self.run = RUN_WITH_TASK.get(self.run_id)
         return committing(self.run, self.lease, self.pending, fenced=fenced)
 
     def hooks(self, run: Run, step: Step | None = None, **options: Any) -> DatabaseHooks:
@@ -189,7 +208,7 @@ class RunExecutor:
         else:
             run_moved, switch_moved = self.watch.moved()
         if switch_moved or self.halted is None:
-            self.halted = KillSwitch.is_engaged()
+            self.halted = bool(HALTED.rows())
         if run_moved and not fresh:
             read_control_flags(rows.run)
         return RunState(
@@ -374,7 +393,9 @@ class RunExecutor:
                 history=replan_history(run, rows.steps) if previous else "",
                 max_tokens=settings.LLM_MAX_TOKENS_PLAN,
             )
-        with self.lock() as w:
+        # A run's first plan, unless it parks on it, needs nothing read first: it is written
+        # fenced (the lease and the status it started from held by the last statement).
+        with self.lock(fenced=start and not run.task.approve_plan) as w:
             if start:
                 w.transition(RunStatus.PLANNING)
             raw = fast_plan_raw(output) if fast else output.model_dump()
@@ -450,7 +471,7 @@ class RunExecutor:
         needs no putting back (a pause or a cancel stops a verifying run as it would have
         stopped the run a moment earlier)."""
         if self.watch.switch_moved():
-            self.halted = KillSwitch.is_engaged()
+            self.halted = bool(HALTED.rows())
         run = w.run
         state = RunState(
             status=run.status,
@@ -640,7 +661,7 @@ def execute_run(
     try:
         # Read once, after the lease was taken: the provider, the persona and the first
         # decision are made from it.
-        run = Run.objects.select_related("connection", "profile", "task").get(pk=run_id)
+        run = RUN_TO_EXECUTE.get(run_id)
         owner_id = run.owner_id
         if provider is None:
             try:
