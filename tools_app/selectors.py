@@ -3,14 +3,18 @@
 from dataclasses import replace
 from typing import Any
 
+from agents_app.core.prepared import Prepared
 from tools_app.models import Tool, ToolSource
 from tools_app.registry import ToolRegistry, ToolSpec
+
+# Read at every run's start: compiled once (core.prepared).
+_TOOLS = Prepared(lambda: Tool.objects.all(), samples=())
 
 
 def configured_specs(registry: ToolRegistry) -> list[ToolSpec]:
     """The registry's tools with staff's edits applied (capabilities, domain, approval level)
     and the tools staff disabled left out. A tool without a row yet is taken as registered."""
-    rows = {row.name: row for row in Tool.objects.all()}
+    rows = {row.name: row for row in _TOOLS.rows()}
     specs = []
     for tool in registry.all():
         row = rows.get(tool.spec.name)

@@ -130,7 +130,7 @@ class _DeadlineReached(Exception):
     pass
 
 
-_shared_lock = threading.Lock()
+_shared_lock = threading.RLock()  # _shared_client holds it while _tls_context takes it
 _tls: dict[int, ssl.SSLContext] = {}
 
 
@@ -156,21 +156,22 @@ CLIENTS_KEPT = 32
 
 def _shared_client(base_url: str, api_key: str, timeout: float) -> openai.OpenAI:
     key = (os.getpid(), base_url, api_key, timeout)
+    # Made under the lock: a hundred runs starting at once would otherwise each build one
+    # (tens of ms each: the TLS context, the SDK's client) before the first was kept.
     with _shared_lock:
         client = _clients.get(key)
         if client is not None:
             return client
-    made = openai.OpenAI(
-        base_url=base_url,
-        api_key=api_key,
-        max_retries=0,  # retries are ours: they know the deadline and the fallbacks
-        timeout=timeout,
-        http_client=openai.DefaultHttpxClient(verify=_tls_context()),
-    )
-    with _shared_lock:
         if len(_clients) >= CLIENTS_KEPT or any(k[0] != key[0] for k in _clients):
             _clients.clear()  # forgotten, not closed: another thread may be using one
-        return _clients.setdefault(key, made)
+        client = _clients[key] = openai.OpenAI(
+            base_url=base_url,
+            api_key=api_key,
+            max_retries=0,  # retries are ours: they know the deadline and the fallbacks
+            timeout=timeout,
+            http_client=openai.DefaultHttpxClient(verify=_tls_context()),
+        )
+        return client
 
 
 class _ToolsIgnored(Exception):

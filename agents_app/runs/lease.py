@@ -14,14 +14,38 @@ import threading
 import time
 import uuid
 from datetime import timedelta
+from typing import Any
 
-from django.db import connection
-from django.db.models import Q
+from django.db import DEFAULT_DB_ALIAS, connection, connections
 from django.utils import timezone
 
+from agents_app.core import rows
 from agents_app.models import TERMINAL_STATUSES, Run
 
 logger = logging.getLogger(__name__)
+
+
+TERMINAL = sorted(TERMINAL_STATUSES)
+_claims: dict[str, tuple[str, Any]] = {}
+
+
+def _claim_statement(conn: Any) -> tuple[str, Any]:
+    """The claim's UPDATE for this database, built once (the ORM's compiler costs more than
+    the statement), and how its two times are prepared (core.rows)."""
+    shape = _claims.get(conn.vendor)
+    if shape is None:
+        quote = conn.ops.quote_name
+        owner, expires = quote("lease_owner"), quote("lease_expires_at")
+        sql = (
+            f"UPDATE {quote(Run._meta.db_table)} SET {owner} = %s, {expires} = %s "
+            f"WHERE {quote('id')} = %s AND {quote('status')} NOT IN "
+            f"({', '.join('%s' for _ in TERMINAL)}) AND ({expires} IS NULL OR {expires} <= %s)"
+        )
+        shape = _claims[conn.vendor] = (
+            sql,
+            rows.preparer(Run._meta.get_field("lease_expires_at")),
+        )
+    return shape
 
 
 class Lease:
@@ -40,12 +64,14 @@ class Lease:
         """Claim the run unless a live lease is held: one conditional UPDATE, no race."""
         token = uuid.uuid4().hex
         now = timezone.now()
-        claimed = (
-            Run.objects.filter(pk=run_id)
-            .exclude(status__in=TERMINAL_STATUSES)
-            .filter(Q(lease_expires_at__isnull=True) | Q(lease_expires_at__lte=now))
-            .update(lease_owner=token, lease_expires_at=now + timedelta(seconds=seconds))
-        )
+        conn = connections[DEFAULT_DB_ALIAS]
+        sql, prepare = _claim_statement(conn)
+        expires = now + timedelta(seconds=seconds)
+        with conn.cursor() as cursor:
+            cursor.execute(
+                sql, [token, prepare(expires, conn), run_id, *TERMINAL, prepare(now, conn)]
+            )
+            claimed = cursor.rowcount
         return cls(run_id, token, seconds) if claimed == 1 else None
 
     def start(self) -> None:

@@ -25,12 +25,14 @@ def agent_result(
         steps = list(plan.steps.order_by("index")) if plan else []
     # Each step's calls of its last attempt, in the order made (a tool called twice: the last).
     outputs: dict[tuple[int, int], dict[str, Any]] = {}
-    calls = ToolCall.objects.filter(step__in=[step.pk for step in steps]).order_by("id")
-    if not run.tool_calls_made:  # counted in the commit that writes each call's row
-        calls = calls.none()
-    for step_id, attempt, tool, result, error in calls.values_list(
-        "step_id", "attempt", "tool", "result", "error"
-    ):
+    calls: Any = ()
+    if run.tool_calls_made:  # counted in the commit that writes each call's row
+        calls = (
+            ToolCall.objects.filter(step__in=[step.pk for step in steps])
+            .order_by("id")
+            .values_list("step_id", "attempt", "tool", "result", "error")
+        )
+    for step_id, attempt, tool, result, error in calls:
         outputs.setdefault((step_id, attempt), {})[tool] = (
             result if error == "" else {"error": error}
         )

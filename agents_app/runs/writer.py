@@ -5,7 +5,7 @@ from contextlib import contextmanager
 from functools import partial
 from typing import Any
 
-from django.db import DEFAULT_DB_ALIAS, connections, transaction
+from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections, transaction
 from django.utils import timezone
 
 from agents_app.core import rows
@@ -98,7 +98,12 @@ class RunWriter:
 
     def flush(self) -> None:
         if self._fields:
-            self.run.save(update_fields=sorted(self._fields))
+            # One UPDATE of the fields set, the short way (core.rows): save(update_fields=...)
+            # builds it through the compiler at every commit.
+            run, get_field = self.run, Run._meta.get_field
+            changes = {name: getattr(run, get_field(name).attname) for name in sorted(self._fields)}
+            if not rows.update(Run, run.pk, **changes):
+                raise DatabaseError(f"run {run.pk}: its row is gone, nothing was written")
             if self._fields & CONTROL_FIELDS:
                 signal_run(self.run.pk)
         self._write_events()
