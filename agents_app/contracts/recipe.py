@@ -31,6 +31,7 @@ class ContractRecipe(ChatRecipe):
     label = "contract attempt"
     priority = 0  # background work, unlike the chat answer it is built on
     one_cycle = True
+    verdict_at_step_end = False  # each cycle is judged by the model
     finish_in_flight = True
 
     def system_message(self, run: Run, conversation: Conversation) -> dict[str, Any]:

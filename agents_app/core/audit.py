@@ -136,7 +136,7 @@ def audit_record(
         details=details,
         actor_label=actor_label,
     )
-    event.save()
+    rows.insert([event], ids=True)  # the short way: one statement, no compiler (core.rows)
     return event
 
 

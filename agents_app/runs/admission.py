@@ -146,10 +146,25 @@ def admit_everyone() -> list[int]:
     return let_go
 
 
+TURNS = {
+    "running": Count("pk", filter=Q(waiting_turn=False)),
+    "waiting": Count("pk", filter=Q(waiting_turn=True, status=RunStatus.QUEUED)),
+}
+# A person's turns, counted at every submission: compiled once (core.prepared).
+_TURNS = Prepared(
+    lambda owner_id: (
+        Run.objects.filter(owner_id=owner_id, status__in=HOLDS_A_TURN)
+        .values("owner_id")
+        .annotate(**TURNS)
+        .values_list(*TURNS)
+    ),
+    samples=(-1,),
+)
+
+
 def queue_counts(owner_id: int | None = None) -> dict[str, int]:
     """Runs running (holding a turn) and waiting their turn: one person's, or everyone's."""
-    runs = Run.objects.all() if owner_id is None else Run.objects.filter(owner_id=owner_id)
-    return runs.filter(status__in=HOLDS_A_TURN).aggregate(
-        running=Count("pk", filter=Q(waiting_turn=False)),
-        waiting=Count("pk", filter=Q(waiting_turn=True, status=RunStatus.QUEUED)),
-    )
+    if owner_id is None:
+        return Run.objects.filter(status__in=HOLDS_A_TURN).aggregate(**TURNS)
+    counted = _TURNS.one(owner_id) or (0, 0)
+    return dict(zip(TURNS, counted, strict=True))

@@ -73,6 +73,9 @@ class Recipe(Protocol):
     transcript: bool
     # Its step ends after one round of tool calls (a contract's cycle).
     one_cycle: bool
+    # A fast plan's verdict is derived from its one step (no model asked, `verify` with
+    # fast): a step that completed is judged in the commit that ends it.
+    verdict_at_step_end: bool
     # A Stop lets the model's answer in flight finish (seed 002).
     finish_in_flight: bool
     # A failed verdict may ask for a new plan (up to AGENT_MAX_REPLANS).

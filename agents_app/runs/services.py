@@ -11,6 +11,7 @@ from django.db import transaction
 
 from agents_app.connections.services import connection_ensure_default, connection_for_task
 from agents_app.connections.services import llm_missing_settings as llm_missing_settings
+from agents_app.core import rows
 from agents_app.core.audit import (
     RUN_CANCEL,
     RUN_PAUSE,
@@ -159,7 +160,8 @@ def task_submit(
     refuse_while_halted()
     turns = admission_check(owner.pk)
     chosen = connection_for_task(connection)
-    task = Task.objects.create(
+    task = rows.new(
+        Task,
         owner=owner,
         text=text,
         context=context,
@@ -172,6 +174,7 @@ def task_submit(
         connection=chosen,
         team=team,
     )
+    rows.insert([task], ids=True)  # the short way: no compiler (core.rows)
     run = run_create(task=task, close_policy=close_policy or ClosePolicy.CANCEL, first=True)
     audit_record(
         action=TASK_SUBMIT, interface=interface, actor=owner, run=run, details={"task_id": task.pk}
@@ -205,7 +208,8 @@ def run_create(
     connection = task.connection
     if connection is None or not connection.enabled:
         connection = connection_ensure_default()
-    run = Run.objects.create(
+    run = rows.new(
+        Run,
         task=task,
         owner=task.owner,
         attempt=attempt,
@@ -219,6 +223,7 @@ def run_create(
         close_policy=close_policy,
         event_seq=1,
     )
+    rows.insert([run], ids=True)
     # Nobody sees the row before this transaction commits: its first event needs no lock.
     RunWriter(run).first_event(
         EventType.RUN_QUEUED, RunQueuedPayload(task=task.text, attempt=attempt)

@@ -31,6 +31,7 @@ class TaskRecipe:
     delegates = False
     transcript = False
     one_cycle = False
+    verdict_at_step_end = True
     finish_in_flight = False
     # A failed verdict may ask for a new plan (up to AGENT_MAX_REPLANS).
     may_replan = True

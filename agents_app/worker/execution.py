@@ -7,6 +7,7 @@ commits except the lease, so any worker can continue a run where another one sto
 import logging
 import time
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -140,6 +141,8 @@ class RunExecutor:
         self.registry = registry
         # Set once this worker parked the run: its lease went with it, so it stops here.
         self.parked = False
+        # The commit a nested `lock` joins (a fast plan's verdict in its step's end).
+        self.open: Any = None
         # While the lease holds nobody else writes the run's plan and steps, and every commit
         # reads the run's row again under its lock (the fence): what the last decision was
         # made from is kept (`rows`) while steps execute one after another, and read again
@@ -185,7 +188,10 @@ class RunExecutor:
         return RunRows(self.run, plan, steps)
 
     def lock(self, *, fenced: bool = False) -> Any:
-        """One commit of this worker (worker.hooks.committing): what its hooks heard first."""
+        """One commit of this worker (worker.hooks.committing): what its hooks heard first.
+        Inside another (`open`), that one."""
+        if self.open is not None:
+            return nullcontext(self.open)
         if self.run is None:
             self.run = RUN_WITH_TASK.get(self.run_id)
         return committing(self.run, self.lease, self.pending, fenced=fenced)
@@ -319,8 +325,7 @@ class RunExecutor:
                 skip_step(w, rows.steps[index], "a step it depends on did not complete")
 
     def perform_execute(self, action: Action, rows: RunRows) -> None:
-        direct = is_fast_plan(rows.plan.raw)
-        self.execute(rows.run, rows.steps, rows.steps[action.step_index], direct=direct)
+        self.execute(rows, rows.steps[action.step_index], direct=is_fast_plan(rows.plan.raw))
 
     def perform_begin_verify(self, action: Action, rows: RunRows) -> None:
         with self.lock() as w:
@@ -502,7 +507,8 @@ class RunExecutor:
             step.started_at = None
             step.save(update_fields=["status", "started_at"])
 
-    def execute(self, run: Run, steps: list[Step], step: Step, *, direct: bool = False) -> None:
+    def execute(self, rows: RunRows, step: Step, *, direct: bool = False) -> None:
+        run, steps = rows.run, rows.steps
         resume = None
         if self.started_next is step:
             self.started_next = None  # started by the last step's end
@@ -554,8 +560,17 @@ class RunExecutor:
             return
         finally:
             hooks.flush_tokens()
-        # A chat's answer joins its transcript, which reads the run's row: not fenced.
-        with self.lock(fenced=not recipe.transcript) as w:
+        # A fast plan's one step that completed gets its verdict in the commit that ends it
+        # (its kind derives it from the step: no model asked), one transaction, not two; that
+        # commit reads the run's row first, as a verdict's does. So does a chat's answer, which
+        # joins its transcript.
+        judged = (
+            direct
+            and recipe.verdict_at_step_end
+            and len(steps) == 1
+            and outcome.status == StepStatus.COMPLETED
+        )
+        with self.lock(fenced=not (recipe.transcript or judged)) as w:
             step.set_status(outcome.status)
             step.output = outcome.output
             step.error = (
@@ -600,6 +615,12 @@ class RunExecutor:
             started = self.start_next(w, steps)
             # The step's outcome and the next step's start in one statement.
             write_steps([step] if started is None else [step, started], STEP_WRITTEN_AT_ITS_END)
+            if judged and w.run.status == RunStatus.VERIFYING:
+                self.open = w
+                try:
+                    recipe.verify(self, rows, fast=True)
+                finally:
+                    self.open = None
 
     def decided(self, step: Step) -> Resume | None:
         """How to continue a step parked on an approval, once a person decided it (None: the

@@ -106,9 +106,10 @@ class Answers:
         return LLMResponse(content="42", usage=Usage(1, 1))
 
 
-def test_a_one_step_fast_path_run_is_three_transactions_from_its_lease_to_its_end(owner):
-    """The start, its plan and its step's start in one commit; the step's end and verifying
-    in the next; the verdict and the end in the last, which hands the lease back too."""
+def test_a_one_step_fast_path_run_is_two_transactions_from_its_lease_to_its_end(owner):
+    """The start, its plan and its step's start in one commit; the step's end, verifying, the
+    verdict derived from the step and the run's end in the other, which hands the lease back
+    too (issue 31: it was three, the verdict in a commit of its own)."""
     task = Task.objects.create(owner=owner, text="What is six times seven?", fast_path=True)
     run = Run.objects.create(task=task, owner=owner, max_tokens=10**6, max_tool_calls=10)
     with CaptureQueriesContext(connection) as log:
@@ -117,7 +118,7 @@ def test_a_one_step_fast_path_run_is_three_transactions_from_its_lease_to_its_en
     assert (run.status, run.final_response, run.lease_owner) == ("succeeded", "42", "")
 
     statements = [query["sql"] for query in log.captured_queries]
-    assert sum(sql.startswith("BEGIN") for sql in statements) == 3, statements
+    assert sum(sql.startswith("BEGIN") for sql in statements) == 2, statements
     # The lease went with the end: after its COMMIT only the read of whether the person has
     # runs waiting their turn (runs.admission), which none does here.
     assert statements[-2].startswith("COMMIT") and statements[-1].startswith("SELECT")
