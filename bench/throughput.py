@@ -8,7 +8,8 @@ the test suite's scripted OpenAI-compatible server (tests/support/llm_server.py)
 every request with "The answer." after a set delay (--latencies, in ms: 0 and 200).
 
   AgentDesk  N tasks submitted through the service layer (`task_submit(..., fast_path=True)`)
-             from 16 threads, as many clients would, by as many people as it takes for none to
+             from 16 threads (each keeping its database connection, as a web process with
+             persistent connections does), by as many people as it takes for none to
              pass RUNS_RUNNING_PER_USER (no run waits its turn: the peer has no such turn).
              A run is one step whose one model turn answers in prose, no tool called: the
              worker's rows, events, audit and lease; the model asked through the official
@@ -318,16 +319,28 @@ def stop(workers: list) -> None:
 
 
 def in_threads(function, count: int) -> list:
-    from django.db import connection
+    """`function(n)` for n below `count`, from SUBMITTERS threads. Each thread keeps its
+    database connection from call to call, as a web process with persistent connections
+    would (a new PostgreSQL connection per submission cost more than the submission: its
+    backend's start and end, counted in no group but "other"); all are closed at the end."""
+    from django.db import connections
+
+    opened = []
 
     def one(n: int):
-        try:
-            return function(n)
-        finally:
-            connection.close()
+        wrapper = connections["default"]
+        if wrapper not in opened:
+            opened.append(wrapper)
+        return function(n)
 
-    with ThreadPoolExecutor(SUBMITTERS) as pool:
-        return list(pool.map(one, range(count)))
+    try:
+        with ThreadPoolExecutor(SUBMITTERS) as pool:
+            return list(pool.map(one, range(count)))
+    finally:
+        for wrapper in opened:  # each made in a thread now ended
+            wrapper.inc_thread_sharing()
+            wrapper.close()
+            wrapper.dec_thread_sharing()
 
 
 def agentdesk(runs: int, processes: int, groups: list[Group], owners: list, label: str) -> Measure:
