@@ -63,7 +63,7 @@ from pathlib import Path
 from urllib.parse import quote
 from urllib.request import Request, urlopen
 
-from harness import start_django  # noqa: E402  (bench/ is on sys.path when run as a script)
+from harness import in_threads, start_django  # noqa: E402  (bench/ is on sys.path as a script)
 from run_start import free_port, spawn, wait_for
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
@@ -234,22 +234,19 @@ class Sampler(threading.Thread):
 
 
 def submit(owners, runs: int, label: str) -> list[int]:
-    """Submit `runs` runs at once, as many people or clients would: from 16 threads, the
+    """Submit `runs` runs at once, as many people or clients would: from 16 threads (each
+    keeping its database connection, as a web process with persistent connections does), the
     people of `owners` in turn."""
-    from django.db import connection
-
     from agents_app.runs.services import task_submit
 
-    def one(n: int) -> int:
-        try:
-            return task_submit(
+    return in_threads(
+        lambda n: (
+            task_submit(
                 owner=owners[n % len(owners)], interface="api", text=f"{label} {n}", fast_path=True
             ).pk
-        finally:
-            connection.close()
-
-    with ThreadPoolExecutor(16) as pool:
-        return list(pool.map(one, range(runs)))
+        ),
+        runs,
+    )
 
 
 def finish(ids: list[int], timeout: float) -> float:

@@ -313,6 +313,14 @@ MODULES = {
             "tests/conversations/test_chat_recipe.py",  # checks_evidence
         ),
         core=False,
+        equivalent_results=tuple(
+            (
+                f"priority = {value}",
+                "a chat answer goes before a person's other waiting runs, whose priority is 0:"
+                " any priority above 0 orders them the same",
+            )
+            for value in (9, 11)
+        ),
     ),
     "contract_recipe": Module(
         "agents_app/contracts/recipe.py",
@@ -321,6 +329,7 @@ MODULES = {
             "tests/contracts/test_log_writes.py",
             "tests/contracts/test_stop.py",
             "tests/contracts/test_evaluation.py",  # the evaluation's thinking
+            "tests/runs/test_admission.py",  # its priority: background work, oldest first
         ),
         core=False,
         equivalent=(_keyword_marker(VERIFY),),

@@ -51,19 +51,17 @@ import os
 import signal
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.request import Request, urlopen
 
 from cpu import Group, Snapshot, report, snapshot
-from harness import start_django  # noqa: E402  (bench/ is on sys.path when run as a script)
+from harness import in_threads, start_django  # noqa: E402  (bench/ is on sys.path as a script)
 from run_start import free_port, spawn, wait_for
 
 PG_URL = "postgres://postgres@127.0.0.1:5432/test"
 TARGET_RATE = 1.0  # issue 31: AgentDesk's runs/s at least LangGraph's
 TARGET_CPU = 1.0  # and, at 0 ms, its processor time a run at most LangGraph's
-SUBMITTERS = 16
 GROUPS = ("workers", "LLM server", "PostgreSQL", "Redis", "submitting")
 
 
@@ -316,31 +314,6 @@ def stop(workers: list) -> None:
         os.killpg(worker.pid, signal.SIGTERM)
     for worker in workers:
         worker.wait(timeout=60)
-
-
-def in_threads(function, count: int) -> list:
-    """`function(n)` for n below `count`, from SUBMITTERS threads. Each thread keeps its
-    database connection from call to call, as a web process with persistent connections
-    would (a new PostgreSQL connection per submission cost more than the submission: its
-    backend's start and end, counted in no group but "other"); all are closed at the end."""
-    from django.db import connections
-
-    opened = []
-
-    def one(n: int):
-        wrapper = connections["default"]
-        if wrapper not in opened:
-            opened.append(wrapper)
-        return function(n)
-
-    try:
-        with ThreadPoolExecutor(SUBMITTERS) as pool:
-            return list(pool.map(one, range(count)))
-    finally:
-        for wrapper in opened:  # each made in a thread now ended
-            wrapper.inc_thread_sharing()
-            wrapper.close()
-            wrapper.dec_thread_sharing()
 
 
 def agentdesk(runs: int, processes: int, groups: list[Group], owners: list, label: str) -> Measure:

@@ -67,6 +67,33 @@ def test_past_the_running_limit_a_new_run_waits_and_the_chat_answer_goes_first(
     assert sent[-1] == third.pk and not waiting(third)
 
 
+def test_background_work_of_any_kind_goes_oldest_first(owner, settings, sent, llm):
+    """A contract attempt is background work like a task (only a chat answer goes first): it
+    neither passes an older task nor falls behind a newer one."""
+    settings.RUNS_RUNNING_PER_USER = 1
+    running = submit(owner)
+    order = [RunKind.TASK, RunKind.CONTRACT, RunKind.TASK]
+    held = []
+    for n, kind in enumerate(order):
+        task = Task.objects.create(owner=owner, text=f"background {n}")
+        held.append(
+            Run.objects.create(
+                task=task,
+                owner=owner,
+                kind=kind,
+                max_tokens=10,
+                max_tool_calls=1,
+                waiting_turn=True,
+            )
+        )
+
+    let_go = []
+    for before in [running, *held[:-1]]:
+        end(before, RunStatus.SUCCEEDED)
+        let_go += admit_waiting(owner.pk)
+    assert let_go == [run.pk for run in held]
+
+
 def test_a_restart_and_a_team_child_wait_their_turn_like_any_new_run(owner, settings, sent, llm):
     settings.RUNS_RUNNING_PER_USER = 1
     running = submit(owner)
