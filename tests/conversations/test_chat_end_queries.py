@@ -11,7 +11,7 @@ from django.test.utils import CaptureQueriesContext
 from agents_app.conversations.services import conversation_create, message_post
 from agents_app.worker.execution import execute_run
 from tests.support.scripted_provider import ScriptedProvider
-from tests.support.tools import make_registry
+from tests.support.tools import EchoTool, make_registry
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -60,3 +60,24 @@ def test_a_chat_answers_step_end_locks_the_runs_row_before_it_writes_the_transcr
     (step_end,) = [t for t in transactions(captured.captured_queries) if any(map(answer.search, t))]
     assert step_end[0].startswith('SELECT "agents_app_run"."id"')
     assert re.search(rf'WHERE "agents_app_run"."id" = {run.pk}\b', step_end[0])
+
+
+def test_an_answer_that_fails_locks_the_runs_row_before_it_keeps_its_calls(owner, llm):
+    # A step that did not complete gets no verdict in its end, but its calls still join the
+    # transcript there: the run's row is locked first all the same (the recipe's `transcript`).
+    chat = conversation_create(owner=owner, interface="api")
+    _, run = message_post(conversation=chat, actor=owner, interface="api", text="echo, ramble")
+    too_long = {"content": "Lorem ipsum", "finish_reason": "length"}
+    call = {"tool_calls": [{"name": "echo", "arguments": {"text": "x"}}]}
+    provider = ScriptedProvider(
+        [{"match": "AGENTDESK:CHAT", "replies": [call, too_long, too_long]}]
+    )
+
+    with CaptureQueriesContext(connection) as captured:
+        execute_run(run.pk, provider=provider, registry=make_registry(EchoTool()))
+
+    run.refresh_from_db()
+    assert (run.status, run.error_code) == ("failed", "ANSWER_TOO_LONG")
+    kept = re.compile(r'INSERT INTO "agents_app_conversationentry".*\'tool_result\'')
+    (step_end,) = [t for t in transactions(captured.captured_queries) if any(map(kept.search, t))]
+    assert step_end[0].startswith('SELECT "agents_app_run"."id"')
