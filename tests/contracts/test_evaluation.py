@@ -48,3 +48,39 @@ def test_an_evaluations_reasoning_is_recorded_with_it_and_none_when_it_gave_none
         (True, None),
     ]
     assert "thinking" not in evaluations[1].payload
+
+
+class Watched(ScriptedProvider):
+    """Notes, for each request, whether a database transaction was open meanwhile."""
+
+    def __init__(self, script):
+        super().__init__(script)
+        self.in_transaction: list[bool] = []
+
+    def complete(self, request):
+        from django.db import connection
+
+        self.in_transaction.append(connection.in_atomic_block)
+        return super().complete(request)
+
+
+def test_a_cycles_evaluation_asks_the_model_with_no_transaction_open(
+    owner, llm, tmp_path, settings
+):
+    # The cycle's step ends in its own commit; the evaluation, a model call, comes after it
+    # (a contract's verdict is not derived from its step: recipe.verdict_at_step_end).
+    settings.AGENT_LOG_DIR = tmp_path / "logs"
+    agent = agent_create(owner=owner, interface="api", contract="Echo a.")
+    run = agent_start(agent=agent, actor=owner, interface="api")
+    provider = Watched(
+        [
+            {"match": "AGENTDESK:EVALUATE", "replies": [evaluation(True, "a was echoed", 1)]},
+            {"match": "AGENTDESK:CONTRACT", "replies": [tool_call("echo", text="a")]},
+        ]
+    )
+
+    execute_run(run.pk, provider=provider, registry=make_registry(EchoTool()))
+
+    run.refresh_from_db()
+    assert run.status == "succeeded"
+    assert len(provider.in_transaction) >= 2 and not any(provider.in_transaction)
