@@ -25,7 +25,6 @@ class TeamRecipe(TaskRecipe):
     kind: str = RunKind.TEAM
     label = HEAD_NODE
     delegates = True
-    verdict_at_step_end = False  # its verify is its own
 
     def name_in_tree(self, run: Run) -> str:
         return self.label

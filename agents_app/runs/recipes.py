@@ -74,7 +74,8 @@ class Recipe(Protocol):
     # Its step ends after one round of tool calls (a contract's cycle).
     one_cycle: bool
     # A fast plan's verdict is derived from its one step (no model asked, `verify` with
-    # fast): a step that completed is judged in the commit that ends it.
+    # fast): a step that completed is judged in the commit that ends it. (A kind that
+    # delegates never ends a step of its own: its children do.)
     verdict_at_step_end: bool
     # A Stop lets the model's answer in flight finish (seed 002).
     finish_in_flight: bool
