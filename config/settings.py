@@ -140,6 +140,8 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
             "prepare_threshold": None if _threshold < 0 else _threshold,
         }
     )
+    # Cursors whose row count waits for a pipelined statement's answer (config/postgresql).
+    DATABASES["default"]["ENGINE"] = "config.postgresql"
 # A Celery worker's processes keep their connection across tasks this long (Django's
 # CONN_MAX_AGE, for them alone: agents_app/worker/connections.py).
 WORKER_DATABASE_CONN_MAX_AGE = env_int("WORKER_DATABASE_CONN_MAX_AGE", 300, minimum=0)

@@ -247,8 +247,22 @@ def fence_statement(
 
 @contextmanager
 def fenced_run(run: Run, lease_token: str) -> Iterator[FencedWriter]:
-    """One commit on a worker's hot path (FencedWriter): the caller's writes, then the fence."""
-    with transaction.atomic():
+    """One commit on a worker's hot path (FencedWriter): the caller's writes, then the fence.
+    On PostgreSQL its statements go as a pipeline: those whose results nothing reads (the
+    rows written, the events) are sent without waiting for each answer; a read (the fence's
+    RETURNING, an id) waits for everything before it."""
+    with transaction.atomic(), _pipelined():
         writer = FencedWriter(run, lease_token)
         yield writer
         writer.flush()
+
+
+@contextmanager
+def _pipelined() -> Iterator[None]:
+    conn = connections[DEFAULT_DB_ALIAS]
+    if conn.vendor != "postgresql":
+        yield
+        return
+    conn.ensure_connection()
+    with conn.connection.pipeline():
+        yield

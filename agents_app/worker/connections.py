@@ -24,6 +24,8 @@ from typing import Any
 from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, close_old_connections, connections
 
+POSTGRESQL = ("django.db.backends.postgresql", "config.postgresql")  # Django's, and ours
+
 
 def keep_connections(**kwargs: Any) -> None:
     """This process executes runs (on `worker_init`, before a prefork worker forks its
@@ -32,7 +34,7 @@ def keep_connections(**kwargs: Any) -> None:
     connections.close_all()  # none opened before may be handed to the pool
     for alias in connections:
         options = connections.settings[alias].setdefault("OPTIONS", {})
-        if connections.settings[alias]["ENGINE"] == "django.db.backends.postgresql":
+        if connections.settings[alias]["ENGINE"] in POSTGRESQL:
             connections.settings[alias]["CONN_MAX_AGE"] = 0  # the pool keeps them instead
             options["pool"] = {
                 "min_size": 1,
