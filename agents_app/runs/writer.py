@@ -1,7 +1,7 @@
 """Changing a run: the row lock, the lease check, the state change and its events, one transaction."""
 
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from functools import partial
 from typing import Any
 
@@ -257,12 +257,12 @@ def fenced_run(run: Run, lease_token: str) -> Iterator[FencedWriter]:
         writer.flush()
 
 
-@contextmanager
-def _pipelined() -> Iterator[None]:
+def _pipelined() -> AbstractContextManager[Any]:
+    """On PostgreSQL, psycopg's pipeline mode on this thread's connection; elsewhere nothing."""
     conn = connections[DEFAULT_DB_ALIAS]
-    if conn.vendor != "postgresql":
-        yield
-        return
+    return _pipeline(conn) if conn.vendor == "postgresql" else nullcontext()
+
+
+def _pipeline(conn: Any) -> AbstractContextManager[Any]:
     conn.ensure_connection()
-    with conn.connection.pipeline():
-        yield
+    return conn.connection.pipeline()
