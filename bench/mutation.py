@@ -193,6 +193,7 @@ MODULES = {
             "tests/runs/test_writer.py",
             "tests/api/test_run_events.py",
             "tests/approvals/test_policy.py",  # parking: the writer's waiting_approval
+            "tests/runs/test_pipelined_commits.py",
         ),
         equivalent=(
             _keyword_marker(
@@ -210,13 +211,32 @@ MODULES = {
             # uncommitted test of tests/runs/test_writer.py catches the first two.
             (
                 "AddNot",
-                "rows = Run.objects.select_for_update() if lock else Run.objects",
+                "row = (_RUN_LOCKED if lock else _RUN).get(run.pk)",
                 "on SQLite a read with or without FOR UPDATE is the same read",
             ),
             (
                 "ReplaceTrueWithFalse",
                 "read_again(run, lock=True)",
                 "on SQLite a read with or without FOR UPDATE is the same read",
+            ),
+            *(
+                (
+                    "NumberReplacer",
+                    line,
+                    "a sample value is a placeholder found once among the compiled query's"
+                    " parameters and replaced by the caller's (core.prepared): any other does",
+                )
+                for line in (
+                    "_RUN = Prepared(lambda pk: Run.objects.filter(pk=pk), samples=(-1,))",
+                    "_RUN_LOCKED = Prepared(lambda pk: Run.objects.select_for_update()"
+                    ".filter(pk=pk), samples=(-1,))",
+                )
+            ),
+            (
+                "DeleteStatement",
+                "return conn.connection.pipeline()",
+                "PostgreSQL's pipeline, never reached on SQLite; on PostgreSQL"
+                " tests/runs/test_pipelined_commits.py catches it (shown by hand)",
             ),
             (
                 "ReplaceFalseWithTrue",

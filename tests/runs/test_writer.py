@@ -6,7 +6,7 @@ from datetime import timedelta
 
 import pytest
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import DatabaseError, connection, transaction
 from django.test import TestCase
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
@@ -548,3 +548,15 @@ def test_a_fenced_writer_flushed_mid_commit_writes_each_field_once(owner):
     assert len(fences) == 2
     assert "prompt_tokens" in fences[0] and "prompt_tokens" not in fences[1]
     assert Run.objects.get(pk=run.pk).prompt_tokens == 5
+
+
+@pytest.mark.django_db
+def test_a_commit_whose_run_row_is_gone_fails_and_writes_nothing(owner):
+    """The writer's one UPDATE of the run's row must change it: a row gone (deleted in the same
+    transaction here; a staff delete elsewhere) fails the commit, as save() would."""
+    run = make_run(owner)
+    task_id = run.task_id
+    with pytest.raises(DatabaseError, match="row is gone"), locked_run(run.pk) as w:
+        Run.objects.filter(pk=run.pk).delete()
+        w.set(final_response="never")
+    assert Run.objects.filter(pk=run.pk, task_id=task_id).exists()  # rolled back
