@@ -233,12 +233,6 @@ MODULES = {
                 )
             ),
             (
-                "DeleteStatement",
-                "return conn.connection.pipeline()",
-                "PostgreSQL's pipeline, never reached on SQLite; on PostgreSQL"
-                " tests/runs/test_pipelined_commits.py catches it (shown by hand)",
-            ),
-            (
                 "ReplaceFalseWithTrue",
                 "def read_again(run: Run, *, lock: bool = False) -> None:",
                 "on SQLite a read with or without FOR UPDATE is the same read (every caller"

@@ -258,11 +258,7 @@ def fenced_run(run: Run, lease_token: str) -> Iterator[FencedWriter]:
 
 
 def _pipelined() -> AbstractContextManager[Any]:
-    """On PostgreSQL, psycopg's pipeline mode on this thread's connection; elsewhere nothing."""
+    """On PostgreSQL, psycopg's pipeline mode on this thread's connection (open: the caller's
+    transaction began); elsewhere nothing."""
     conn = connections[DEFAULT_DB_ALIAS]
-    return _pipeline(conn) if conn.vendor == "postgresql" else nullcontext()
-
-
-def _pipeline(conn: Any) -> AbstractContextManager[Any]:
-    conn.ensure_connection()
-    return conn.connection.pipeline()
+    return conn.connection.pipeline() if conn.vendor == "postgresql" else nullcontext()
