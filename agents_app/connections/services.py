@@ -77,7 +77,7 @@ def connection_ensure_default() -> LLMConnection | None:
     if default is not None and default.seeded and not _changes(default, _seeded_values()):
         return default  # the common case, one query: the seeded row is the default, in line
     seeded = _seeded_sync()
-    default = LLMConnection.objects.filter(is_default=True, enabled=True).first()
+    default = _DEFAULT.one()
     if default is not None:
         return default
     candidates = LLMConnection.objects.filter(enabled=True).exclude(base_url="").exclude(model="")
@@ -89,7 +89,7 @@ def connection_ensure_default() -> LLMConnection | None:
             LLMConnection.objects.filter(is_default=True).update(is_default=False)
             LLMConnection.objects.filter(pk=chosen.pk).update(is_default=True)
     except IntegrityError:  # another process chose at the same moment: theirs stands
-        return LLMConnection.objects.filter(is_default=True, enabled=True).first()
+        return _DEFAULT.one()
     chosen.is_default = True
     return chosen
 

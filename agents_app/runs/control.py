@@ -20,13 +20,18 @@ from agents_app.models import (
 from agents_app.runs.lifecycle import run_enqueue
 from agents_app.runs.writer import locked_run
 
-# Read at every submission: compiled once (core.prepared).
+# Read at every submission and every run's start: compiled once (core.prepared).
 _ENGAGED = Prepared(lambda: KillSwitch.objects.filter(pk=1, engaged=True), samples=())
+
+
+def engaged_switch() -> KillSwitch | None:
+    """The kill switch while it is engaged, else None."""
+    return _ENGAGED.one()
 
 
 def refuse_while_halted() -> None:
     """Raises DomainError SERVICE_UNAVAILABLE while the kill switch is engaged."""
-    switch = _ENGAGED.one()
+    switch = engaged_switch()
     if switch is not None:
         raise DomainError(
             ErrorCode.SERVICE_UNAVAILABLE,

@@ -46,7 +46,6 @@ from agents_app.engine.prompts import shown_earlier
 from agents_app.models import (
     Approval,
     ApprovalStatus,
-    KillSwitch,
     Plan,
     Run,
     RunStatus,
@@ -54,6 +53,7 @@ from agents_app.models import (
     StepStatus,
 )
 from agents_app.runs.admission import admit_waiting
+from agents_app.runs.control import engaged_switch
 from agents_app.runs.lease import Lease
 from agents_app.runs.lifecycle import finish, new_plan, skip_step, workspace_for
 from agents_app.runs.recipes import RunRows, recipe_for
@@ -106,18 +106,12 @@ class Outcome:
 # --- performing one decision ----------------------------------------------------------------
 
 
-# What every run reads, compiled once (core.prepared): its row with what it runs with, the
-# kill switch.
+# A run's row with what it runs with, read at every run: compiled once (core.prepared).
 RUN_TO_EXECUTE = Prepared(
     lambda pk: Run.objects.select_related("connection", "profile", "task").filter(pk=pk),
     samples=(-1,),
 )
 RUN_WITH_TASK = Prepared(lambda pk: Run.objects.select_related("task").filter(pk=pk), samples=(-1,))
-
-
-HALTED = Prepared(
-    lambda: KillSwitch.objects.filter(pk=1, engaged=True).values_list("pk")[:1], samples=()
-)
 
 
 class RunExecutor:
@@ -214,7 +208,7 @@ class RunExecutor:
         else:
             run_moved, switch_moved = self.watch.moved()
         if switch_moved or self.halted is None:
-            self.halted = bool(HALTED.rows())
+            self.halted = engaged_switch() is not None
         if run_moved and not fresh:
             read_control_flags(rows.run)
         return RunState(
@@ -476,7 +470,7 @@ class RunExecutor:
         needs no putting back (a pause or a cancel stops a verifying run as it would have
         stopped the run a moment earlier)."""
         if self.watch.switch_moved():
-            self.halted = bool(HALTED.rows())
+            self.halted = engaged_switch() is not None
         run = w.run
         state = RunState(
             status=run.status,

@@ -17,13 +17,21 @@ def evaluation(met: bool, reason: str, *evidence: int, **reply) -> dict:
     return {**json_reply({"met": met, "reason": reason, "evidence": list(evidence)}), **reply}
 
 
-def test_an_evaluations_reasoning_is_recorded_with_it_and_none_when_it_gave_none(
-    owner, llm, settings, tmp_path
-):
-    # `llm`: the connection the attempt is started with (its replies come from the provider).
+@pytest.fixture
+def started(owner, llm, settings, tmp_path):
+    """A contract agent's first attempt, started (`llm`: the connection it is started with;
+    its replies come from the test's provider)."""
     settings.AGENT_LOG_DIR = tmp_path / "logs"
-    agent = agent_create(owner=owner, interface="api", contract="Echo a then b.")
-    run = agent_start(agent=agent, actor=owner, interface="api")
+
+    def start(contract: str):
+        agent = agent_create(owner=owner, interface="api", contract=contract)
+        return agent_start(agent=agent, actor=owner, interface="api")
+
+    return start
+
+
+def test_an_evaluations_reasoning_is_recorded_with_it_and_none_when_it_gave_none(started):
+    run = started("Echo a then b.")
     provider = ScriptedProvider(
         [
             {
@@ -64,14 +72,10 @@ class Watched(ScriptedProvider):
         return super().complete(request)
 
 
-def test_a_cycles_evaluation_asks_the_model_with_no_transaction_open(
-    owner, llm, tmp_path, settings
-):
+def test_a_cycles_evaluation_asks_the_model_with_no_transaction_open(started):
     # The cycle's step ends in its own commit; the evaluation, a model call, comes after it
     # (a contract's verdict is not derived from its step: recipe.verdict_at_step_end).
-    settings.AGENT_LOG_DIR = tmp_path / "logs"
-    agent = agent_create(owner=owner, interface="api", contract="Echo a.")
-    run = agent_start(agent=agent, actor=owner, interface="api")
+    run = started("Echo a.")
     provider = Watched(
         [
             {"match": "AGENTDESK:EVALUATE", "replies": [evaluation(True, "a was echoed", 1)]},
