@@ -249,8 +249,29 @@ MODULES = {
             "tests/conversations/test_chat_answers.py",
             "tests/conversations/test_chat_errors.py",
             "tests/conversations/test_contract_agents.py",
+            "tests/worker/test_hot_path.py",  # a delivery's statements and transactions
+            "tests/worker/test_phase_reasoning.py",  # a step's thinking
         ),
         core=False,
+        equivalent=(
+            _keyword_marker("*,"),  # RunExecutor(…, *, run) and execute_run(run_id, *, …)
+            _keyword_marker("def state_of(self, rows: RunRows, *, fresh: bool) -> RunState:"),
+            (
+                "NumberReplacer",
+                "samples=(-1,),",
+                "a sample value is a placeholder found once among the compiled query's"
+                " parameters and replaced by the caller's (core.prepared): any other does",
+            ),
+            (
+                "ReplaceAndWithOr",
+                "with self.lock(fenced=start and not run.task.approve_plan) as w:",
+                "a plan the model made written fenced instead of under the row lock (a plan"
+                " approval still parks under the lock): the same rows either way, the lease"
+                " checked by the first statement or by the last, a person's flags brought back"
+                " by either, a step start_next began put back by the next decision if they"
+                " moved",
+            ),
+        ),
     ),
     "hooks": Module(
         "agents_app/worker/hooks.py",
@@ -264,6 +285,41 @@ MODULES = {
             "tests/conversations/test_contract_agents.py",
         ),
         core=False,
+        equivalent=(
+            _keyword_marker("*,"),  # DatabaseHooks(run, lease, step, *, …)
+            _keyword_marker("def apply(self, w: RunWriter, *, usage: bool = True) -> None:"),
+            _keyword_marker("def incoming(self, *, turn: int) -> list[tuple[Any, str]]:"),
+            _keyword_marker(
+                "self, text: str, *, phase: StreamPhase, step_index: int | None,"
+                " reasoning: bool = False"
+            ),
+            (
+                "ReplaceTrueWithFalse",
+                "@dataclass(frozen=True)",
+                "nothing assigns to a ToolCallHandle's fields or hashes one",
+            ),
+            (
+                "ReplaceFalseWithTrue",
+                "def commit(self, *, usage: bool = True, fenced: bool = False) -> Any:",
+                "the hooks' own commits (a retry's event, a steered message, a child's usage"
+                " before its tree is summed) change no status: written fenced or under the row"
+                " lock they write the same rows, the lease checked by the last statement or by"
+                " the first, a person's flags brought back by either",
+            ),
+            (
+                "DeleteStatement",
+                "return []",
+                "`incoming` is asked only by chat answers and contract attempts, which always have"
+                " a conversation (the line is `pragma: no cover`): past it, a run without one"
+                " finds no entry and gets [] all the same",
+            ),
+            (
+                "DeleteStatement",
+                "self._redactor = None",
+                "a finished redactor holds nothing back: the next stream through it is redacted"
+                " as through a new one",
+            ),
+        ),
     ),
     "decisions": Module(
         "agents_app/approvals/decisions.py",

@@ -186,8 +186,8 @@ class RunExecutor:
         Inside another (`open`), that one."""
         if self.open is not None:
             return nullcontext(self.open)
-        if self.run is None:
-            self.run = RUN_WITH_TASK.get(self.run_id)
+        # Every commit follows a decision, made from what load() read.
+        assert self.run is not None
         return committing(self.run, self.lease, self.pending, fenced=fenced)
 
     def hooks(self, run: Run, step: Step | None = None, **options: Any) -> DatabaseHooks:
@@ -483,7 +483,6 @@ class RunExecutor:
         action = next_action(state)
         if action.kind == ActionKind.BEGIN_VERIFY:
             w.transition(RunStatus.VERIFYING)
-            return None
         if action.kind != ActionKind.EXECUTE:
             return None
         step = steps[action.step_index]
@@ -501,7 +500,7 @@ class RunExecutor:
             step.started_at = None
             step.save(update_fields=["status", "started_at"])
 
-    def execute(self, rows: RunRows, step: Step, *, direct: bool = False) -> None:
+    def execute(self, rows: RunRows, step: Step, *, direct: bool) -> None:
         run, steps = rows.run, rows.steps
         resume = None
         if self.started_next is step:

@@ -120,7 +120,7 @@ def committing(
     pending: PendingWrites,
     *,
     usage: bool = True,
-    fenced: bool = False,
+    fenced: bool,
 ) -> Iterator[RunWriter]:
     """One commit of the worker holding `run`: the row read again under its lock (the lease
     checked, `run` brought up to date), what is pending written first (its usage only with
@@ -190,10 +190,10 @@ class DatabaseHooks:
         # The tokens of one stream (one context) pass through one redactor, which holds back
         # an end that could be the start of a secret until the next piece (core.secrecy).
         self._redactor: StreamRedactor | None = None
-        self._last_flush = time.monotonic()
         self._token_context: dict[str, Any] = {}
         self._let_through_next = ""
-        self._last_poll = time.monotonic()
+        # When tokens were last flushed, and the run last looked at while the model streams.
+        self._last_flush = self._last_poll = time.monotonic()
         # phase -> the reasoning streamed in it, kept for the rows (the planner's and the
         # verifier's answers carry none of it).
         self._reasoning: dict[str, list[str]] = {}

@@ -260,3 +260,27 @@ def test_a_step_cut_short_after_its_approved_call_starts_again_without_running_i
     started = RunEvent.objects.filter(run=run, type="step_started").order_by("seq").last()
     assert started.payload["resumed_after_interruption"] is True
     assert started.payload["resumed_after_approval"] is False
+
+
+@pytest.mark.parametrize("on", ["tool_call", "plan"])
+def test_a_worker_that_parked_its_run_decides_nothing_more_about_it(
+    owner, send, registry, monkeypatch, on
+):
+    from agents_app.worker.execution import RunExecutor
+
+    decisions = []
+    state_of = RunExecutor.state_of
+
+    def counted(self, rows, **kw):
+        decisions.append(rows.run.status)
+        return state_of(self, rows, **kw)
+
+    monkeypatch.setattr(RunExecutor, "state_of", counted)
+    task = Task.objects.create(owner=owner, text="Do it", approve_plan=on == "plan")
+    run = run_create(task=task)
+    drive(run, ScriptedProvider(SCRIPT), registry)
+    assert run.status == "waiting_approval" and Approval.objects.get(run=run).kind == on
+
+    # Parked, the run is nobody's: the delivery ended with its parking commit, its last
+    # decision made before it (to plan; to execute a step).
+    assert "waiting_approval" not in decisions and decisions

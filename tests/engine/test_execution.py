@@ -8,12 +8,16 @@ from tests.support.runs import make_run
 from tests.support.script import json_reply, llm_error, plan_reply, step, tool_call, verdict
 from tests.support.scripted_provider import ScriptedProvider
 from tests.support.tools import EchoTool, FinishTool, make_registry
+from tools_app.registry import SideEffects, Tool, ToolResult, ToolSpec
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def run_with(owner, rules, registry=None, **run_kwargs):
-    run = make_run(owner, **run_kwargs)
+    return run_with_id(make_run(owner, **run_kwargs), rules, registry)
+
+
+def run_with_id(run, rules, registry=None):
     provider = ScriptedProvider(rules)
     outcome = execute_run(run.pk, provider=provider, registry=registry or make_registry())
     run.refresh_from_db()
@@ -592,3 +596,392 @@ def test_a_replan_shows_the_planner_the_first_2000_characters_of_each_step(owner
     asked = "\n".join(m["content"] for m in plans[1].messages)
     assert "Step 0 (completed): first try\n  " + "y" * 1999 + "z\n" in asked
     assert "zw" not in asked
+
+
+@pytest.mark.parametrize("gone", [True, False], ids=["deleted", "ended"])
+def test_a_delivery_of_a_run_that_is_gone_or_has_ended_does_nothing(owner, gone):
+    run = make_run(owner)
+    if gone:
+        Run.objects.filter(pk=run.pk).delete()
+    else:
+        Run.objects.filter(pk=run.pk).update(status="succeeded")
+    provider = ScriptedProvider([{"match": "AGENTDESK", "replies": [{"content": "never"}]}])
+
+    outcome = execute_run(run.pk, provider=provider, registry=make_registry())
+
+    assert outcome.state == "finished" and provider.requests == []
+
+
+def test_a_worker_reads_the_kill_switch_again_once_it_moved_between_two_decisions(owner):
+    from agents_app.runs.control import kill_switch_set
+    from agents_app.runs.lease import Lease
+    from agents_app.worker.execution import RunExecutor
+
+    run = make_run(owner)
+    executor = RunExecutor(run.pk, Lease(run.pk, "mine", 30), ScriptedProvider([]), None)
+    rows = executor.load()
+    assert executor.state_of(rows, fresh=True).halted is False
+
+    kill_switch_set(engaged=True, actor=owner, interface="admin")
+
+    assert executor.state_of(rows, fresh=False).halted is True
+
+
+def test_a_failure_to_let_waiting_runs_go_is_logged_with_its_traceback(monkeypatch, caplog):
+    from django.db import DatabaseError
+
+    from agents_app.worker import execution
+
+    def blip(owner_id):
+        raise DatabaseError("the database blinked")
+
+    monkeypatch.setattr(execution, "admit_waiting", blip)
+
+    execution.admit_waiting_quietly(7)
+
+    (record,) = [r for r in caplog.records if r.name == execution.__name__]
+    assert record.levelname == "WARNING" and "user 7's waiting runs" in record.getMessage()
+    assert record.exc_info is not None and record.exc_info[0] is DatabaseError
+
+
+def test_a_delivery_that_ends_its_run_lets_the_person_s_next_waiting_run_go(
+    owner, settings, monkeypatch, caplog
+):
+    from agents_app.runs.services import task_submit
+
+    settings.RUNS_RUNNING_PER_USER = 1
+    settings.LLM_BASE_URL, settings.LLM_MODEL = "http://127.0.0.1:9/v1", "scripted"
+    sent = []
+    monkeypatch.setattr(
+        "agents_app.runs.lifecycle.dispatch.send",
+        lambda task, run_id, countdown=None: sent.append(run_id),
+    )
+    first = task_submit(owner=owner, interface="api", text="First", fast_path=True)
+    second = task_submit(owner=owner, interface="api", text="Second")
+    assert sent == [first.pk] and Run.objects.get(pk=second.pk).waiting_turn
+
+    provider = ScriptedProvider([{"match": "AGENTDESK", "replies": [{"content": "Done."}]}])
+    execute_run(first.pk, provider=provider, registry=make_registry())
+
+    assert Run.objects.get(pk=first.pk).status == "succeeded"
+    assert sent == [first.pk, second.pk] and not Run.objects.get(pk=second.pk).waiting_turn
+    said = [r.getMessage() for r in caplog.records if r.name == "agents_app.worker.execution"]
+    assert said == [f"let user {owner.pk}'s waiting runs go: [{second.pk}]"]
+
+
+def test_reading_a_run_s_rows_again_brings_its_row_up_to_date(owner):
+    from agents_app.runs.lease import Lease
+    from agents_app.worker.execution import RunExecutor
+
+    run = make_run(owner)
+    executor = RunExecutor(run.pk, Lease(run.pk, "mine", 30), ScriptedProvider([]), None)
+    assert executor.load().run.cancel_requested is False
+    Run.objects.filter(pk=run.pk).update(cancel_requested=True)  # as another process would
+
+    assert executor.load().run.cancel_requested is True
+
+
+def test_a_run_with_a_persona_speaks_as_it_in_every_request(owner):
+    from agents_app.models import Task
+
+    run = make_run(owner, fast_path=True)
+    Task.objects.filter(pk=run.task_id).update(persona="You are Ada, a terse reviewer.")
+
+    _, provider, _ = run_with_id(run, [{"match": "AGENTDESK", "replies": [{"content": "Ok."}]}])
+
+    assert provider.requests
+    for request in provider.requests:
+        assert request.messages[0]["content"].startswith("You are Ada, a terse reviewer.\n\n")
+
+
+def test_every_event_of_a_delivery_is_sent_before_it_returns(owner, monkeypatch):
+    from agents_app.core.publisher import PUBLISHER
+
+    said = []
+    submit, flush = PUBLISHER.submit, PUBLISHER.flush
+    monkeypatch.setattr(PUBLISHER, "submit", lambda sends: said.append("handed") or submit(sends))
+    monkeypatch.setattr(
+        PUBLISHER, "flush", lambda *a, **kw: said.append(f"all sent: {flush(*a, **kw)}")
+    )
+
+    run_with(owner, [{"match": "AGENTDESK", "replies": [{"content": "Done."}]}], fast_path=True)
+
+    assert "handed" in said and said[-1] == "all sent: True"
+
+
+def test_finish_task_skips_only_the_steps_still_pending_after_it(owner):
+    run, _, _ = run_with(
+        owner,
+        [
+            {
+                "match": "AGENTDESK:PLAN",
+                "replies": [
+                    plan_reply(
+                        step("break", ["broken"]),
+                        step("finish", ["finish_task"]),
+                        step("after", [], [0]),
+                    )
+                ],
+            },
+            {"match": "AGENTDESK:STEP 0", "replies": [tool_call("broken")]},
+            {"match": "AGENTDESK:STEP 1", "replies": [tool_call("finish_task", result="42")]},
+            {"match": "AGENTDESK:VERIFY", "replies": [verdict(True, "")]},
+        ],
+    )
+
+    skipped = RunEvent.objects.filter(run=run, type="step_skipped")
+    assert [e.payload["index"] for e in skipped] == [2]
+    assert "did not complete" in skipped.get().payload["reason"]
+
+
+def test_a_worker_reads_a_person_s_stop_again_once_it_was_signalled(owner):
+    from agents_app.runs.lease import Lease
+    from agents_app.runs.services import run_cancel
+    from agents_app.worker.execution import RunExecutor
+
+    run = make_run(owner)
+    executor = RunExecutor(run.pk, Lease(run.pk, "mine", 30), ScriptedProvider([]), None)
+    rows = executor.load()
+    assert executor.state_of(rows, fresh=True).cancel_requested is False
+
+    run_cancel(run=run, actor=owner, interface="api")
+
+    assert executor.state_of(rows, fresh=False).cancel_requested is True
+
+
+def test_a_run_with_nothing_to_decide_stops_its_worker(owner):
+    from agents_app.runs.lease import Lease
+    from agents_app.worker.execution import RunExecutor
+
+    run = make_run(owner)
+    Run.objects.filter(pk=run.pk).update(status="waiting_approval")
+    executor = RunExecutor(run.pk, Lease(run.pk, "mine", 30), ScriptedProvider([]), None)
+
+    assert executor.step_once() is False
+
+
+def test_a_paused_run_remembers_the_status_it_goes_back_to(owner):
+    from tests.support.runs import add_plan
+
+    run = make_run(owner)
+    add_plan(run, ["write it"])
+    Run.objects.filter(pk=run.pk).update(pause_requested=True)
+
+    run, _, _ = run_with_id(run, [])
+
+    assert (run.status, run.resume_status) == ("paused", "running")
+
+
+class MeanwhileTool(Tool):
+    """A tool during whose call somebody else acts (`meanwhile`, called with the run's id)."""
+
+    def __init__(self, meanwhile):
+        self.spec = ToolSpec(
+            name="meanwhile",
+            description="Wait a moment.",
+            input_schema={"type": "object", "properties": {}},
+            capabilities=frozenset({"WAIT"}),
+            domain="testing",
+            side_effects=SideEffects.READ_ONLY,
+        )
+        self.meanwhile = meanwhile
+
+    def run(self, arguments, context):
+        self.meanwhile(context.run_id)
+        return ToolResult(ok=True, content={"waited": True})
+
+
+WAIT_THEN_STEP = [
+    {
+        "match": "AGENTDESK:PLAN",
+        "replies": [plan_reply(step("wait", ["meanwhile"]), step("after", [], [0]))],
+    },
+    {"match": "AGENTDESK:STEP 0", "replies": [tool_call("meanwhile"), {"content": "waited"}]},
+    {"match": "AGENTDESK:STEP 1", "replies": [{"content": "after"}]},
+    {"match": "AGENTDESK:VERIFY", "replies": [verdict(True, "done", evidence=[1])]},
+]
+
+
+def test_the_kill_switch_engaged_during_a_step_pauses_the_run_before_the_next(owner):
+    from agents_app.runs.control import kill_switch_set
+
+    def engage(run_id):
+        kill_switch_set(engaged=True, actor=owner, interface="admin")
+
+    run, provider, _ = run_with(owner, WAIT_THEN_STEP, make_registry(MeanwhileTool(engage)))
+
+    assert run.status == "paused" and run.resume_status == "running"
+    assert [s.status for s in Step.objects.filter(run=run).order_by("index")] == [
+        "completed",
+        "pending",
+    ]
+    assert not any("AGENTDESK:STEP 1" in r.messages[0]["content"] for r in provider.requests)
+
+
+def test_a_pause_asked_during_a_step_s_last_answer_puts_back_the_step_its_end_began(owner):
+    from agents_app.runs.services import run_pause
+
+    run = make_run(owner)
+
+    def pause_then_answer(request):
+        # After the step's last checkpoint: its end begins the next step, then sees the pause.
+        run_pause(run=Run.objects.get(pk=run.pk), actor=owner, interface="api")
+        return {"content": "waited"}
+
+    script = [
+        {
+            "match": "AGENTDESK:PLAN",
+            "replies": [plan_reply(step("wait"), step("after", [], [0]))],
+        },
+        {"match": "AGENTDESK:STEP 0", "replies": [pause_then_answer]},
+        {"match": "AGENTDESK:STEP 1", "replies": [{"content": "after"}]},
+    ]
+    run, provider, _ = run_with_id(run, script)
+
+    assert run.status == "paused"
+    after = Step.objects.get(run=run, index=1)
+    assert (after.status, after.started_at) == ("pending", None)
+    assert not any("AGENTDESK:STEP 1" in r.messages[0]["content"] for r in provider.requests)
+
+
+@pytest.mark.parametrize(("least", "analysed"), [(3, True), (4, False)])
+def test_the_task_is_analysed_from_as_many_tools_as_the_setting_names(
+    owner, settings, least, analysed
+):
+    settings.AGENT_ANALYSIS_MIN_TOOLS = least  # make_registry offers three
+    run, provider, _ = run_with(
+        owner,
+        [
+            {"match": "AGENTDESK:ANALYZE", "replies": [json_reply({"capabilities": ["echo"]})]},
+            {"match": "AGENTDESK:PLAN", "replies": [plan_reply(step("think"))]},
+            {"match": "AGENTDESK:STEP", "replies": [{"content": "thought"}]},
+            {"match": "AGENTDESK:VERIFY", "replies": [verdict()]},
+        ],
+    )
+
+    asked = any("AGENTDESK:ANALYZE" in r.messages[0]["content"] for r in provider.requests)
+    assert asked is analysed and run.status == "succeeded"
+
+
+def test_an_unexpected_error_is_logged_with_its_traceback(owner, caplog):
+    from agents_app.worker import execution
+
+    class Odd(Exception):
+        pass
+
+    def provider_bug(request):
+        raise Odd("nobody expected this")
+
+    run, _, _ = run_with(owner, [{"match": "AGENTDESK:PLAN", "replies": [provider_bug]}])
+
+    assert run.status == "failed"
+    (record,) = [r for r in caplog.records if r.name == execution.__name__]
+    assert record.levelname == "ERROR" and record.exc_info[0] is Odd
+    assert record.getMessage() == f"run {run.pk}: unexpected error in plan"
+
+
+def test_finish_task_s_answer_stays_the_run_s_answer_when_the_verifier_fails_it(owner):
+    run, _, _ = run_with(
+        owner,
+        [
+            {"match": "AGENTDESK:PLAN", "replies": [plan_reply(step("finish", ["finish_task"]))]},
+            {"match": "AGENTDESK:STEP 0", "replies": [tool_call("finish_task", result="42")]},
+            {"match": "AGENTDESK:VERIFY", "replies": [verdict(False, replan=False)]},
+        ],
+    )
+
+    assert (run.status, run.final_response) == ("failed", "42")
+
+
+def test_a_step_parked_on_an_approval_that_is_gone_starts_again(owner):
+    from agents_app.runs.lease import Lease
+    from agents_app.worker.execution import RunExecutor
+    from tests.support.runs import add_plan
+
+    run = make_run(owner)
+    step0 = add_plan(run, ["write it"]).steps.get()
+    step0.progress = {"approval_id": 10**9, "thoughts": []}
+    executor = RunExecutor(run.pk, Lease(run.pk, "mine", 30), ScriptedProvider([]), None)
+
+    assert executor.decided(step0) is None
+
+
+def test_a_run_without_a_model_to_ask_fails_naming_what_is_missing(owner, settings):
+    settings.LLM_BASE_URL, settings.LLM_MODEL = "", ""
+    run = make_run(owner)
+
+    outcome = execute_run(run.pk, registry=make_registry())
+
+    run.refresh_from_db()
+    assert outcome.state == "finished"
+    assert (run.status, run.error_code) == ("failed", "LLM_NOT_CONFIGURED")
+    assert "LLM_BASE_URL" in run.error_message and run.lease_owner == ""
+
+
+def test_a_run_whose_lease_is_about_to_lapse_is_tried_again_a_second_later(owner):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    run = make_run(owner)
+    Run.objects.filter(pk=run.pk).update(
+        lease_owner="someone-else", lease_expires_at=timezone.now() + timedelta(seconds=0.2)
+    )
+
+    outcome = execute_run(run.pk, provider=ScriptedProvider([]), registry=make_registry())
+
+    assert (outcome.state, outcome.retry_in) == ("busy", 1.0)
+
+
+def test_a_worker_that_lost_its_run_to_another_stops_and_says_so(owner, caplog):
+    def steal(run_id):
+        Run.objects.filter(pk=run_id).update(lease_owner="another-worker")
+
+    run, provider, outcome = run_with(owner, WAIT_THEN_STEP, make_registry(MeanwhileTool(steal)))
+
+    assert outcome.state == "lost" and run.lease_owner == "another-worker"
+    assert Step.objects.get(run=run, index=0).status == "running"  # its end was not written
+    said = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert f"run {run.pk}: lease lost to another worker; stopping" in said
+
+
+def test_a_failed_step_s_event_says_why(owner):
+    run, _, _ = run_with(
+        owner,
+        [
+            {"match": "AGENTDESK:PLAN", "replies": [plan_reply(step("break", ["broken"]))]},
+            {"match": "AGENTDESK:STEP 0", "replies": [tool_call("broken")]},
+            {"match": "AGENTDESK:VERIFY", "replies": [verdict(False, replan=False)]},
+        ],
+    )
+
+    failed = RunEvent.objects.get(run=run, type="step_failed").payload
+    assert (failed["index"], failed["status"]) == (0, "failed")
+    assert failed["error_code"] and "the service said no" in failed["error"]
+
+
+def test_after_a_verdict_the_next_decision_is_made_from_the_rows_read_again(owner, monkeypatch):
+    from agents_app.worker.execution import RunExecutor
+
+    loads = []
+    load = RunExecutor.load
+    monkeypatch.setattr(RunExecutor, "load", lambda self: loads.append(1) or load(self))
+
+    run, _, _ = run_with(
+        owner,
+        [
+            {
+                "match": "AGENTDESK:PLAN",
+                "replies": [plan_reply(step("first try")), plan_reply(step("second try"))],
+            },
+            {"match": "AGENTDESK:STEP", "replies": [{"content": "meh"}, {"content": "great"}]},
+            {
+                "match": "AGENTDESK:VERIFY",
+                "replies": [verdict(False, replan=True), verdict(True, "done twice")],
+            },
+        ],
+    )
+
+    # Read when the delivery began, and after the verdict that asked for a new plan; the
+    # plan, its steps and the last verdict went on from the rows each wrote.
+    assert run.status == "succeeded" and len(loads) == 2

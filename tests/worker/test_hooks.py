@@ -8,10 +8,10 @@ import pytest
 from asgiref.sync import async_to_sync, sync_to_async
 from channels.layers import get_channel_layer
 
-from agents_app.core.errors import ErrorCode
+from agents_app.core.errors import DomainError, ErrorCode
 from agents_app.core.events import publish, run_group
 from agents_app.engine.hooks import StopRun
-from agents_app.engine.llm import RetryNotice
+from agents_app.engine.llm import RetryNotice, Usage
 from agents_app.models import AuditEvent, Run, RunEvent, ToolCall
 from agents_app.runs.lease import Lease
 from agents_app.worker import hooks as hooks_module
@@ -289,3 +289,276 @@ def test_a_cancel_is_seen_at_the_next_checkpoint_with_no_query_while_nothing_cha
         hooks.checkpoint()
 
     assert stopped.value.code == ErrorCode.CANCELLED
+
+
+class Clock:
+    """time.monotonic for the hooks module, moved by the test."""
+
+    def __init__(self, now: float):
+        self.now = now
+
+    def monotonic(self) -> float:
+        return self.now
+
+
+def test_short_tokens_are_published_once_a_tenth_of_a_second_passed_since_the_last(
+    owner, monkeypatch
+):
+    clock = Clock(0.0)
+    monkeypatch.setattr(hooks_module, "time", clock)
+    run = make_run(owner)
+    hooks = DatabaseHooks(run, Lease(run.pk, "mine", 30))
+
+    def stream():
+        hooks.on_token("Hel", phase="execution", step_index=0)  # its context's first piece
+        clock.now = 0.06
+        hooks.on_token("lo", phase="execution", step_index=0)  # 5 characters in 60 ms
+        publish(run_group(run.pk), [MARK])
+        clock.now = 0.1
+        hooks.on_token(", world", phase="execution", step_index=0)  # 100 ms: out it goes
+        publish(run_group(run.pk), [MARK])
+        clock.now = 0.15
+        hooks.on_token("!", phase="execution", step_index=0)  # 50 ms since that one
+        publish(run_group(run.pk), [MARK])
+
+    pieces = [m.get("token", "|") for m in published(run, stream)]
+
+    assert pieces == ["|", "Hello, world", "|", "|"]
+
+
+def test_tokens_are_published_each_time_64_characters_have_gathered(
+    owner, only_size_and_context_flush
+):
+    run = make_run(owner)
+    hooks = DatabaseHooks(run, Lease(run.pk, "mine", 30))
+
+    def stream():
+        hooks.on_token("a" * 63, phase="execution", step_index=0)
+        publish(run_group(run.pk), [MARK])
+        hooks.on_token("b", phase="execution", step_index=0)  # 64
+        hooks.on_token("c" * 64, phase="execution", step_index=0)  # 64 again
+        publish(run_group(run.pk), [MARK])
+
+    pieces = [m.get("token", "|") for m in published(run, stream)]
+
+    assert pieces == ["|", "a" * 63 + "b", "c" * 64, "|"]
+
+
+def test_the_end_of_a_stream_held_back_as_a_possible_secret_goes_out_when_it_ends(
+    owner, only_size_and_context_flush
+):
+    run = make_run(owner)
+    hooks = DatabaseHooks(run, Lease(run.pk, "mine", 30))
+    said = "Keys of this shape begin with sk-"
+
+    def stream():
+        hooks.on_token(said, phase="execution", step_index=0)
+        hooks.flush_tokens(ended=False)  # mid-stream: "sk-" may be a key's start
+        publish(run_group(run.pk), [MARK])
+        hooks.flush_tokens()  # the answer came: nothing more follows
+
+    pieces = [m.get("token", "|") for m in published(run, stream)]
+
+    assert pieces[-1] != "|" and "".join(p for p in pieces if p != "|") == said
+    assert pieces.index("|") < len(pieces) - 1
+
+
+def test_a_failed_tool_call_s_row_keeps_its_error_with_its_code(owner):
+    run = make_run(owner)
+    step = add_plan(run, ["echo"]).steps.get()
+    hooks = hooks_of(run, step)
+    handle = hooks.before_tool_call("echo", {"text": "hi"})
+
+    hooks.after_tool_call(handle, result=None, error_code="TOOL_TIMEOUT", error="no answer in 5 s")
+    with hooks.commit():
+        pass
+
+    call = ToolCall.objects.get(pk=handle.call_id)
+    assert (call.status, call.error) == ("failed", "no answer in 5 s")
+
+
+def test_a_tool_call_s_name_and_arguments_are_recorded_as_any_database_stores_them(owner):
+    run = make_run(owner)
+    step = add_plan(run, ["echo"]).steps.get()
+    hooks = hooks_of(run, step)
+
+    handle = hooks.before_tool_call("ec\x00ho", {"te\x00xt": "h\x00i"})
+
+    call = ToolCall.objects.get(pk=handle.call_id)
+    assert (call.tool, call.arguments) == ("ec\ufffdho", {"te\ufffdxt": "h\ufffdi"})
+    assert handle.tool == "ec\ufffdho"
+
+
+def test_the_run_stops_at_the_checkpoint_on_its_deadline(owner, monkeypatch):
+    run = make_run(owner)
+    hooks = DatabaseHooks(run, Lease(run.pk, "mine", 30))
+    monkeypatch.setattr(hooks_module.timezone, "now", lambda: hooks.deadline)
+
+    with pytest.raises(StopRun) as stopped:
+        hooks.checkpoint()
+
+    assert stopped.value.code == ErrorCode.EXECUTION_TIMEOUT
+
+
+def child_of(root: Run, owner) -> Run:
+    """A run of `root`'s tree, with a budget of its own far above its root's."""
+    child = make_run(owner, max_tokens=10**6, max_tool_calls=1000)
+    Run.objects.filter(pk=child.pk).update(root=root)
+    return Run.objects.select_related("task").get(pk=child.pk)
+
+
+def test_a_child_s_tool_calls_spend_its_tree_s_budget_up_to_the_root_s_limit(owner):
+    root = make_run(owner, max_tool_calls=3)
+    Run.objects.filter(pk=root.pk).update(tool_calls_made=1)
+    child = child_of(root, owner)
+    hooks = hooks_of(child, add_plan(child, ["echo"]).steps.get())
+
+    hooks.before_tool_call("echo", {"text": "two of three"})
+    hooks.before_tool_call("echo", {"text": "three of three"})
+    with pytest.raises(DomainError) as refused:
+        hooks.before_tool_call("echo", {"text": "four"})
+
+    assert refused.value.code == ErrorCode.BUDGET_EXCEEDED
+    assert refused.value.details == {"budget": "tool_calls", "used": 3, "limit": 3, "tree": root.pk}
+    assert ToolCall.objects.filter(run=child).count() == 2
+
+
+def test_a_child_s_tokens_spend_its_tree_s_budget_past_the_root_s_limit(owner):
+    root = make_run(owner, max_tokens=100)
+    Run.objects.filter(pk=root.pk).update(prompt_tokens=40)
+    child = child_of(root, owner)
+    hooks = hooks_of(child)
+
+    hooks.on_llm_usage(Usage(prompt_tokens=50, completion_tokens=10), "scripted")  # 100 of 100
+    with pytest.raises(DomainError) as refused:
+        hooks.on_llm_usage(Usage(prompt_tokens=1, completion_tokens=0), "scripted")
+
+    assert refused.value.code == ErrorCode.BUDGET_EXCEEDED
+    assert refused.value.details == {"budget": "tokens", "used": 101, "limit": 100, "tree": root.pk}
+
+
+def test_a_run_within_its_own_token_budget_goes_on_up_to_the_last_token(owner):
+    run = make_run(owner, max_tokens=100)
+    hooks = hooks_of(run)
+
+    hooks.on_llm_usage(Usage(prompt_tokens=90, completion_tokens=10), "scripted")  # 100 of 100
+    with pytest.raises(DomainError) as refused:
+        hooks.on_llm_usage(Usage(prompt_tokens=1, completion_tokens=0), "scripted")
+
+    assert refused.value.details == {"budget": "tokens", "used": 101, "limit": 100}
+
+
+def test_a_model_call_s_usage_ends_its_stream_first(owner, only_size_and_context_flush):
+    run = make_run(owner)
+    hooks = hooks_of(run)
+    said = "The key you want starts with sk-"
+
+    def stream():
+        hooks.on_token(said, phase="execution", step_index=0)
+        hooks.on_llm_usage(Usage(prompt_tokens=5, completion_tokens=9), "scripted")
+        publish(run_group(run.pk), [MARK])
+
+    pieces = [m.get("token", "|") for m in published(run, stream)]
+
+    assert pieces == [said, "|"]
+
+
+def test_a_worker_that_lost_its_lease_stops_when_its_model_call_ends(owner):
+    run = make_run(owner)
+    lease = Lease(run.pk, "mine", 30)
+    hooks = DatabaseHooks(run, lease)
+    lease.lost.set()
+
+    with pytest.raises(StopRun) as stopped:
+        hooks.on_llm_usage(Usage(prompt_tokens=5, completion_tokens=9), "scripted")
+
+    assert stopped.value.code == ErrorCode.LEASE_LOST
+
+
+def test_a_steered_message_is_delivered_into_the_running_answer_once(owner, settings, monkeypatch):
+    from agents_app.conversations.services import conversation_create, message_post
+
+    settings.LLM_BASE_URL, settings.LLM_MODEL = "http://127.0.0.1:9/v1", "scripted"
+    monkeypatch.setattr("agents_app.runs.lifecycle.dispatch.send", lambda *a, **kw: None)
+    conversation = conversation_create(owner=owner, interface="api")
+    _, answer = message_post(conversation=conversation, actor=owner, interface="api", text="Hi")
+    steer, _ = message_post(
+        conversation=conversation,
+        actor=owner,
+        interface="api",
+        text="Also: in French",
+        mode="steer",
+    )
+    hooks = hooks_of(Run.objects.select_related("task").get(pk=answer.pk))
+
+    assert hooks.incoming(turn=1) == [(steer.pk, "Also: in French")]
+    assert hooks.incoming(turn=2) == []
+    steered = RunEvent.objects.filter(run=answer, type="message_steered")
+    assert [e.payload["turn"] for e in steered] == [1]
+
+
+def test_while_the_model_streams_the_run_is_looked_at_every_quarter_second(owner, monkeypatch):
+    clock = Clock(0.0)
+    monkeypatch.setattr(hooks_module, "time", clock)
+    run = make_run(owner)
+    hooks = DatabaseHooks(run, Lease(run.pk, "mine", 30))
+    looks = []
+    monkeypatch.setattr(hooks, "checkpoint", lambda: looks.append(clock.now))
+
+    for now in (0.2, 0.25, 0.45, 0.5):
+        clock.now = now
+        hooks.poll()
+
+    assert looks == [0.25, 0.5]
+
+
+def test_time_parked_on_a_person_does_not_count_against_the_run_s_deadline(owner, settings):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    settings.AGENT_RUN_TIMEOUT = 120
+    run = make_run(owner)
+    Run.objects.filter(pk=run.pk).update(
+        started_at=timezone.now() - timedelta(seconds=150), parked_seconds=100
+    )
+    run = Run.objects.select_related("task").get(pk=run.pk)
+    hooks = hooks_of(run)
+
+    hooks.checkpoint()  # 150 s since it started, 100 of them parked: 50 of its 120 s
+
+    assert hooks.deadline - run.started_at == timedelta(seconds=220)
+
+
+def test_a_model_call_about_to_be_retried_ends_its_stream_first(owner, only_size_and_context_flush):
+    run = make_run(owner)
+    hooks = hooks_of(run)
+    said = "The key you want starts with sk-"
+
+    def stream():
+        hooks.on_token(said, phase="execution", step_index=0)
+        hooks.on_llm_retry(
+            RetryNotice(code="RATE_LIMITED", reason="HTTP 429", delay=1, attempt=1, attempts=3)
+        )
+        publish(run_group(run.pk), [MARK])
+
+    shown = published(run, stream)
+    pieces = [m.get("token", "|") for m in shown if m["type"] in ("run.token", MARK["type"])]
+
+    assert pieces == [said, "|"]
+
+
+def test_a_model_call_s_usage_is_written_at_the_step_s_end_not_with_a_tool_call_s_row(owner):
+    run = make_run(owner)
+    step = add_plan(run, ["echo"]).steps.get()
+    hooks = hooks_of(run, step)
+    hooks.on_llm_usage(Usage(prompt_tokens=5, completion_tokens=9), "scripted")
+
+    hooks.before_tool_call("echo", {"text": "hi"})  # the call's row, committed before the call
+
+    assert Run.objects.get(pk=run.pk).prompt_tokens == 0
+    assert not RunEvent.objects.filter(run=run, type="llm_usage").exists()
+    with hooks.commit():  # the step's end
+        pass
+    assert Run.objects.get(pk=run.pk).prompt_tokens == 5
+    assert RunEvent.objects.filter(run=run, type="llm_usage").count() == 1
