@@ -251,16 +251,63 @@ MODULES = {
             "tests/conversations/test_contract_agents.py",
             "tests/worker/test_hot_path.py",  # a delivery's statements and transactions
             "tests/worker/test_phase_reasoning.py",  # a step's thinking
+            "tests/engine/test_fast_path_runs.py",  # the plan a fast path shows
+            "tests/orchestration/test_head_node_wait.py",  # a head node's wait
         ),
         core=False,
         equivalent=(
             _keyword_marker("*,"),  # RunExecutor(…, *, run) and execute_run(run_id, *, …)
             _keyword_marker("def state_of(self, rows: RunRows, *, fresh: bool) -> RunState:"),
+            *(
+                (
+                    "NumberReplacer",
+                    line,
+                    "a sample value is a placeholder found once among the compiled query's"
+                    " parameters and replaced by the caller's (core.prepared): any other does",
+                )
+                for line in (
+                    "samples=(-1,),",
+                    'RUN_WITH_TASK = Prepared(lambda pk: Run.objects.select_related("task")'
+                    ".filter(pk=pk), samples=(-1,))",
+                )
+            ),
+            (
+                "DeleteStatement",
+                "self.rows_kept: RunRows | None = None",
+                "the first step_once sets rows_kept (its rows are None, so it loads them) before"
+                " anything reads it",
+            ),
+            (
+                "DeleteStatement",
+                "self.started_next = None",
+                "after a performer raised, its run ends in the same step_once (or, the lease"
+                " lost, the delivery does): nothing reads started_next again",
+            ),
+            (
+                "ReplaceComparisonOperator_Is_IsNot",
+                "if self.started_next is not None and rows is self.rows_kept and not flagged:",
+                "the rows a step's end started the next step from are always the ones kept:"
+                " asked instead, next_action decides the same, to execute that step",
+            ),
+            (
+                "DeleteStatement",
+                "return None  # begun elsewhere (a takeover's, an approval's): executed, not"
+                " started",
+                "a step's end or a plan's begins the next step, which has not begun: a step"
+                " interrupted or parked is the one a delivery executes first, never the next",
+            ),
             (
                 "NumberReplacer",
-                "samples=(-1,),",
-                "a sample value is a placeholder found once among the compiled query's"
-                " parameters and replaced by the caller's (core.prepared): any other does",
+                "(run.lease_expires_at - timezone.now()).total_seconds() if run.lease_expires_at"
+                " else 0",
+                "a lease with no expiry leaves 0, 1 or -1 s: each is retried after the least"
+                " wait, a second",
+            ),
+            (
+                "NumberReplacer",
+                "retry_in: float = 0.0",
+                "only a busy outcome's retry_in is read (agents_app/tasks.py), and a busy"
+                " outcome always sets it",
             ),
             (
                 "ReplaceAndWithOr",
@@ -288,6 +335,7 @@ MODULES = {
         equivalent=(
             _keyword_marker("*,"),  # DatabaseHooks(run, lease, step, *, …)
             _keyword_marker("def apply(self, w: RunWriter, *, usage: bool = True) -> None:"),
+            _keyword_marker("def clear(self, *, usage: bool) -> None:"),
             _keyword_marker("def incoming(self, *, turn: int) -> list[tuple[Any, str]]:"),
             _keyword_marker(
                 "self, text: str, *, phase: StreamPhase, step_index: int | None,"
@@ -305,6 +353,13 @@ MODULES = {
                 " before its tree is summed) change no status: written fenced or under the row"
                 " lock they write the same rows, the lease checked by the last statement or by"
                 " the first, a person's flags brought back by either",
+            ),
+            (
+                "DeleteStatement",
+                "give_back()  # what follows a commit is a wait: a tool, the model, the next"
+                " delivery",
+                "on SQLite, the mutation run's database, no connection is pooled and give_back"
+                " does nothing (on PostgreSQL bench/concurrency.py counts a worker's connections)",
             ),
             (
                 "DeleteStatement",

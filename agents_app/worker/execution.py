@@ -487,7 +487,7 @@ class RunExecutor:
             return None
         step = steps[action.step_index]
         if step.status != StepStatus.PENDING or step.progress:
-            return None
+            return None  # begun elsewhere (a takeover's, an approval's): executed, not started
         self.start_step(w, step, None, save=False)
         self.started_next = step
         return step

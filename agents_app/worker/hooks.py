@@ -106,7 +106,7 @@ class PendingWrites:
                 audit.append(row)
         rows.insert(audit)
 
-    def clear(self, *, usage: bool = True) -> None:
+    def clear(self, *, usage: bool) -> None:
         self.results.clear()
         if usage:
             self.prompt_tokens = self.completion_tokens = 0

@@ -284,3 +284,39 @@ def test_a_worker_that_parked_its_run_decides_nothing_more_about_it(
     # Parked, the run is nobody's: the delivery ended with its parking commit, its last
     # decision made before it (to plan; to execute a step).
     assert "waiting_approval" not in decisions and decisions
+
+
+@pytest.mark.parametrize("expired", [True, False], ids=["expired", "denied"])
+def test_the_model_is_told_when_a_denial_came_from_a_timeout(owner, send, registry, expired):
+    run, provider, approval = parked(owner, registry)
+    asked = len(provider.requests)
+    if expired:
+        Approval.objects.filter(pk=approval.pk).update(
+            on_timeout="deny", expires_at=approval.created_at
+        )
+        assert approval_expire(approval.pk) == 0
+    else:
+        approval_decide(approval_id=approval.pk, decision="deny", actor=owner, interface="web")
+
+    drive(run, provider, registry)
+
+    told = "\n".join(str(m.get("content")) for r in provider.requests[asked:] for m in r.messages)
+    assert "denied" in told.lower() and send.calls == []
+    assert ("It timed out waiting for a decision." in told) is expired
+
+
+def test_a_step_parked_on_an_approval_without_its_call_starts_again(owner, registry):
+    from agents_app.runs.lease import Lease
+    from agents_app.worker.execution import RunExecutor
+
+    run, provider, approval = parked(owner, registry)
+    plan_approval = Approval.objects.create(
+        run=run, owner=owner, kind="plan", arguments={}, status="approved"
+    )
+    step0 = Step.objects.get(run=run, index=0)
+    executor = RunExecutor(run.pk, Lease(run.pk, "mine", 30), provider, registry)
+    approval_decide(approval_id=approval.pk, decision="approve", actor=owner, interface="web")
+
+    assert executor.decided(step0).decision == "approve"
+    step0.progress = {**step0.progress, "approval_id": plan_approval.pk}
+    assert executor.decided(step0) is None

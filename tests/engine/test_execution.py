@@ -985,3 +985,94 @@ def test_after_a_verdict_the_next_decision_is_made_from_the_rows_read_again(owne
     # Read when the delivery began, and after the verdict that asked for a new plan; the
     # plan, its steps and the last verdict went on from the rows each wrote.
     assert run.status == "succeeded" and len(loads) == 2
+
+
+@pytest.mark.dialect
+def test_a_decision_reads_a_person_s_flags_only_when_they_may_have_moved_since_last_read(
+    owner, django_assert_num_queries
+):
+    from agents_app.runs.lease import Lease
+    from agents_app.worker.execution import RunExecutor
+
+    run = make_run(owner)
+    executor = RunExecutor(run.pk, Lease(run.pk, "mine", 30), ScriptedProvider([]), None)
+    rows = executor.load()  # the flags with the row
+
+    with django_assert_num_queries(1):  # the kill switch, the first time
+        executor.state_of(rows, fresh=True)
+    with django_assert_num_queries(0):  # nothing signalled since
+        executor.state_of(rows, fresh=False)
+
+
+def test_a_worker_s_own_delivery_starts_this_process_s_mcp_sessions_first(
+    owner, monkeypatch, settings
+):
+    from agents_app.worker import execution
+
+    registry = make_registry()
+    started = []
+    monkeypatch.setattr(execution, "get_registry", lambda: registry)
+    monkeypatch.setattr(
+        "tools_app.mcp.client.ensure_pool", lambda r, wait: started.append((r, wait))
+    )
+    run = make_run(owner, fast_path=True)
+
+    execute_run(
+        run.pk, provider=ScriptedProvider([{"match": "AGENTDESK", "replies": [{"content": "Hi."}]}])
+    )
+
+    run.refresh_from_db()
+    assert run.status == "succeeded" and started == [(registry, settings.MCP_STARTUP_WAIT)]
+
+
+@pytest.mark.dialect
+def test_a_run_that_never_started_is_read_with_its_lease_and_nothing_more(
+    owner, django_assert_num_queries
+):
+    from agents_app.runs.lease import Lease
+    from agents_app.worker.execution import RUN_TO_EXECUTE, RunExecutor
+
+    run = make_run(owner)
+    given = RUN_TO_EXECUTE.get(run.pk)  # as execute_run reads it once its lease is taken
+    executor = RunExecutor(run.pk, Lease(run.pk, "mine", 30), ScriptedProvider([]), None, run=given)
+
+    with django_assert_num_queries(0):  # no plan yet: it is written with its start
+        rows = executor.load()
+
+    assert rows.run is given and rows.plan is None and rows.steps == []
+
+
+def test_the_first_decision_of_a_delivery_reads_no_flags_but_those_read_with_the_row(owner):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from agents_app.runs.lease import Lease
+    from agents_app.worker.execution import RunExecutor
+
+    run = make_run(owner)
+    Run.objects.filter(pk=run.pk).update(lease_owner="mine")
+    executor = RunExecutor(run.pk, Lease(run.pk, "mine", 30), ScriptedProvider([]), None)
+
+    with CaptureQueriesContext(connection) as queries:
+        executor.step_once()  # reads the run, decides to start it, starts it
+
+    # read_control_flags: SELECT "agents_app_run"."cancel_requested" AS "cancel_requested", …
+    flags_only = [
+        q["sql"]
+        for q in queries.captured_queries
+        if '"cancel_requested" AS "cancel_requested"' in q["sql"]
+    ]
+    assert Run.objects.get(pk=run.pk).status == "planning" and flags_only == []
+
+
+def test_a_run_s_lease_is_kept_renewed_while_it_executes_and_not_after(owner):
+    from agents_app.runs.lease import RENEWER
+
+    held = []
+
+    def look(run_id):
+        held.append(RENEWER.held())
+
+    run, _, _ = run_with(owner, WAIT_THEN_STEP, make_registry(MeanwhileTool(look)))
+
+    assert run.status == "succeeded" and held == [1] and RENEWER.held() == 0

@@ -562,3 +562,73 @@ def test_a_model_call_s_usage_is_written_at_the_step_s_end_not_with_a_tool_call_
         pass
     assert Run.objects.get(pk=run.pk).prompt_tokens == 5
     assert RunEvent.objects.filter(run=run, type="llm_usage").count() == 1
+
+
+def test_a_secret_cut_by_a_checkpoint_mid_stream_is_still_published_redacted(
+    owner, only_size_and_context_flush, monkeypatch
+):
+    secret = "sk-hooks-TestKey0123456789abcdefXYZ"
+    monkeypatch.setenv("HOOKS_TEST_API_KEY", secret)
+    run = make_run(owner)
+    hooks = hooks_of(run)
+    said = f"Here: {secret} and no more."
+
+    def stream():
+        hooks.on_token(said[:15], phase="execution", step_index=0)
+        hooks.checkpoint()  # between two pieces of the stream
+        hooks.on_token(said[15:], phase="execution", step_index=0)
+        hooks.flush_tokens()
+
+    shown = "".join(m["token"] for m in published(run, stream))
+
+    assert shown == "Here: [redacted] and no more."
+
+
+def test_how_a_call_was_let_through_is_recorded_for_that_call_only(owner, tmp_path):
+    notes = ToolSpec(
+        name="notes_read",
+        description="Read a note.",
+        input_schema={"type": "object", "properties": {"path": {"type": "string"}}},
+        capabilities=frozenset(),
+        domain="notes",
+        source="mcp",
+    )
+    run = make_run(owner)
+    step = add_plan(run, ["read"]).steps.get()
+    Run.objects.filter(pk=run.pk).update(lease_owner="mine")
+    workspace = tmp_path / f"run-{run.pk}"
+    hooks = DatabaseHooks(
+        run, Lease(run.pk, "mine", 30), step, specs={"notes_read": notes}, workspace=workspace
+    )
+
+    assert hooks.approval_needed("notes_read", {"path": str(workspace / "a.md")}) is None
+    first = hooks.before_tool_call("notes_read", {"path": str(workspace / "a.md")})
+    second = hooks.before_tool_call("notes_read", {"path": str(workspace / "b.md")})
+
+    assert hooks.let_through.get(first.call_id) and second.call_id not in hooks.let_through
+
+
+def test_a_tool_the_configuration_does_not_offer_asks_nobody(owner):
+    run = make_run(owner)
+    hooks = DatabaseHooks(run, Lease(run.pk, "mine", 30), specs={})
+
+    assert hooks.approval_needed("echo", {"text": "hi"}) is None
+
+
+def test_a_secret_cut_by_the_64_character_flush_is_still_published_redacted(
+    owner, only_size_and_context_flush, monkeypatch
+):
+    secret = "sk-hooks-TestKey0123456789abcdefXYZ"
+    monkeypatch.setenv("HOOKS_TEST_API_KEY", secret)
+    run = make_run(owner)
+    hooks = DatabaseHooks(run, Lease(run.pk, "mine", 30))
+    said = "x" * 50 + f" {secret} and no more."
+
+    def stream():
+        hooks.on_token(said[:64], phase="execution", step_index=0)  # flushed: 64 characters
+        hooks.on_token(said[64:], phase="execution", step_index=0)
+        hooks.flush_tokens()
+
+    shown = "".join(m["token"] for m in published(run, stream))
+
+    assert shown == "x" * 50 + " [redacted] and no more."
