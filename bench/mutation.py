@@ -383,6 +383,7 @@ MODULES = {
             "tests/approvals/test_plan_decisions.py",
             "tests/approvals/test_api_bulk.py",  # approvals_decide_many
             "tests/approvals/test_expiry.py",
+            "tests/approvals/test_decision_service.py",  # its own limits and scoping
         ),
         core=False,
     ),

@@ -161,9 +161,8 @@ def approval_decide(
     On a plan, modify takes the edited steps as `arguments` and deny takes the feedback for
     the planner as `note`."""
     approval = Approval.objects.filter(pk=approval_id).first()
-    # Every caller has read the approval already: only a row deleted meanwhile comes here, and
-    # no test deletes one (tests/dialect_guard.py asks every other line here).
-    if approval is None:  # pragma: no cover
+    # Every front end has read the approval already: only a row deleted meanwhile comes here.
+    if approval is None:
         raise DomainError(ErrorCode.NOT_FOUND, f"Approval {approval_id} not found")
     _check_request(approval, decision, remember)
     final = approval.arguments
