@@ -83,7 +83,7 @@ class PendingWrites:
         default_factory=list
     )
 
-    def apply(self, w: RunWriter, *, usage: bool = True) -> None:
+    def apply(self, w: RunWriter, *, usage: bool) -> None:
         """Write it in `w`'s transaction: the results, and the usage too unless `usage` is
         False (a tool call's row is committed before the call with the results heard so far;
         the usage waits for the step's end, tokens, events and audit rows together, so the

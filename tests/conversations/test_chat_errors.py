@@ -197,3 +197,30 @@ def test_a_malformed_message_is_refused_with_the_field_named(owner, chat, text, 
     assert refused.value.code == "VALIDATION_ERROR"
     assert refused.value.details["field"] == field
     assert not transcript(chat)
+
+
+def test_an_answer_past_its_tool_call_budget_keeps_the_calls_it_made(owner, chat, settings):
+    settings.RUN_MAX_TOOL_CALLS = 1
+    provider = SnapshotProvider(
+        [
+            {
+                "match": "AGENTDESK:CHAT",
+                "replies": [
+                    {"tool_calls": [{"name": "echo", "arguments": {"text": "one"}}]},
+                    {"tool_calls": [{"name": "echo", "arguments": {"text": "two"}}]},
+                ],
+            }
+        ]
+    )
+    _, run = send(chat, owner, "echo twice")
+
+    run = answer(run, provider, make_registry(EchoTool()))
+
+    assert (run.status, run.error_code) == ("failed", "BUDGET_EXCEEDED")
+    kept = [(e.kind, e.text) for e in transcript(chat) if e.kind != "tool_call"]
+    # The refused call is closed with its reason, so the transcript replays whole.
+    assert kept == [
+        ("user", "echo twice"),
+        ("tool_result", '{"echo": "one"}'),
+        ("tool_result", '{"error": "BUDGET_EXCEEDED: The run reached its budget of 1 tool calls"}'),
+    ]

@@ -632,3 +632,19 @@ def test_a_secret_cut_by_the_64_character_flush_is_still_published_redacted(
     shown = "".join(m["token"] for m in published(run, stream))
 
     assert shown == "x" * 50 + " [redacted] and no more."
+
+
+def test_what_the_model_said_is_published_at_a_checkpoint_before_what_follows_it(
+    owner, only_size_and_context_flush
+):
+    run = make_run(owner)
+    hooks = hooks_of(run)
+
+    def stream():
+        hooks.on_token("Let me check.", phase="execution", step_index=0)
+        hooks.checkpoint()  # before a tool call: the watcher reads the words first
+        publish(run_group(run.pk), [MARK])
+
+    pieces = [m.get("token", "|") for m in published(run, stream)]
+
+    assert pieces == ["Let me check.", "|"]
