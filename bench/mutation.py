@@ -253,6 +253,7 @@ MODULES = {
             "tests/worker/test_phase_reasoning.py",  # a step's thinking
             "tests/engine/test_fast_path_runs.py",  # the plan a fast path shows
             "tests/orchestration/test_head_node_wait.py",  # a head node's wait
+            "tests/orchestration/test_team_engine.py",  # a head node's delegation
         ),
         core=False,
         equivalent=(

@@ -90,3 +90,59 @@ def test_an_edited_plan_has_at_most_the_steps_a_planner_may_make(settings):
         check_plan({"steps": steps})
     assert refused.value.code == "INVALID_ARGUMENTS"
     assert refused.value.message == "A plan has at most 3 steps"
+
+
+def test_an_edited_plan_s_step_may_depend_on_its_first_step(settings):
+    from agents_app.approvals.decisions import check_plan
+
+    steps = [
+        {"objective": "read", "tool_names": [], "depends_on": []},
+        {"objective": "write", "tool_names": [], "depends_on": [0]},
+    ]
+
+    assert check_plan({"steps": steps})["steps"][1]["depends_on"] == [0]
+
+
+def test_a_decided_approval_s_timeout_has_nothing_left_to_decide(owner):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from tests.support.approvals import pending
+
+    approval = pending(owner, expires_at=timezone.now() + timedelta(seconds=30), on_timeout="deny")
+    Approval.objects.filter(pk=approval.pk).update(status="approved")
+
+    assert approval_expire(approval.pk) == 0.0
+
+
+def test_a_plan_waiting_past_its_timeout_cancels_its_run_whatever_the_strategy(
+    owner, send, registry
+):
+    approval = plan_waiting(owner, registry)
+    Approval.objects.filter(pk=approval.pk).update(
+        on_timeout="deny", expires_at=approval.created_at
+    )
+
+    assert approval_expire(approval.pk) == 0.0
+
+    approval.refresh_from_db()
+    assert (approval.status, approval.expired) == ("cancelled", True)
+    assert approval.run.status == "cancelled"
+
+
+def test_the_sweep_decides_every_overdue_approval_and_leaves_the_rest(owner):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from agents_app.approvals.decisions import approvals_expire_due
+    from tests.support.approvals import pending
+
+    due = pending(owner, expires_at=timezone.now() - timedelta(seconds=1), on_timeout="deny")
+    later = pending(owner, expires_at=timezone.now() + timedelta(hours=1), on_timeout="deny")
+
+    assert approvals_expire_due() == [due.pk]
+
+    due.refresh_from_db(), later.refresh_from_db()
+    assert (due.status, due.expired) == ("denied", True) and later.status == "pending"

@@ -770,6 +770,8 @@ def test_a_paused_run_remembers_the_status_it_goes_back_to(owner):
     run, _, _ = run_with_id(run, [])
 
     assert (run.status, run.resume_status) == ("paused", "running")
+    paused = RunEvent.objects.filter(run=run, type="run_status").last().payload
+    assert (paused["status"], paused["reason"]) == ("paused", "paused by request")
 
 
 class MeanwhileTool(Tool):
@@ -811,6 +813,8 @@ def test_the_kill_switch_engaged_during_a_step_pauses_the_run_before_the_next(ow
     run, provider, _ = run_with(owner, WAIT_THEN_STEP, make_registry(MeanwhileTool(engage)))
 
     assert run.status == "paused" and run.resume_status == "running"
+    paused = RunEvent.objects.filter(run=run, type="run_status").last().payload
+    assert (paused["status"], paused["reason"]) == ("paused", "kill switch engaged")
     assert [s.status for s in Step.objects.filter(run=run).order_by("index")] == [
         "completed",
         "pending",
@@ -1076,3 +1080,22 @@ def test_a_run_s_lease_is_kept_renewed_while_it_executes_and_not_after(owner):
     run, _, _ = run_with(owner, WAIT_THEN_STEP, make_registry(MeanwhileTool(look)))
 
     assert run.status == "succeeded" and held == [1] and RENEWER.held() == 0
+
+
+def test_a_run_deleted_as_its_delivery_begins_leaves_no_lease_renewed(owner, monkeypatch):
+    from agents_app.runs.lease import RENEWER, Lease
+
+    claim = Lease.claim
+
+    def claim_then_delete(run_id, seconds):
+        lease = claim(run_id, seconds)
+        Run.objects.filter(pk=run_id).delete()  # by its owner, a moment later
+        return lease
+
+    monkeypatch.setattr(Lease, "claim", staticmethod(claim_then_delete))
+    run = make_run(owner)
+
+    with pytest.raises(Run.DoesNotExist):
+        execute_run(run.pk, provider=ScriptedProvider([]), registry=make_registry())
+
+    assert RENEWER.held() == 0
