@@ -259,6 +259,19 @@ MODULES = {
         equivalent=(
             _keyword_marker("*,"),  # RunExecutor(…, *, run) and execute_run(run_id, *, …)
             _keyword_marker("def state_of(self, rows: RunRows, *, fresh: bool) -> RunState:"),
+            _keyword_marker(
+                "def start_step(self, w: Any, step: Step, resume: Resume | None, *,"
+                " save: bool = True) -> None:"
+            ),
+            _keyword_marker(
+                "def execute(self, rows: RunRows, step: Step, *, direct: bool) -> None:"
+            ),
+            (
+                "ReplaceComparisonOperator_Gt_GtE",
+                "if later.index > step.index and later.status == StepStatus.PENDING:",
+                "the step that called finish_task is no longer pending (its outcome is set"
+                " first), so counting it among the later ones skips nothing more",
+            ),
             *(
                 (
                     "NumberReplacer",
@@ -338,6 +351,17 @@ MODULES = {
             _keyword_marker("*,"),  # DatabaseHooks(run, lease, step, *, …)
             _keyword_marker("def apply(self, w: RunWriter, *, usage: bool) -> None:"),
             _keyword_marker("def clear(self, *, usage: bool) -> None:"),
+            _keyword_marker(
+                "def commit(self, *, usage: bool = True, fenced: bool = False) -> Any:"
+            ),
+            _keyword_marker("def flush_tokens(self, *, ended: bool = True) -> None:"),
+            (
+                "ReplaceOrWithAnd",
+                "if not self._buffer and (self._redactor is None or not ended):",
+                "with nothing buffered, a redactor fed nothing lets nothing out mid-stream, and"
+                " at a stream's end with no redactor a new one holds nothing: no token either"
+                " way",
+            ),
             _keyword_marker("def incoming(self, *, turn: int) -> list[tuple[Any, str]]:"),
             _keyword_marker(
                 "self, text: str, *, phase: StreamPhase, step_index: int | None,"

@@ -1099,3 +1099,60 @@ def test_a_run_deleted_as_its_delivery_begins_leaves_no_lease_renewed(owner, mon
         execute_run(run.pk, provider=ScriptedProvider([]), registry=make_registry())
 
     assert RENEWER.held() == 0
+
+
+def test_a_worker_that_paused_its_run_decides_nothing_more_about_it(owner, monkeypatch):
+    from agents_app.worker.execution import RunExecutor
+    from tests.support.runs import add_plan
+
+    decided_at = []
+    state_of = RunExecutor.state_of
+
+    def counted(self, rows, **kw):
+        decided_at.append(rows.run.status)
+        return state_of(self, rows, **kw)
+
+    monkeypatch.setattr(RunExecutor, "state_of", counted)
+    run = make_run(owner)
+    add_plan(run, ["write it"])
+    Run.objects.filter(pk=run.pk).update(pause_requested=True)
+
+    run, _, _ = run_with_id(run, [])
+
+    assert run.status == "paused" and decided_at == ["running"]
+
+
+def test_each_step_records_when_it_started_and_ended(owner):
+    run, _, _ = run_with(
+        owner,
+        [
+            {"match": "AGENTDESK:PLAN", "replies": [plan_reply(step("one"), step("two"))]},
+            {"match": "AGENTDESK:STEP", "replies": [{"content": "done"}], "repeat": True},
+            {"match": "AGENTDESK:VERIFY", "replies": [verdict()]},
+        ],
+    )
+
+    steps = list(Step.objects.filter(run=run).order_by("index"))
+    assert run.status == "succeeded" and len(steps) == 2
+    for s in steps:
+        assert s.started_at is not None and s.started_at <= s.finished_at
+
+
+def test_what_the_model_said_before_its_call_failed_is_published_when_the_step_ends(owner):
+    from agents_app.engine.llm import LLMError
+    from tests.support.sockets import published
+
+    def say_then_fail(request):
+        request.on_token("Checking the key sk-")  # short: it waits for more
+        raise LLMError("LLM_UNAVAILABLE", "the connection dropped mid-answer")
+
+    run = make_run(owner)
+    script = [
+        {"match": "AGENTDESK:PLAN", "replies": [plan_reply(step("check"))]},
+        {"match": "AGENTDESK:STEP 0", "replies": [say_then_fail]},
+    ]
+
+    sent = published(run, lambda: run_with_id(run, script))
+
+    tokens = "".join(m["token"] for m in sent if m["type"] == "run.token")
+    assert tokens.endswith("Checking the key sk-")

@@ -1,11 +1,14 @@
 """Driving the WebSockets in-process: the API socket with a key, a page socket with a session
 cookie and Origin, reading JSON messages, and committing events as the engine does."""
 
+import asyncio
 import json
 
-from asgiref.sync import sync_to_async
+from asgiref.sync import async_to_sync, sync_to_async
+from channels.layers import get_channel_layer
 from channels.testing import WebsocketCommunicator
 
+from agents_app.core.events import publish, run_group
 from agents_app.runs.writer import locked_run
 from config.asgi import application
 from tests.event_payloads import fabricated
@@ -59,3 +62,21 @@ def session_headers(user, origin=ORIGIN):
     client = logged_in(user)
     cookie = f"sessionid={client.cookies['sessionid'].value}".encode()
     return [(b"cookie", cookie), (b"origin", origin)]
+
+
+def published(run, stream) -> list[dict]:
+    """What `stream()` publishes to the run's group on the channel layer, in order (the events
+    and tokens a worker sends, a test's own marks)."""
+
+    async def scenario():
+        layer = get_channel_layer()
+        channel = await layer.new_channel()
+        await layer.group_add(run_group(run.pk), channel)
+        await sync_to_async(stream)()
+        await sync_to_async(publish)(run_group(run.pk), [{"type": "test.end"}])
+        messages = []
+        while (message := await asyncio.wait_for(layer.receive(channel), 10))["type"] != "test.end":
+            messages.append(message)
+        return messages
+
+    return async_to_sync(scenario)()

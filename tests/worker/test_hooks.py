@@ -1,12 +1,9 @@
 """DatabaseHooks in this process: streamed tokens on the channel layer, the poll for a cancel
 while the model streams, retries and tool calls in the run's rows."""
 
-import asyncio
 from dataclasses import replace
 
 import pytest
-from asgiref.sync import async_to_sync, sync_to_async
-from channels.layers import get_channel_layer
 
 from agents_app.core.errors import DomainError, ErrorCode
 from agents_app.core.events import publish, run_group
@@ -17,6 +14,7 @@ from agents_app.runs.lease import Lease
 from agents_app.worker import hooks as hooks_module
 from agents_app.worker.hooks import DatabaseHooks
 from tests.support.runs import add_plan, make_run
+from tests.support.sockets import published
 from tools_app.registry import ToolResult, ToolSpec
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -28,23 +26,6 @@ def hooks_of(run, step=None) -> DatabaseHooks:
     """The hooks of a worker that holds the run's lease."""
     Run.objects.filter(pk=run.pk).update(lease_owner="mine")
     return DatabaseHooks(run, Lease(run.pk, "mine", 30), step)
-
-
-def published(run, stream) -> list[dict]:
-    """What `stream()` publishes to the run's group, in order, up to a last MARK of its own."""
-
-    async def scenario():
-        layer = get_channel_layer()
-        channel = await layer.new_channel()
-        await layer.group_add(run_group(run.pk), channel)
-        await sync_to_async(stream)()
-        await sync_to_async(publish)(run_group(run.pk), [{"type": "test.end"}])
-        messages = []
-        while (message := await asyncio.wait_for(layer.receive(channel), 10))["type"] != "test.end":
-            messages.append(message)
-        return messages
-
-    return async_to_sync(scenario)()
 
 
 @pytest.fixture
