@@ -266,6 +266,19 @@ MODULES = {
             _keyword_marker(
                 "def execute(self, rows: RunRows, step: Step, *, direct: bool) -> None:"
             ),
+            _keyword_marker("def lock(self, *, fenced: bool = False) -> Any:"),
+            _keyword_marker("def plan(self, rows: RunRows, *, start: bool = False) -> None:"),
+            (
+                "ReplaceTrueWithFalse",
+                "@dataclass(frozen=True)",
+                "nothing assigns to an Outcome's fields or hashes one",
+            ),
+            (
+                "ReplaceOrWithAnd",
+                "if step.status != StepStatus.PENDING or step.progress:",
+                "a step's end or a plan's begins the next step, which has not begun: pending,"
+                " with no progress (see the `return None` below)",
+            ),
             (
                 "ReplaceComparisonOperator_Gt_GtE",
                 "if later.index > step.index and later.status == StepStatus.PENDING:",
@@ -412,6 +425,13 @@ MODULES = {
             "tests/approvals/test_decision_service.py",  # its own limits and scoping
         ),
         core=False,
+        equivalent=(
+            (
+                "NumberReplacer",
+                "version = (latest.version if latest else 0) + 1",
+                "a plan waiting for approval is its run's latest version: there always is one",
+            ),
+        ),
     ),
     # The kinds' recipes (runs.recipes): what the worker asks where the kinds of run differ.
     "recipes": Module(

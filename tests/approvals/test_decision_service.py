@@ -146,3 +146,92 @@ def test_the_sweep_decides_every_overdue_approval_and_leaves_the_rest(owner):
 
     due.refresh_from_db(), later.refresh_from_db()
     assert (due.status, due.expired) == ("denied", True) and later.status == "pending"
+
+
+def test_an_edited_plan_s_step_may_not_depend_on_a_step_before_the_first(settings):
+    from agents_app.approvals.decisions import check_plan
+
+    steps = [
+        {"objective": "read", "tool_names": [], "depends_on": []},
+        {"objective": "write", "tool_names": [], "depends_on": [-1]},
+    ]
+
+    with pytest.raises(DomainError) as refused:
+        check_plan({"steps": steps})
+    assert refused.value.message == "Step 2 may depend on earlier steps only"
+
+
+def test_remember_is_one_of_its_values(owner, send, registry):
+    _, _, approval = parked(owner, registry)
+
+    with pytest.raises(DomainError) as refused:
+        approval_decide(
+            approval_id=approval.pk,
+            decision="approve",
+            remember="forever",
+            actor=owner,
+            interface="api",
+        )
+
+    assert refused.value.code == "VALIDATION_ERROR"
+    assert refused.value.details == {"field": "remember", "allowed": ["tool", "call"]}
+
+
+def test_an_approval_remembered_says_so_and_its_rule_lets_the_next_call_through(
+    owner, send, registry
+):
+    from agents_app.models import ApprovalRule
+
+    _, _, approval = parked(owner, registry)
+
+    decided = approval_decide(
+        approval_id=approval.pk, decision="approve", remember="tool", actor=owner, interface="web"
+    )
+
+    assert decided.remember == "tool"
+    assert Approval.objects.get(pk=approval.pk).remember == "tool"
+    assert ApprovalRule.objects.filter(owner=owner, tool="send").exists()
+
+
+def test_a_decision_committed_between_the_read_and_the_lock_stands(
+    owner, send, registry, monkeypatch
+):
+    from agents_app.approvals import decisions
+
+    _, _, approval = parked(owner, registry)
+    locked_run = decisions.locked_run
+
+    def another_decides_first(run_id, *args, **kwargs):
+        Approval.objects.filter(pk=approval.pk).update(status="denied")  # a person, just now
+        return locked_run(run_id, *args, **kwargs)
+
+    monkeypatch.setattr(decisions, "locked_run", another_decides_first)
+
+    with pytest.raises(DomainError) as refused:
+        approval_decide(approval_id=approval.pk, decision="approve", actor=owner, interface="api")
+
+    assert refused.value.code == "CONFLICT" and send.calls == []
+
+
+def test_a_void_approval_is_refused_without_naming_a_decider(owner, send, registry):
+    _, _, approval = parked(owner, registry)
+    Approval.objects.filter(pk=approval.pk).update(status="void")
+
+    with pytest.raises(DomainError) as refused:
+        approval_decide(approval_id=approval.pk, decision="approve", actor=owner, interface="api")
+
+    assert refused.value.message == f"Approval {approval.pk} was already decided: void"
+
+
+@pytest.mark.parametrize("decision", ["skip", "cancel"])
+def test_a_call_skipped_or_cancelled_at_its_approval_says_so(owner, send, registry, decision):
+    from agents_app.models import ToolCall
+
+    run, _, approval = parked(owner, registry)
+
+    approval_decide(approval_id=approval.pk, decision=decision, actor=owner, interface="web")
+
+    call = ToolCall.objects.get(pk=approval.tool_call_id)
+    assert (call.status, call.error) == ("skipped", f"{decision} at an approval")
+    run.refresh_from_db()
+    assert run.cancel_requested is (decision == "cancel")

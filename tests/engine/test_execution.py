@@ -1156,3 +1156,23 @@ def test_what_the_model_said_before_its_call_failed_is_published_when_the_step_e
 
     tokens = "".join(m["token"] for m in sent if m["type"] == "run.token")
     assert tokens.endswith("Checking the key sk-")
+
+
+def test_a_run_past_its_deadline_fails_saying_so_at_its_next_checkpoint(owner):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from agents_app.models import Task
+    from tests.support.runs import add_plan
+
+    run = make_run(owner)
+    Task.objects.filter(pk=run.task_id).update(max_seconds=60)
+    add_plan(run, ["think"])
+    Step.objects.filter(run=run).update(tool_names=[])
+    Run.objects.filter(pk=run.pk).update(started_at=timezone.now() - timedelta(seconds=61))
+
+    run, provider, _ = run_with_id(run, [])
+
+    assert (run.status, run.error_code) == ("failed", "EXECUTION_TIMEOUT")
+    assert run.error_message == "the run exceeded 60 s" and provider.requests == []
