@@ -10,7 +10,7 @@ from agents_app.approvals.decisions import (
     approval_expire,
 )
 from agents_app.core.errors import DomainError
-from agents_app.models import Approval, Step, Task
+from agents_app.models import Approval, Run, Step, Task
 from agents_app.runs.services import run_create
 from tests.support.approvals import SCRIPT, drive, parked
 from tests.support.scripted_provider import ScriptedProvider
@@ -235,3 +235,61 @@ def test_a_call_skipped_or_cancelled_at_its_approval_says_so(owner, send, regist
     assert (call.status, call.error) == ("skipped", f"{decision} at an approval")
     run.refresh_from_db()
     assert run.cancel_requested is (decision == "cancel")
+
+
+def test_a_decision_is_one_of_its_values(owner, send, registry):
+    _, _, approval = parked(owner, registry)
+
+    with pytest.raises(DomainError) as refused:
+        approval_decide(approval_id=approval.pk, decision="maybe", actor=owner, interface="api")
+
+    assert refused.value.code == "VALIDATION_ERROR"
+    assert refused.value.details["field"] == "decision"
+
+
+def test_a_decision_is_audited_against_its_tool_or_its_plan(owner, send, registry):
+    from agents_app.models import AuditEvent
+
+    _, _, call = parked(owner, registry)
+    plan = plan_waiting(owner, registry)
+
+    for approval in (call, plan):
+        approval_decide(approval_id=approval.pk, decision="cancel", actor=owner, interface="web")
+
+    audited = AuditEvent.objects.filter(action="approval.decide").order_by("id")
+    assert [a.target for a in audited] == ["send", "plan"]
+
+
+def test_a_rejected_plan_s_run_is_queued_to_plan_again(owner, send, registry, monkeypatch):
+    approval = plan_waiting(owner, registry)
+    sent = []
+    monkeypatch.setattr(
+        "agents_app.runs.lifecycle.dispatch.send",
+        lambda task, run_id, countdown=None: sent.append(run_id),
+    )
+
+    approval_decide(
+        approval_id=approval.pk, decision="deny", note="Ask Bob too", actor=owner, interface="web"
+    )
+
+    assert sent == [approval.run_id]
+    assert Run.objects.get(pk=approval.run_id).status == "planning"
+
+
+@pytest.mark.parametrize(("left", "decided"), [(0.0, True), (0.5, False)])
+def test_a_timeout_decides_from_the_moment_it_is_due(owner, monkeypatch, left, decided):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from agents_app.approvals import decisions
+    from tests.support.approvals import pending
+
+    approval = pending(owner, expires_at=timezone.now() + timedelta(hours=1), on_timeout="deny")
+    now = approval.expires_at - timedelta(seconds=left)
+    monkeypatch.setattr(decisions.timezone, "now", lambda: now)
+
+    assert approval_expire(approval.pk) == left
+
+    approval.refresh_from_db()
+    assert (approval.status != "pending") is decided
