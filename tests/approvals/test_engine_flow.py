@@ -315,8 +315,19 @@ def test_a_step_parked_on_an_approval_without_its_call_starts_again(owner, regis
     )
     step0 = Step.objects.get(run=run, index=0)
     executor = RunExecutor(run.pk, Lease(run.pk, "mine", 30), provider, registry)
+    assert executor.decided(step0) is None  # nobody decided yet
     approval_decide(approval_id=approval.pk, decision="approve", actor=owner, interface="web")
 
     assert executor.decided(step0).decision == "approve"
     step0.progress = {**step0.progress, "approval_id": plan_approval.pk}
     assert executor.decided(step0) is None
+
+
+def test_a_call_a_person_approved_is_audited_as_let_through_by_them(owner, send, registry):
+    run, provider, approval = parked(owner, registry)
+    approval_decide(approval_id=approval.pk, decision="approve", actor=owner, interface="web")
+
+    drive(run, provider, registry)
+
+    call = AuditEvent.objects.get(run_id=run.pk, action="tool.call")
+    assert (call.target, call.details["approval"]) == ("send", "person")

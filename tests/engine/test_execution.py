@@ -1176,3 +1176,75 @@ def test_a_run_past_its_deadline_fails_saying_so_at_its_next_checkpoint(owner):
 
     assert (run.status, run.error_code) == ("failed", "EXECUTION_TIMEOUT")
     assert run.error_message == "the run exceeded 60 s" and provider.requests == []
+
+
+def test_a_delivery_of_a_parked_run_gives_its_lease_back(owner):
+    run = make_run(owner)
+    Run.objects.filter(pk=run.pk).update(status="waiting_approval")
+
+    outcome = execute_run(run.pk, provider=ScriptedProvider([]), registry=make_registry())
+
+    run.refresh_from_db()
+    assert outcome.state == "finished"
+    assert (run.status, run.lease_owner, run.lease_expires_at) == ("waiting_approval", "", None)
+
+
+@pytest.mark.dialect
+def test_the_step_a_step_s_end_began_is_executed_with_no_read_of_the_flags(
+    owner, django_assert_num_queries
+):
+    from agents_app.runs.lease import Lease
+    from agents_app.worker.execution import RunExecutor
+    from tests.support.runs import add_plan
+
+    run = make_run(owner)
+    add_plan(run, ["one", "two"])
+    executor = RunExecutor(run.pk, Lease(run.pk, "mine", 30), ScriptedProvider([]), None)
+    rows = executor.load()
+    executor.state_of(rows, fresh=True)  # the first look
+    executor.started_next = rows.steps[1]  # as step 0's end began it
+
+    with django_assert_num_queries(0):  # the flags came back with that commit
+        executor.state_of(rows, fresh=False)
+
+
+def test_a_run_cancelled_during_a_step_ends_in_the_commit_that_cuts_it(owner, monkeypatch):
+    from agents_app.runs.services import run_cancel
+    from agents_app.worker.execution import RunExecutor
+
+    decided_at = []
+    state_of = RunExecutor.state_of
+
+    def counted(self, rows, **kw):
+        decided_at.append(rows.run.status)
+        return state_of(self, rows, **kw)
+
+    monkeypatch.setattr(RunExecutor, "state_of", counted)
+
+    def cancel(run_id):
+        run_cancel(run=Run.objects.get(pk=run_id), actor=owner, interface="api")
+
+    run, _, _ = run_with(owner, WAIT_THEN_STEP, make_registry(MeanwhileTool(cancel)))
+
+    assert (run.status, run.error_message) == ("cancelled", "Cancelled by request")
+    assert decided_at == ["queued", "planning"]  # none after the cut
+
+
+def test_a_verdict_that_breaks_inside_its_step_s_commit_fails_the_run_in_a_commit_of_its_own(
+    owner, monkeypatch
+):
+    from agents_app.runs.task_recipe import TaskRecipe
+
+    def broken(self, ctx, rows, *, fast):
+        raise RuntimeError("the verdict has a bug")
+
+    monkeypatch.setattr(TaskRecipe, "verify", broken)
+
+    run, _, _ = run_with(
+        owner, [{"match": "AGENTDESK", "replies": [{"content": "Done."}]}], fast_path=True
+    )
+
+    assert (run.status, run.error_code) == ("failed", "INTERNAL_ERROR")
+    assert run.error_message == "RuntimeError: the verdict has a bug"
+    seqs = list(RunEvent.objects.filter(run=run).order_by("seq").values_list("seq", flat=True))
+    assert seqs == list(range(1, len(seqs) + 1)) and run.lease_owner == ""
