@@ -536,6 +536,13 @@ MODULES = {
             "tests/webhooks/test_api.py",  # registering and deleting
         ),
         core=False,
+        equivalent=(
+            (
+                "ReplaceTrueWithFalse",
+                "@dataclass(frozen=True)",
+                "nothing assigns to a DeliveryOutcome's fields or hashes one",
+            ),
+        ),
     ),
 }
 

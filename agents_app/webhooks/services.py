@@ -265,14 +265,11 @@ def _post(delivery: WebhookDelivery) -> int:
         return response.status_code
 
 
-def _record(delivery_id: int, attempt: int, **fields: Any) -> bool:
+def _record(delivery_id: int, attempt: int, **fields: Any) -> None:
     """Write the outcome of `attempt` unless another worker moved the delivery on meanwhile."""
-    return (
-        WebhookDelivery.objects.filter(
-            pk=delivery_id, attempts=attempt, status=DeliveryStatus.PENDING
-        ).update(**fields)
-        == 1
-    )
+    WebhookDelivery.objects.filter(
+        pk=delivery_id, attempts=attempt, status=DeliveryStatus.PENDING
+    ).update(**fields)
 
 
 def webhook_deliver(delivery_id: int) -> DeliveryOutcome:

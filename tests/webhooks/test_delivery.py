@@ -246,3 +246,40 @@ def test_a_delivery_another_worker_sends_meanwhile_is_not_sent_again(delivery_to
     assert other[1].state == "succeeded"
     assert outcome.state == "skipped"
     assert len(receiver.requests) == 1
+
+
+def test_a_public_target_is_reached_at_the_first_address_checked_under_its_own_name(
+    delivery_to, receiver, settings, monkeypatch
+):
+    import ipaddress
+
+    from agents_app.webhooks import services
+
+    port = receiver.url.split(":")[2].split("/")[0]
+    delivery = delivery_to(f"http://hooks.example.test:{port}/hook")
+    settings.WEBHOOK_ALLOW_PRIVATE = False
+    # As a public name resolving to two addresses would: the first is where the receiver is.
+    checked = [ipaddress.ip_address("127.0.0.1"), ipaddress.ip_address("192.0.2.1")]
+    monkeypatch.setattr(services, "public_addresses", lambda url: checked)
+
+    assert webhook_deliver(delivery.pk).state == "succeeded"
+
+    (received,) = receiver.requests
+    assert received.headers["Host"] == f"hooks.example.test:{port}"
+
+
+def test_an_attempt_s_error_is_kept_to_its_first_thousand_characters(delivery_to, monkeypatch):
+    import httpx
+
+    from agents_app.webhooks import services
+
+    def post(delivery):
+        raise httpx.ConnectError("x" * 5000)
+
+    monkeypatch.setattr(services, "_post", post)
+    delivery = delivery_to("http://127.0.0.1:9/hook")
+
+    assert webhook_deliver(delivery.pk).state == "retry"
+
+    delivery.refresh_from_db()
+    assert delivery.last_error == ("ConnectError: " + "x" * 5000)[:1000]
