@@ -283,3 +283,37 @@ def test_an_attempt_s_error_is_kept_to_its_first_thousand_characters(delivery_to
 
     delivery.refresh_from_db()
     assert delivery.last_error == ("ConnectError: " + "x" * 5000)[:1000]
+
+
+def test_a_delivery_that_is_gone_is_skipped(db):
+    assert webhook_deliver(10**9).state == "skipped"
+
+
+@pytest.mark.parametrize(
+    ("events", "message"),
+    [
+        ([], "events must be a non-empty list"),
+        ("run.finished", "events must be a non-empty list"),
+        (["run.finished", "run.started"], "Unknown event types: run.started"),
+    ],
+)
+def test_the_events_a_webhook_wants_are_a_list_of_known_types(events, message):
+    from agents_app.core.errors import DomainError
+    from agents_app.webhooks.services import webhook_events_check
+
+    with pytest.raises(DomainError) as refused:
+        webhook_events_check(events)
+
+    assert (refused.value.code, refused.value.message) == ("VALIDATION_ERROR", message)
+
+
+def test_a_webhook_s_host_that_does_not_resolve_is_refused(settings):
+    from agents_app.core.errors import DomainError
+    from agents_app.webhooks.services import webhook_url_check
+
+    settings.WEBHOOK_ALLOW_PRIVATE = False
+
+    with pytest.raises(DomainError) as refused:
+        webhook_url_check("http://nowhere.invalid/hook")  # .invalid never resolves (RFC 2606)
+
+    assert refused.value.code == "VALIDATION_ERROR" and refused.value.details == {"field": "url"}
