@@ -548,6 +548,43 @@ MODULES = {
                 "@dataclass(frozen=True)",
                 "nothing assigns to a DeliveryOutcome's fields or hashes one",
             ),
+            (
+                "NumberReplacer",
+                "lambda owner_id: Webhook.objects.filter(owner_id=owner_id, active=True),"
+                " samples=(-1,)",
+                "a sample value is a placeholder found once among the compiled query's"
+                " parameters and replaced by the caller's (core.prepared): any other does",
+            ),
+            (
+                "DeleteStatement",
+                "return []",
+                "with no webhook wanting the event, inserting none writes nothing, queues"
+                " nothing and returns no id",
+            ),
+            (
+                "DeleteStatement",
+                'error = ""',
+                "every path that reads `error` set it first (an exception's text, or the"
+                " status code's)",
+            ),
+            (
+                "ReplaceTrueWithFalse",
+                "response = client.send(request, stream=True)",
+                "the answer's body is never read: streamed and closed, or read whole, the status"
+                " is the same",
+            ),
+            (
+                "DeleteStatement",
+                "response.close()  # the answer's body is not needed",
+                "leaving the client's `with` closes the connection and the answer with it",
+            ),
+        ),
+        equivalent_results=(
+            (
+                "if status_code is not None and 199 <= status_code < 300:",
+                "an answer in 1xx is never the final one (httpx reads past it): 199 cannot"
+                " come back",
+            ),
         ),
     ),
 }

@@ -26,7 +26,10 @@ class Receiver:
                 with receiver._lock:
                     receiver.requests.append(Received(self.path, dict(self.headers), body))
                     failing = len(receiver.requests) <= receiver.fail_first
-                self.send_response(500 if failing else receiver.status)
+                status = 500 if failing else receiver.status
+                self.send_response(status)
+                if 300 <= status < 400:
+                    self.send_header("Location", receiver.url)  # back here, to be followed or not
                 self.send_header("Content-Length", "0")
                 self.end_headers()
 

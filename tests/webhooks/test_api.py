@@ -110,3 +110,19 @@ def test_it_needs_an_api_key(db):
     from django.test import Client
 
     assert_error(Client().get("/api/v1/webhooks"), 401, "UNAUTHORIZED")
+
+
+def test_a_deletion_that_fails_leaves_no_audit_row_claiming_it(owner, hook_for, monkeypatch):
+    from agents_app.webhooks.services import webhook_delete
+
+    hook = hook_for(owner, PUBLIC_URL)
+
+    def refuse(self, *args, **kwargs):
+        raise RuntimeError("the database said no")
+
+    monkeypatch.setattr(Webhook, "delete", refuse)
+    with pytest.raises(RuntimeError):
+        webhook_delete(webhook=hook, actor=owner, interface="api")
+
+    assert Webhook.objects.filter(pk=hook.pk).exists()
+    assert not AuditEvent.objects.filter(action="webhook.delete").exists()

@@ -10,7 +10,7 @@ from django.conf import settings as django_settings
 from django.db import connection
 from django.utils import timezone
 
-from agents_app.models import RunStatus, WebhookDelivery
+from agents_app.models import RunStatus, Webhook, WebhookDelivery
 from agents_app.runs.lifecycle import finish
 from agents_app.runs.writer import locked_run
 from agents_app.webhooks.services import (
@@ -317,3 +317,76 @@ def test_a_webhook_s_host_that_does_not_resolve_is_refused(settings):
         webhook_url_check("http://nowhere.invalid/hook")  # .invalid never resolves (RFC 2606)
 
     assert refused.value.code == "VALIDATION_ERROR" and refused.value.details == {"field": "url"}
+
+
+@pytest.mark.parametrize(("age", "fresh"), [(300, True), (301, False)])
+def test_a_signature_is_fresh_for_five_minutes_to_the_second(monkeypatch, age, fresh):
+    from types import SimpleNamespace
+
+    from agents_app.webhooks import services
+
+    monkeypatch.setattr(services, "time", SimpleNamespace(time=lambda: 1_000_000.0))
+    timestamp = str(1_000_000 - age)
+    body = b'{"id":1}'
+
+    assert (
+        verify_signature("s3cret", timestamp, body, services.sign("s3cret", timestamp, body))
+        is fresh
+    )
+
+
+def test_a_redirect_counts_as_a_failed_attempt_and_is_not_followed(delivery_to, receiver_factory):
+    receiver = receiver_factory(status=307)
+    delivery = delivery_to(receiver.url)
+
+    assert webhook_deliver(delivery.pk).state == "retry"
+
+    delivery.refresh_from_db()
+    assert (delivery.last_status_code, delivery.last_error) == (307, "HTTP 307")
+    assert len(receiver.requests) == 1
+
+
+def test_an_answer_of_300_is_not_delivered(delivery_to, receiver_factory):
+    delivery = delivery_to(receiver_factory(status=300).url)
+
+    assert webhook_deliver(delivery.pk).state == "retry"
+
+
+def test_a_delivery_s_body_keeps_its_text_as_written(delivery_to, receiver):
+    delivery = delivery_to(receiver.url, payload={"text": "café ☕"})
+
+    webhook_deliver(delivery.pk)
+
+    (received,) = receiver.requests
+    assert "café ☕".encode() in received.body
+
+
+def test_a_delivery_to_a_webhook_switched_off_fails_without_a_request(delivery_to, receiver):
+    delivery = delivery_to(receiver.url)
+    Webhook.objects.filter(pk=delivery.webhook_id).update(active=False)
+
+    assert webhook_deliver(delivery.pk).state == "failed"
+
+    delivery.refresh_from_db()
+    assert (delivery.status, delivery.last_error) == ("failed", "Webhook inactive")
+    assert receiver.requests == []
+
+
+def test_a_receiver_that_does_not_answer_in_time_is_a_failed_attempt_saying_so(
+    delivery_to, monkeypatch, settings
+):
+    import httpx
+
+    from agents_app.webhooks import services
+
+    def post(delivery):
+        raise httpx.ReadTimeout("timed out")
+
+    monkeypatch.setattr(services, "_post", post)
+    settings.WEBHOOK_TIMEOUT = 2.5
+    delivery = delivery_to("http://127.0.0.1:9/hook")
+
+    assert webhook_deliver(delivery.pk).state == "retry"
+
+    delivery.refresh_from_db()
+    assert delivery.last_error == "Timed out after 2.5 s"
