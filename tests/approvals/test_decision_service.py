@@ -10,20 +10,16 @@ from agents_app.approvals.decisions import (
     approval_expire,
 )
 from agents_app.core.errors import DomainError
-from agents_app.models import Approval, Run, Step, Task
-from agents_app.runs.services import run_create
-from tests.support.approvals import SCRIPT, drive, parked
-from tests.support.scripted_provider import ScriptedProvider
+from agents_app.models import Approval, Run, Step
+from tests.support.approvals import parked, plan_parked
 from tools_app.models import Tool, ToolSource
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def plan_waiting(owner, registry) -> Approval:
-    Tool.objects.create(name="send", source=ToolSource.BUILTIN)
-    run = run_create(task=Task.objects.create(owner=owner, text="Send it", approve_plan=True))
-    drive(run, ScriptedProvider(SCRIPT), registry)
-    return Approval.objects.get(run=run, status="pending")
+    Tool.objects.create(name="send", source=ToolSource.BUILTIN)  # a tool the plan may name
+    return plan_parked(owner, registry)[2]
 
 
 def test_feedback_on_a_plan_is_taken_up_to_its_limit_and_refused_past_it(owner, send, registry):

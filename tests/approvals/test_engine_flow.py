@@ -10,7 +10,7 @@ from agents_app.core.errors import DomainError
 from agents_app.models import Approval, AuditEvent, RunEvent, Step, Task, ToolCall
 from agents_app.runs.services import run_create
 from tests.support.approvals import SCRIPT, drive, parked
-from tests.support.runs import make_run
+from tests.support.runs import decisions_made, executor_of, make_run
 from tests.support.script import plan_reply, step, tool_call, verdict
 from tests.support.scripted_provider import ScriptedProvider
 
@@ -266,16 +266,8 @@ def test_a_step_cut_short_after_its_approved_call_starts_again_without_running_i
 def test_a_worker_that_parked_its_run_decides_nothing_more_about_it(
     owner, send, registry, monkeypatch, on
 ):
-    from agents_app.worker.execution import RunExecutor
 
-    decisions = []
-    state_of = RunExecutor.state_of
-
-    def counted(self, rows, **kw):
-        decisions.append(rows.run.status)
-        return state_of(self, rows, **kw)
-
-    monkeypatch.setattr(RunExecutor, "state_of", counted)
+    decisions = decisions_made(monkeypatch)
     task = Task.objects.create(owner=owner, text="Do it", approve_plan=on == "plan")
     run = run_create(task=task)
     drive(run, ScriptedProvider(SCRIPT), registry)
@@ -306,15 +298,13 @@ def test_the_model_is_told_when_a_denial_came_from_a_timeout(owner, send, regist
 
 
 def test_a_step_parked_on_an_approval_without_its_call_starts_again(owner, registry):
-    from agents_app.runs.lease import Lease
-    from agents_app.worker.execution import RunExecutor
 
     run, provider, approval = parked(owner, registry)
     plan_approval = Approval.objects.create(
         run=run, owner=owner, kind="plan", arguments={}, status="approved"
     )
     step0 = Step.objects.get(run=run, index=0)
-    executor = RunExecutor(run.pk, Lease(run.pk, "mine", 30), provider, registry)
+    executor = executor_of(run, provider, registry)
     assert executor.decided(step0) is None  # nobody decided yet
     approval_decide(approval_id=approval.pk, decision="approve", actor=owner, interface="web")
 

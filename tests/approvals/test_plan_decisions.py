@@ -9,13 +9,11 @@ import pytest
 from agents_app.approvals.decisions import approval_decide
 from agents_app.approvals.rules import rule_create
 from agents_app.core.errors import DomainError
-from agents_app.models import Approval, Plan, RunEvent, Task
-from agents_app.runs.services import run_create
+from agents_app.models import Approval, Plan, RunEvent
 from tests.support.api import assert_error
-from tests.support.approvals import HTMX, SCRIPT, decide, decide_url, drive
+from tests.support.approvals import HTMX, SCRIPT, decide, decide_url, drive, plan_parked
 from tests.support.markup import by_id
 from tests.support.script import plan_reply, step, verdict
-from tests.support.scripted_provider import ScriptedProvider
 from tools_app.models import Tool, ToolSource
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -24,16 +22,6 @@ pytestmark = pytest.mark.django_db(transaction=True)
 @pytest.fixture(autouse=True)
 def send_is_a_known_tool():
     Tool.objects.create(name="send", source=ToolSource.BUILTIN)
-
-
-def plan_parked(owner, registry, script=SCRIPT):
-    """A run of `owner` waiting for approval of its plan: (run, provider, approval)."""
-    task = Task.objects.create(owner=owner, text="Send Ann a note", approve_plan=True)
-    run = run_create(task=task)
-    provider = ScriptedProvider(script)
-    drive(run, provider, registry)
-    assert run.status == "waiting_approval"
-    return run, provider, Approval.objects.get(run=run, status="pending")
 
 
 @pytest.mark.dialect

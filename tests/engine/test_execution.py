@@ -4,7 +4,7 @@ import pytest
 
 from agents_app.models import Run, RunEvent, Step, ToolCall
 from agents_app.worker.execution import execute_run
-from tests.support.runs import make_run
+from tests.support.runs import decisions_made, executor_of, make_run
 from tests.support.script import json_reply, llm_error, plan_reply, step, tool_call, verdict
 from tests.support.scripted_provider import ScriptedProvider
 from tests.support.tools import EchoTool, FinishTool, make_registry
@@ -614,11 +614,9 @@ def test_a_delivery_of_a_run_that_is_gone_or_has_ended_does_nothing(owner, gone)
 
 def test_a_worker_reads_the_kill_switch_again_once_it_moved_between_two_decisions(owner):
     from agents_app.runs.control import kill_switch_set
-    from agents_app.runs.lease import Lease
-    from agents_app.worker.execution import RunExecutor
 
     run = make_run(owner)
-    executor = RunExecutor(run.pk, Lease(run.pk, "mine", 30), ScriptedProvider([]), None)
+    executor = executor_of(run)
     rows = executor.load()
     assert executor.state_of(rows, fresh=True).halted is False
 
@@ -670,11 +668,9 @@ def test_a_delivery_that_ends_its_run_lets_the_person_s_next_waiting_run_go(
 
 
 def test_reading_a_run_s_rows_again_brings_its_row_up_to_date(owner):
-    from agents_app.runs.lease import Lease
-    from agents_app.worker.execution import RunExecutor
 
     run = make_run(owner)
-    executor = RunExecutor(run.pk, Lease(run.pk, "mine", 30), ScriptedProvider([]), None)
+    executor = executor_of(run)
     assert executor.load().run.cancel_requested is False
     Run.objects.filter(pk=run.pk).update(cancel_requested=True)  # as another process would
 
@@ -735,12 +731,10 @@ def test_finish_task_skips_only_the_steps_still_pending_after_it(owner):
 
 
 def test_a_worker_reads_a_person_s_stop_again_once_it_was_signalled(owner):
-    from agents_app.runs.lease import Lease
     from agents_app.runs.services import run_cancel
-    from agents_app.worker.execution import RunExecutor
 
     run = make_run(owner)
-    executor = RunExecutor(run.pk, Lease(run.pk, "mine", 30), ScriptedProvider([]), None)
+    executor = executor_of(run)
     rows = executor.load()
     assert executor.state_of(rows, fresh=True).cancel_requested is False
 
@@ -750,12 +744,10 @@ def test_a_worker_reads_a_person_s_stop_again_once_it_was_signalled(owner):
 
 
 def test_a_run_with_nothing_to_decide_stops_its_worker(owner):
-    from agents_app.runs.lease import Lease
-    from agents_app.worker.execution import RunExecutor
 
     run = make_run(owner)
     Run.objects.filter(pk=run.pk).update(status="waiting_approval")
-    executor = RunExecutor(run.pk, Lease(run.pk, "mine", 30), ScriptedProvider([]), None)
+    executor = executor_of(run)
 
     assert executor.step_once() is False
 
@@ -898,14 +890,12 @@ def test_finish_task_s_answer_stays_the_run_s_answer_when_the_verifier_fails_it(
 
 
 def test_a_step_parked_on_an_approval_that_is_gone_starts_again(owner):
-    from agents_app.runs.lease import Lease
-    from agents_app.worker.execution import RunExecutor
     from tests.support.runs import add_plan
 
     run = make_run(owner)
     step0 = add_plan(run, ["write it"]).steps.get()
     step0.progress = {"approval_id": 10**9, "thoughts": []}
-    executor = RunExecutor(run.pk, Lease(run.pk, "mine", 30), ScriptedProvider([]), None)
+    executor = executor_of(run)
 
     assert executor.decided(step0) is None
 
@@ -922,15 +912,19 @@ def test_a_run_without_a_model_to_ask_fails_naming_what_is_missing(owner, settin
     assert "LLM_BASE_URL" in run.error_message and run.lease_owner == ""
 
 
-def test_a_run_whose_lease_is_about_to_lapse_is_tried_again_a_second_later(owner):
+def test_a_run_whose_lease_is_about_to_lapse_is_tried_again_a_second_later(owner, monkeypatch):
     from datetime import timedelta
 
     from django.utils import timezone
 
+    from agents_app.runs.lease import Lease
+
     run = make_run(owner)
     Run.objects.filter(pk=run.pk).update(
-        lease_owner="someone-else", lease_expires_at=timezone.now() + timedelta(seconds=0.2)
+        lease_owner="someone-else", lease_expires_at=timezone.now() + timedelta(seconds=0.5)
     )
+    # Still held when asked, however long the test takes to ask.
+    monkeypatch.setattr(Lease, "claim", staticmethod(lambda run_id, seconds: None))
 
     outcome = execute_run(run.pk, provider=ScriptedProvider([]), registry=make_registry())
 
@@ -995,11 +989,9 @@ def test_after_a_verdict_the_next_decision_is_made_from_the_rows_read_again(owne
 def test_a_decision_reads_a_person_s_flags_only_when_they_may_have_moved_since_last_read(
     owner, django_assert_num_queries
 ):
-    from agents_app.runs.lease import Lease
-    from agents_app.worker.execution import RunExecutor
 
     run = make_run(owner)
-    executor = RunExecutor(run.pk, Lease(run.pk, "mine", 30), ScriptedProvider([]), None)
+    executor = executor_of(run)
     rows = executor.load()  # the flags with the row
 
     with django_assert_num_queries(1):  # the kill switch, the first time
@@ -1033,12 +1025,11 @@ def test_a_worker_s_own_delivery_starts_this_process_s_mcp_sessions_first(
 def test_a_run_that_never_started_is_read_with_its_lease_and_nothing_more(
     owner, django_assert_num_queries
 ):
-    from agents_app.runs.lease import Lease
-    from agents_app.worker.execution import RUN_TO_EXECUTE, RunExecutor
+    from agents_app.worker.execution import RUN_TO_EXECUTE
 
     run = make_run(owner)
     given = RUN_TO_EXECUTE.get(run.pk)  # as execute_run reads it once its lease is taken
-    executor = RunExecutor(run.pk, Lease(run.pk, "mine", 30), ScriptedProvider([]), None, run=given)
+    executor = executor_of(run, given=given)
 
     with django_assert_num_queries(0):  # no plan yet: it is written with its start
         rows = executor.load()
@@ -1050,12 +1041,9 @@ def test_the_first_decision_of_a_delivery_reads_no_flags_but_those_read_with_the
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    from agents_app.runs.lease import Lease
-    from agents_app.worker.execution import RunExecutor
-
     run = make_run(owner)
     Run.objects.filter(pk=run.pk).update(lease_owner="mine")
-    executor = RunExecutor(run.pk, Lease(run.pk, "mine", 30), ScriptedProvider([]), None)
+    executor = executor_of(run)
 
     with CaptureQueriesContext(connection) as queries:
         executor.step_once()  # reads the run, decides to start it, starts it
@@ -1102,17 +1090,9 @@ def test_a_run_deleted_as_its_delivery_begins_leaves_no_lease_renewed(owner, mon
 
 
 def test_a_worker_that_paused_its_run_decides_nothing_more_about_it(owner, monkeypatch):
-    from agents_app.worker.execution import RunExecutor
     from tests.support.runs import add_plan
 
-    decided_at = []
-    state_of = RunExecutor.state_of
-
-    def counted(self, rows, **kw):
-        decided_at.append(rows.run.status)
-        return state_of(self, rows, **kw)
-
-    monkeypatch.setattr(RunExecutor, "state_of", counted)
+    decided_at = decisions_made(monkeypatch)
     run = make_run(owner)
     add_plan(run, ["write it"])
     Run.objects.filter(pk=run.pk).update(pause_requested=True)
@@ -1193,13 +1173,11 @@ def test_a_delivery_of_a_parked_run_gives_its_lease_back(owner):
 def test_the_step_a_step_s_end_began_is_executed_with_no_read_of_the_flags(
     owner, django_assert_num_queries
 ):
-    from agents_app.runs.lease import Lease
-    from agents_app.worker.execution import RunExecutor
     from tests.support.runs import add_plan
 
     run = make_run(owner)
     add_plan(run, ["one", "two"])
-    executor = RunExecutor(run.pk, Lease(run.pk, "mine", 30), ScriptedProvider([]), None)
+    executor = executor_of(run)
     rows = executor.load()
     executor.state_of(rows, fresh=True)  # the first look
     executor.started_next = rows.steps[1]  # as step 0's end began it
@@ -1210,16 +1188,8 @@ def test_the_step_a_step_s_end_began_is_executed_with_no_read_of_the_flags(
 
 def test_a_run_cancelled_during_a_step_ends_in_the_commit_that_cuts_it(owner, monkeypatch):
     from agents_app.runs.services import run_cancel
-    from agents_app.worker.execution import RunExecutor
 
-    decided_at = []
-    state_of = RunExecutor.state_of
-
-    def counted(self, rows, **kw):
-        decided_at.append(rows.run.status)
-        return state_of(self, rows, **kw)
-
-    monkeypatch.setattr(RunExecutor, "state_of", counted)
+    decided_at = decisions_made(monkeypatch)
 
     def cancel(run_id):
         run_cancel(run=Run.objects.get(pk=run_id), actor=owner, interface="api")

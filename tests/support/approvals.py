@@ -55,6 +55,16 @@ def parked(owner, registry, script=SCRIPT):
     return run, provider, Approval.objects.get(run=run)
 
 
+def plan_parked(owner, registry, script=SCRIPT):
+    """A run of `owner` waiting for approval of its plan: (run, provider, approval)."""
+    task = Task.objects.create(owner=owner, text="Send Ann a note", approve_plan=True)
+    run = run_create(task=task)
+    provider = ScriptedProvider(script)
+    drive(run, provider, registry)
+    assert run.status == "waiting_approval"
+    return run, provider, Approval.objects.get(run=run, status="pending")
+
+
 def pending(owner, tool="send", minutes_ago=0, **fields) -> Approval:
     """A pending approval on a queued run, without executing anything."""
     return Approval.objects.create(

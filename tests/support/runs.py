@@ -197,3 +197,29 @@ def fail(run: Run, code: str = "TOOL_FAILED", message: str = "the tool broke") -
         finish(w, RunStatus.FAILED, code, message)
     run.refresh_from_db()
     return run
+
+
+def executor_of(run: Run, provider=None, registry=None, *, given: Run | None = None):
+    """A worker's executor of `run` holding a lease "mine" (the row's lease is not claimed);
+    `given`: the run as the worker read it with its lease."""
+    from agents_app.runs.lease import Lease
+    from agents_app.worker.execution import RunExecutor
+    from tests.support.scripted_provider import ScriptedProvider
+
+    lease = Lease(run.pk, "mine", 30)
+    return RunExecutor(run.pk, lease, provider or ScriptedProvider([]), registry, run=given)
+
+
+def decisions_made(monkeypatch) -> list[str]:
+    """The run's status at each decision a worker makes from then on (RunExecutor.state_of)."""
+    from agents_app.worker.execution import RunExecutor
+
+    statuses: list[str] = []
+    state_of = RunExecutor.state_of
+
+    def counted(self, rows, **kwargs):
+        statuses.append(rows.run.status)
+        return state_of(self, rows, **kwargs)
+
+    monkeypatch.setattr(RunExecutor, "state_of", counted)
+    return statuses

@@ -28,6 +28,17 @@ def hooks_of(run, step=None) -> DatabaseHooks:
     return DatabaseHooks(run, Lease(run.pk, "mine", 30), step)
 
 
+# A server's tool that reads a path: its path argument is checked against the run's workspace.
+NOTES = ToolSpec(
+    name="notes_read",
+    description="Read a note.",
+    input_schema={"type": "object", "properties": {"path": {"type": "string"}}},
+    capabilities=frozenset(),
+    domain="notes",
+    source="mcp",
+)
+
+
 @pytest.fixture
 def only_size_and_context_flush(monkeypatch):
     """Tokens are also flushed every TOKEN_FLUSH_SECONDS: an hour keeps the clock out of it."""
@@ -213,18 +224,10 @@ def test_a_tool_result_that_is_not_ok_is_recorded_failed_even_without_an_error_c
 
 
 def test_a_server_tool_s_path_outside_the_run_s_workspace_asks_a_person(owner, tmp_path):
-    notes = ToolSpec(
-        name="notes_read",
-        description="Read a note.",
-        input_schema={"type": "object", "properties": {"path": {"type": "string"}}},
-        capabilities=frozenset(),
-        domain="notes",
-        source="mcp",
-    )
     run = make_run(owner)
     workspace = tmp_path / f"run-{run.pk}"
     hooks = DatabaseHooks(
-        run, Lease(run.pk, "mine", 30), specs={"notes_read": notes}, workspace=workspace
+        run, Lease(run.pk, "mine", 30), specs={"notes_read": NOTES}, workspace=workspace
     )
 
     assert hooks.approval_needed("notes_read", {"path": str(workspace / "todo.md")}) is None
@@ -301,10 +304,15 @@ def test_short_tokens_are_published_once_a_tenth_of_a_second_passed_since_the_la
         clock.now = 0.15
         hooks.on_token("!", phase="execution", step_index=0)  # 50 ms since that one
         publish(run_group(run.pk), [MARK])
+        hooks.flush_tokens()  # the answer came
 
     pieces = [m.get("token", "|") for m in published(run, stream)]
 
-    assert pieces == ["|", "Hello, world", "|", "|"]
+    # Between the marks: nothing, then what had come (less an end this process's redaction
+    # may hold back as a secret's possible start), then nothing; the rest at the end.
+    first, second, third, rest = "".join(pieces).split("|")
+    assert (first, third) == ("", "")
+    assert second.startswith("Hello, wor") and second + rest == "Hello, world!"
 
 
 def test_tokens_are_published_each_time_64_characters_have_gathered(
@@ -314,15 +322,16 @@ def test_tokens_are_published_each_time_64_characters_have_gathered(
     hooks = DatabaseHooks(run, Lease(run.pk, "mine", 30))
 
     def stream():
-        hooks.on_token("a" * 63, phase="execution", step_index=0)
+        hooks.on_token("." * 63, phase="execution", step_index=0)
         publish(run_group(run.pk), [MARK])
-        hooks.on_token("b", phase="execution", step_index=0)  # 64
-        hooks.on_token("c" * 64, phase="execution", step_index=0)  # 64 again
+        hooks.on_token(",", phase="execution", step_index=0)  # 64
+        hooks.on_token("~" * 64, phase="execution", step_index=0)  # 64 again
         publish(run_group(run.pk), [MARK])
 
     pieces = [m.get("token", "|") for m in published(run, stream)]
 
-    assert pieces == ["|", "a" * 63 + "b", "c" * 64, "|"]
+    # Punctuation: no end of it is held back as a secret's possible start.
+    assert pieces == ["|", "." * 63 + ",", "~" * 64, "|"]
 
 
 def test_the_end_of_a_stream_held_back_as_a_possible_secret_goes_out_when_it_ends(
@@ -566,20 +575,12 @@ def test_a_secret_cut_by_a_checkpoint_mid_stream_is_still_published_redacted(
 
 
 def test_how_a_call_was_let_through_is_recorded_for_that_call_only(owner, tmp_path):
-    notes = ToolSpec(
-        name="notes_read",
-        description="Read a note.",
-        input_schema={"type": "object", "properties": {"path": {"type": "string"}}},
-        capabilities=frozenset(),
-        domain="notes",
-        source="mcp",
-    )
     run = make_run(owner)
     step = add_plan(run, ["read"]).steps.get()
     Run.objects.filter(pk=run.pk).update(lease_owner="mine")
     workspace = tmp_path / f"run-{run.pk}"
     hooks = DatabaseHooks(
-        run, Lease(run.pk, "mine", 30), step, specs={"notes_read": notes}, workspace=workspace
+        run, Lease(run.pk, "mine", 30), step, specs={"notes_read": NOTES}, workspace=workspace
     )
 
     assert hooks.approval_needed("notes_read", {"path": str(workspace / "a.md")}) is None
