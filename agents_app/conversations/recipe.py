@@ -9,6 +9,7 @@ from django.conf import settings
 from agents_app.conversations.condense import chat_context
 from agents_app.conversations.services import answer_next
 from agents_app.conversations.transcript import append_answer, append_cut
+from agents_app.engine.executor import added_of
 from agents_app.engine.prompts import chat_system
 from agents_app.models import Conversation, Run, RunKind, StepStatus
 from agents_app.runs.recipes import RecipeContext, RunRows
@@ -50,6 +51,11 @@ class ChatRecipe(TaskRecipe):
         `reason`, before the run's end answers what waits."""
         if hasattr(exc, "added"):
             append_cut(w.run, exc.added, reason or "Stopped before this call returned.")
+
+    def keep_parked(self, w: Any, progress: dict[str, Any], reason: str) -> None:
+        """What it said and heard up to the call it waited on joins the transcript, that call
+        and any after it closed with `reason`: live and after a reload, the same calls."""
+        append_cut(w.run, added_of(progress), reason)
 
     def on_finish(self, w: Any) -> None:
         answer_next(w)

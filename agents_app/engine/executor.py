@@ -108,6 +108,20 @@ class Added:
         return open_calls
 
 
+def added_of(progress: dict[str, Any]) -> Added:
+    """What a step said and heard after its input, from its conversation as a parked step's
+    `progress` keeps it (the messages, the thoughts per turn, and its evidence's `start`,
+    `turns` and `steered`)."""
+    evidence = progress["evidence"]
+    start = evidence["start"]
+    return Added(
+        messages=progress["messages"][start:],
+        turns=[[i - start, turn] for i, turn in evidence["turns"]],
+        thoughts=list(progress["thoughts"]),
+        steered=[[i - start, token] for i, token in evidence["steered"]],
+    )
+
+
 def wire_name(tool: str) -> str:
     """OpenAI function names allow [a-zA-Z0-9_-]; MCP tools are named `server.tool`."""
     return _WIRE_UNSAFE.sub("__", tool)[:64]
@@ -652,12 +666,8 @@ class StepExecution:
         )
 
     def _added(self) -> Added:
-        start = self.evidence["start"]
-        return Added(
-            messages=self.messages[start:],
-            turns=[[i - start, turn] for i, turn in self.evidence["turns"]],
-            thoughts=list(self.thoughts),
-            steered=[[i - start, token] for i, token in self.evidence["steered"]],
+        return added_of(
+            {"messages": self.messages, "thoughts": self.thoughts, "evidence": self.evidence}
         )
 
     # --- the evidence -------------------------------------------------------------------------

@@ -12,6 +12,7 @@ from django.db.models import Case, Value, When
 from django.utils import timezone
 
 from agents_app.core import dispatch, rows
+from agents_app.core.errors import ErrorCode
 from agents_app.core.event_payloads import ErrorPayload, PlanCreatedPayload, StepSkippedPayload
 from agents_app.core.events import EventType
 from agents_app.core.secrecy import redact, redact_all
@@ -99,6 +100,16 @@ def finish(
     # The message may quote a model or tool server: it reaches steps, events and pages.
     message, details = redact(message), redact_all(details)
     plan, steps = held if held is not None else (current_plan(run), None)
+    recipe = recipe_for(run.kind)
+    if plan is not None and recipe.transcript:
+        # A step parked at an approval said and heard things its transcript must keep.
+        parked = (
+            [s for s in steps if s.progress is not None]
+            if steps is not None
+            else Step.objects.filter(plan=plan, progress__isnull=False).order_by("index")
+        )
+        for step in parked:
+            recipe.keep_parked(w, step.progress, _closed_at_end(code, message))
     if plan is not None:
         _close_steps(plan, steps, f"{code}: {message}", f"run ended: {code or status}")
     if run.tool_calls_made:  # counted in the commit that writes each call's row
@@ -128,7 +139,14 @@ def finish(
     # What its kind does at its end (a chat answers the message waiting next, a contract
     # writes its log, a child hands back its envelope): its recipe, which lives in a package
     # above this one (runs.recipes).
-    recipe_for(run.kind).on_finish(w)
+    recipe.on_finish(w)
+
+
+def _closed_at_end(code: str, message: str) -> str:
+    """The result a call waiting for a person gets in a transcript when its run ends."""
+    if code == ErrorCode.CANCELLED:
+        return "Skipped: the answer was stopped while this call waited for a person."
+    return f"Skipped: the answer ended ({code}: {message}) while this call waited for a person."
 
 
 def _close_steps(plan: Plan, steps: list[Step] | None, failed: str, skipped: str) -> None:

@@ -131,6 +131,10 @@ class Recipe(Protocol):
         """What a step cut short by `exc` (a Stop, an interrupt, a failure) keeps, before the
         run's end."""
 
+    def keep_parked(self, w: Any, progress: dict[str, Any], reason: str) -> None:
+        """What a step parked at an approval (its `progress`, engine.executor.Progress) keeps
+        when its run ends there (`reason`: why its calls still open got no result)."""
+
     def verify(self, ctx: RecipeContext, rows: RunRows, *, fast: bool) -> None:
         """Judge the run's work: it succeeds, fails, or goes on (a replan, another cycle)."""
 

@@ -96,6 +96,9 @@ class TaskRecipe:
     def keep_cut(self, w: Any, exc: Exception, reason: str) -> None:
         """A task's step cut short keeps what its rows hold (its tool calls): nothing more."""
 
+    def keep_parked(self, w: Any, progress: dict[str, Any], reason: str) -> None:
+        """A task's parked step keeps what its rows hold (its tool calls): nothing more."""
+
     # --- the verdict ------------------------------------------------------------------------
 
     def verify(self, ctx: RecipeContext, rows: RunRows, *, fast: bool) -> None:
