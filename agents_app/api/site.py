@@ -159,6 +159,22 @@ def on_throttled(request: HttpRequest, exc: Throttled) -> HttpResponse:
     return response
 
 
+# How a refused text field is named when it was empty or blank (the services' words).
+FIELD_NAMES = {"task": "task text"}
+EMPTY = "is empty"
+
+
+def _problem_message(error: dict[str, Any]) -> str:
+    """pydantic's message, but a person's words for a text that says nothing (NonBlankText:
+    min_length 1 and the non-blank pattern), not "String should match pattern '\\S'"."""
+    kind, context = error.get("type"), error.get("ctx") or {}
+    if (kind == "string_too_short" and context.get("min_length") == 1) or (
+        kind == "string_pattern_mismatch" and context.get("pattern") == r"\S"
+    ):
+        return EMPTY
+    return error.get("msg", "")
+
+
 @api.exception_handler(ValidationError)
 def on_validation_error(request: HttpRequest, exc: ValidationError) -> HttpResponse:
     problems = [
@@ -166,14 +182,20 @@ def on_validation_error(request: HttpRequest, exc: ValidationError) -> HttpRespo
             "field": ".".join(
                 str(p) for p in e.get("loc", ()) if p not in ("body", "payload", "query")
             ),
-            "message": e.get("msg", ""),
+            "message": _problem_message(e),
         }
         for e in exc.errors
     ]
-    summary = "; ".join(f"{p['field'] or 'body'}: {p['message']}" for p in problems[:3])
-    return error_response(
-        request, ErrorCode.VALIDATION_ERROR, f"Invalid request: {summary}", {"errors": problems}
-    )
+    details: dict[str, Any] = {"errors": problems}
+    if len(problems) == 1 and problems[0]["message"] == EMPTY and problems[0]["field"]:
+        # One empty field: said as the services say it ("The task text is empty").
+        field = problems[0]["field"]
+        message = f"The {FIELD_NAMES.get(field, field)} {EMPTY}"
+        details["field"] = field
+    else:
+        summary = "; ".join(f"{p['field'] or 'body'}: {p['message']}" for p in problems[:3])
+        message = f"Invalid request: {summary}"
+    return error_response(request, ErrorCode.VALIDATION_ERROR, message, details)
 
 
 @api.exception_handler(AuthenticationError)

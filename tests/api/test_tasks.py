@@ -145,9 +145,13 @@ def test_it_refuses_an_empty_or_blank_task(owner_api, text):
     response = submit(owner_api, task=text)
 
     error = assert_error(response, 400, "VALIDATION_ERROR")
-    # The schema refuses it (minLength 1, a non-blank pattern), so OpenAPI says so too.
-    assert error["message"].startswith("Invalid request: task: ")
-    assert [problem["field"] for problem in error["details"]["errors"]] == ["task"]
+    # The schema refuses it (minLength 1, a non-blank pattern), so OpenAPI says so too; in
+    # the README's words, not pydantic's ("String should match pattern '\\S'").
+    assert error["message"] == "The task text is empty"
+    assert error["details"] == {
+        "errors": [{"field": "task", "message": "is empty"}],
+        "field": "task",
+    }
     assert_nothing_created()
 
 
