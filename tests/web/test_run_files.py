@@ -63,7 +63,10 @@ def test_a_run_without_files_says_so(owner, owner_session):
     finished = succeed(add_plan(make_run(owner), ["One"]).run, "done")
 
     assert "Files the run writes appear here." in page(owner_session, running)
-    assert "This run wrote no files." in page(owner_session, finished)
+    html = page(owner_session, finished)
+    assert "This run wrote no files." in html
+    # Nothing to zip: no "Download all" beside it (it comes with the first file, live).
+    assert "files/all.zip" not in html and "Download all" not in html
 
 
 def test_a_chosen_text_file_is_previewed_escaped_never_as_html(owner, owner_session):
