@@ -134,6 +134,23 @@ def conversation_update(
     return conversation
 
 
+# A title taken from a first message: at most this many characters, cut at a word with "…".
+TAKEN_TITLE_CHARS = 60
+
+
+def title_from(text: str) -> str:
+    """A conversation's title from its first message: its words on one line, and when they are
+    longer than TAKEN_TITLE_CHARS, as many whole words as fit, then "…" (a word longer than that
+    is cut)."""
+    line = " ".join(text.split())
+    if len(line) <= TAKEN_TITLE_CHARS:
+        return line
+    kept = line[: TAKEN_TITLE_CHARS - 1]
+    if line[TAKEN_TITLE_CHARS - 1] != " " and " " in kept:
+        kept = kept.rsplit(" ", 1)[0]
+    return kept.rstrip(" ,.;:") + "…"
+
+
 def message_post(
     *,
     conversation: Conversation,
@@ -179,7 +196,7 @@ def message_post(
             announce(locked.pk)
         locked.updated_at = timezone.now()
         if not locked.title:
-            locked.title = " ".join(text.split())[:60]
+            locked.title = title_from(text)
         locked.save(update_fields=["updated_at", "title"])
         outcome = message_outcome_of(mode=mode, answered=started is not None)
         audit_record(

@@ -156,6 +156,26 @@ def test_the_first_message_is_answered_at_once_and_placed_in_the_transcript(owne
     assert owner_api.get(f"{URL}/{chat['id']}").json()["title"] == "What is 2+2?"
 
 
+@pytest.mark.parametrize(
+    ("text", "title"),
+    [
+        ("x" * 60, "x" * 60),
+        ("Plan   a\nweek in Lisbon", "Plan a week in Lisbon"),
+        (
+            "Summarise the three longest files in the workspace, then write a report on them",
+            "Summarise the three longest files in the workspace, then…",
+        ),
+        ("y" * 61, "y" * 59 + "…"),
+    ],
+)
+def test_a_title_taken_from_a_long_first_message_ends_with_an_ellipsis(owner_api, text, title):
+    chat = create(owner_api)
+    send(owner_api, chat["id"], text)
+
+    assert owner_api.get(f"{URL}/{chat['id']}").json()["title"] == title
+    assert len(title) <= 60
+
+
 @pytest.mark.dialect
 def test_a_message_sent_while_an_answer_runs_is_queued_and_shown_waiting(owner_api):
     chat = create(owner_api)
