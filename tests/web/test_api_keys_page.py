@@ -194,3 +194,12 @@ def test_signed_out_people_are_sent_to_log_in(owner):
 
 def test_the_keys_form_only_accepts_posts(owner_session):
     assert owner_session.get("/settings/api-keys/").status_code == 405
+
+
+def test_the_settings_page_links_to_the_rest_api_reference_that_opens_signed_in(owner_session):
+    html = owner_session.get("/settings/").content.decode()
+
+    href = by_id(html, "api-docs-link")["href"]
+    assert href == "/api/docs"
+    docs = owner_session.get(href)
+    assert docs.status_code == 200 and b"openapi.json" in docs.content
