@@ -10,6 +10,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
+from django.utils.text import capfirst
 from django.views.decorators.http import require_GET, require_POST
 
 from agents_app.approvals import decisions, rules, selectors
@@ -41,7 +42,8 @@ def _decision_answer(
     request: HtmxHttpRequest, approval: Approval, context: dict[str, Any], status: int
 ) -> HttpResponse:
     """The approval card for htmx (and the run's new status on success); without htmx, the run
-    page again, or the approvals page for staff deciding on someone else's run."""
+    page again, or the approvals page for staff deciding on someone else's run or for a
+    decision taken from its queue (`back=queue`)."""
     own_run = approval.owner_id == request.user.pk
     if request.htmx:
         html = render_to_string("agents/partials/approval.html", context, request=request)
@@ -54,12 +56,16 @@ def _decision_answer(
                 "agents/partials/run_status.html", {"run": run, "oob": True}, request=request
             )
         return HttpResponse(html, status=status)
-    if own_run:
+    if own_run and request.POST.get("back") != "queue":
         if status == 200:
             return redirect(run_url(approval.run))
         return render_run(request, approval.run_id, status=status, approval=context)
     if status == 200:
-        messages.success(request, f"Approval {approval.pk} decided.")
+        approval.refresh_from_db()
+        what = approval.tool or "the plan"
+        messages.success(
+            request, f"{capfirst(approval.get_status_display())}: {what} on run #{approval.run_id}."
+        )
         return redirect("approval_list")
     return _render_list(request, error=context["approval_error"], status=status)
 

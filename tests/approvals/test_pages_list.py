@@ -82,3 +82,28 @@ def test_approve_all_touches_only_your_own_approvals(owner, outsider, outsider_s
     outsider_session.post("/approvals/bulk/", {"tool": "send", "approval": [approval.pk]})
 
     assert Approval.objects.get(pk=approval.pk).status == "pending"
+
+
+@pytest.mark.parametrize(("decision", "status"), [("approve", "approved"), ("deny", "denied")])
+def test_a_row_of_the_queue_is_decided_from_the_queue(
+    owner, owner_session, registry, decision, status
+):
+    _, _, first = parked(owner, registry)
+    _, _, second = parked(owner, registry)
+    html = owner_session.get("/approvals/").content.decode()
+    row = html[html.index(f'id="approval-{first.pk}"') : html.index(f'id="approval-{second.pk}"')]
+    assert f'action="/approvals/{first.pk}/decide/"' in row
+    assert 'value="approve"' in row and 'value="deny"' in row
+
+    response = owner_session.post(
+        f"/approvals/{first.pk}/decide/", {"decision": decision, "back": "queue"}
+    )
+
+    assert response.status_code == 302 and response["Location"] == "/approvals/"
+    first.refresh_from_db()
+    second.refresh_from_db()
+    assert (first.status, second.status) == (status, "pending")
+    page = owner_session.get("/approvals/").content.decode()
+    assert f"{status.capitalize()}: send on run #{first.run_id}." in page
+    waiting = page[: page.index('id="decided-approvals"')]
+    assert f'id="approval-{first.pk}"' not in waiting and f'id="approval-{second.pk}"' in waiting
