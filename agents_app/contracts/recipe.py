@@ -6,6 +6,7 @@ is written after every cycle and at its end."""
 from typing import Any
 
 from django.conf import settings
+from django.urls import reverse
 
 from agents_app.contracts.logs import keep_log
 from agents_app.conversations.condense import chat_context
@@ -29,10 +30,19 @@ from agents_app.runs.recipes import RecipeContext, RunRows
 class ContractRecipe(ChatRecipe):
     kind: str = RunKind.CONTRACT
     label = "contract attempt"
+    plural = "Contract attempts"
+    # Its agent starts, stops and restarts it (seed 002); its page may only stop it.
     priority = 0  # background work, unlike the chat answer it is built on
     one_cycle = True
     verdict_at_step_end = False  # each cycle is judged by the model
     finish_in_flight = True
+
+    def page_link(self, run: Run) -> tuple[str, str] | None:
+        conversation = Conversation.objects.select_related("agent").get(pk=run.conversation_id)
+        agent = conversation.agent
+        if agent is None:  # pragma: no cover - an attempt's conversation is its agent's
+            return None
+        return f"contract agent “{agent.name}”", reverse("agent_tab", args=[agent.pk])
 
     def system_message(self, run: Run, conversation: Conversation) -> dict[str, Any]:
         return contract_system(run.task.text)

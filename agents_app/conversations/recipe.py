@@ -5,6 +5,7 @@ replan (the person writes again); its end answers the message waiting next."""
 from typing import Any
 
 from django.conf import settings
+from django.urls import reverse
 
 from agents_app.conversations.condense import chat_context
 from agents_app.conversations.services import answer_next
@@ -19,6 +20,10 @@ from agents_app.runs.task_recipe import TaskRecipe
 class ChatRecipe(TaskRecipe):
     kind: str = RunKind.CHAT
     label = "chat answer"
+    plural = "Chat answers"
+    # Stopped from its conversation or its page; never restarted (the person writes again).
+    actions = frozenset({"cancel"})
+    listed = False
     transcript = True
     # Somebody is watching: among a person's runs waiting their turn, it goes first.
     priority = 10
@@ -27,6 +32,10 @@ class ChatRecipe(TaskRecipe):
 
     def plans_fast(self, rows: RunRows) -> bool:
         return True  # one stored plan with one step, every time
+
+    def page_link(self, run: Run) -> tuple[str, str] | None:
+        conversation = Conversation.objects.only("title").get(pk=run.conversation_id)
+        return f"conversation “{conversation}”", reverse("chat", args=[run.conversation_id])
 
     def system_message(self, run: Run, conversation: Conversation) -> dict[str, Any]:
         """The first message of its input: the person's standing instructions."""

@@ -24,6 +24,7 @@ def head_node_profile() -> Any:
 class TeamRecipe(TaskRecipe):
     kind: str = RunKind.TEAM
     label = HEAD_NODE
+    plural = "Team runs"
     delegates = True
 
     def name_in_tree(self, run: Run) -> str:
@@ -60,6 +61,10 @@ class TeamRecipe(TaskRecipe):
 class ChildRecipe(TaskRecipe):
     kind: str = RunKind.CHILD
     label = "child"
+    plural = "Children (subtasks)"
+    # Under its head node; its head node restarts a subtask, not a person.
+    listed = False
+    actions = frozenset({"cancel", "pause", "resume"})
 
     def on_finish(self, w: Any) -> None:
         on_run_finished(w, frees_a_profile=True)
@@ -71,6 +76,8 @@ class ChildRecipe(TaskRecipe):
 class MicroRecipe(ChildRecipe):
     kind: str = RunKind.MICRO
     label = "micro agent"
+    plural = "Micro agents"
+    actions = frozenset({"cancel"})
     # Its max_steps bound it, and its parent decides what follows.
     may_replan = False
     # One open-ended step, ended by finish_task.

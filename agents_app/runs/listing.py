@@ -5,6 +5,8 @@ the dashboard and `GET /api/v1/runs`, so both answer the same question the same 
 - `status` is a run status (`running`, `waiting_approval`, …) or a group of them (`StatusGroup`):
   `active` (queued, planning, running, verifying) and `waiting` (parked: waiting for a person's
   approval, or paused by the kill switch).
+- `kind` is a kind of run (`task`, `chat`, …), `listed` (the kinds the dashboard lists by
+  default: tasks and team runs, as their recipes say) or None for every kind.
 - `sort` (`RunSort`) orders by creation time, duration or tokens; every order ends with the id,
   so a page boundary never splits or repeats runs that tie.
 
@@ -19,7 +21,8 @@ from typing import Any
 from django.db.models import DurationField, ExpressionWrapper, F, QuerySet
 from django.db.models.functions import Coalesce, Now
 
-from agents_app.models import ACTIVE_STATUSES, PARKED_STATUSES, Run, RunStatus
+from agents_app.models import ACTIVE_STATUSES, PARKED_STATUSES, Run, RunKind, RunStatus
+from agents_app.runs.recipes import recipe_for
 from agents_app.runs.selectors import runs_for
 
 # The longest search the list accepts; longer text is refused (REST) or cut (the dashboard).
@@ -39,6 +42,22 @@ class RunSort(StrEnum):
     MOST_TOKENS = "most_tokens"
     FEWEST_TOKENS = "fewest_tokens"
 
+
+# The kinds listed by default (runs.recipes: `listed`), as a value of `kind`.
+LISTED = "listed"
+
+
+def kinds_of(kind: str) -> list[str]:
+    """The kinds of run `kind` stands for: one kind, or LISTED's."""
+    if kind == LISTED:
+        return [value for value in RunKind.values if recipe_for(value).listed]
+    return [RunKind(kind).value]
+
+
+# What `kind` may be, as one enum for the REST schema: every kind and LISTED.
+RunListKind = StrEnum(  # type: ignore[misc]
+    "RunListKind", {value.upper(): value for value in (*RunKind.values, LISTED)}
+)
 
 STATUS_GROUPS: dict[str, frozenset[str]] = {
     StatusGroup.ACTIVE: ACTIVE_STATUSES,
@@ -67,10 +86,16 @@ ORDERINGS: dict[RunSort, tuple[Any, ...]] = {
 
 
 def runs_search(
-    *, user: Any, q: str = "", status: str | None = None, sort: str = RunSort.NEWEST
+    *,
+    user: Any,
+    q: str = "",
+    status: str | None = None,
+    sort: str = RunSort.NEWEST,
+    kind: str | None = None,
 ) -> QuerySet[Run]:
     """The user's runs (staff included: only their own) whose task text contains `q`, in
-    `status` (a run status or a `StatusGroup`; None or "" for all), ordered by `sort`.
+    `status` (a run status or a `StatusGroup`; None or "" for all), of `kind` (a RunKind or
+    LISTED; None or "" for every kind), ordered by `sort`.
 
     Raises KeyError for a status or sort outside the vocabulary: the edges check their input
     against `STATUS_GROUPS` and `RunSort` first and answer with their own error."""
@@ -80,6 +105,8 @@ def runs_search(
         runs = runs.filter(task__text__icontains=q)
     if status:
         runs = runs.filter(status__in=sorted(STATUS_GROUPS[status]))
+    if kind:
+        runs = runs.filter(kind__in=kinds_of(kind))
     order = RunSort(sort)
     if order in (RunSort.LONGEST, RunSort.SHORTEST):
         runs = runs.annotate(duration=_DURATION)

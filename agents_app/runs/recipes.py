@@ -63,8 +63,13 @@ class Recipe(Protocol):
     # What pages and APIs need per kind: how people name it, which actions a person may take
     # on it, and the priority of its queued work (0: the default queue's order).
     label: str
+    plural: str  # the kind's runs in a menu ("Chat answers")
     actions: frozenset[str]
     priority: int
+    # Listed on the dashboard by default (a task, a team's head node); the others live where
+    # they belong (a chat answer in its conversation, an attempt under its agent, a child
+    # under its head node) and are listed on demand (the kind filter).
+    listed: bool
     # Its steps are subtasks done by child runs: it heads a tree, its decisions delegate and
     # wait, and its children write its steps (so its worker never keeps them between commits).
     delegates: bool
@@ -86,8 +91,9 @@ class Recipe(Protocol):
     # The fast-path option (Task.fast_path) of the Task a run of this kind is started with.
     task_fast_path: bool | None
 
-    def page_link(self, run: Run) -> str | None:
-        """Where its run page links to besides the run itself (None: nowhere else)."""
+    def page_link(self, run: Run) -> tuple[str, str] | None:
+        """Where its run page links to besides the run itself, as (what it is, its URL): its
+        conversation, its agent (None: nowhere else; a team's lineage links children)."""
 
     def name_in_tree(self, run: Run) -> str:
         """How a tree's panel names the run."""

@@ -352,6 +352,15 @@ def _children_too(run_id: int, change: Any, actor: Any, interface: str) -> None:
 def run_restart(*, run: Run, actor: Any, interface: str) -> Run:
     """A new attempt of the run's task, queued. Returns the new Run. Raises DomainError
     CONFLICT unless `run` has finished (succeeded, failed or cancelled)."""
+    recipe = recipe_for(run.kind)
+    if "restart" not in recipe.actions:
+        # A chat answer is answered again by writing again, an attempt by its agent's
+        # Restart, a subtask by its head node: a new run of its Task would be none of them.
+        raise DomainError(
+            ErrorCode.CONFLICT,
+            f"Run {run.pk} is a {recipe.label}, which is not restarted on its own",
+            {"kind": run.kind},
+        )
     refuse_while_halted()
     with locked_run(run.pk) as w:
         if not w.run.is_terminal:

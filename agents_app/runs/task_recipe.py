@@ -19,15 +19,18 @@ from agents_app.runs.evidence import call_records, evidence_problem
 from agents_app.runs.lifecycle import finish
 from agents_app.runs.recipes import RecipeContext, RunRows
 
-# What a person may do to a run on its page, REST and MCP: the same for every kind today.
+# What a person may do to a run on its page, REST and MCP (a kind offers those that make
+# sense for it: a chat answer is stopped, not restarted; the person writes again).
 RUN_ACTIONS = frozenset({"cancel", "pause", "resume", "restart"})
 
 
 class TaskRecipe:
     kind: str = RunKind.TASK
     label = "task"
+    plural = "Tasks"
     actions = RUN_ACTIONS
     priority = 0
+    listed = True
     delegates = False
     transcript = False
     one_cycle = False
@@ -43,7 +46,7 @@ class TaskRecipe:
 
     # --- what pages and APIs need ---------------------------------------------------------
 
-    def page_link(self, run: Run) -> str | None:
+    def page_link(self, run: Run) -> tuple[str, str] | None:
         return None
 
     def name_in_tree(self, run: Run) -> str:

@@ -4,6 +4,7 @@ from django import template
 
 from agents_app.models import RunStatus
 from agents_app.runs.files import display_path
+from agents_app.runs.recipes import recipe_for
 
 register = template.Library()
 
@@ -41,3 +42,16 @@ def file_path(path: str) -> str:
     """A workspace path as the Files panel shows and asks for it (`runs.files.display_path`:
     a control character or a backslash as `\\xNN`), so a link to the file finds it."""
     return display_path(str(path))
+
+
+@register.filter
+def kind_label(run) -> str:
+    """How people name the run's kind ("task", "chat answer", …): its recipe's label."""
+    return recipe_for(run.kind).label
+
+
+@register.filter
+def offers(run, action: str) -> bool:
+    """Whether a person may take `action` (cancel, pause, resume, restart) on a run of its
+    kind: what makes no sense for it is not offered."""
+    return action in recipe_for(run.kind).actions

@@ -28,10 +28,11 @@ from django.views.decorators.http import require_GET
 from django_htmx.http import push_url
 
 from agents_app.core.inputs import text_problem
-from agents_app.models import RunStatus
+from agents_app.models import RunKind, RunStatus
 from agents_app.runs import listing
 from agents_app.runs.admission import queue_counts
 from agents_app.runs.listing import RunSort
+from agents_app.runs.recipes import recipe_for
 from agents_app.runs.selectors import runs_for
 from agents_app.templatetags.agentdesk import status_label
 from agents_app.web import run_page
@@ -64,6 +65,16 @@ HEADER_SORTS: list[tuple[str, RunSort, RunSort]] = [
     ("Created", RunSort.NEWEST, RunSort.OLDEST),
 ]
 SORT_LABELS = dict(SORT_CHOICES)
+# The kind menu: by default the kinds the recipes list (tasks, team runs); "all", or one kind.
+KIND_ALL = "all"
+
+
+def kind_choices() -> list[tuple[str, str]]:
+    return [
+        ("", "Tasks and teams"),
+        (KIND_ALL, "Every kind"),
+        *((kind, recipe_for(kind).plural) for kind in RunKind.values),
+    ]
 
 
 @dataclass
@@ -72,6 +83,7 @@ class DashboardQuery:
 
     q: str = ""
     status: str = ""
+    kind: str = ""  # "": the listed kinds; KIND_ALL; or one RunKind
     sort: RunSort = RunSort.NEWEST
     ignored: list[str] = field(default_factory=list)
 
@@ -88,6 +100,11 @@ class DashboardQuery:
             query.status = status
         else:
             query.ignored.append(f"Unknown status “{status[:40]}”: showing every status.")
+        kind = params.get("kind", "")
+        if kind in (KIND_ALL, *RunKind.values) or not kind:
+            query.kind = kind
+        else:
+            query.ignored.append(f"Unknown kind “{kind[:40]}”: showing tasks and teams.")
         sort = params.get("sort", "")
         if sort in {order.value for order in RunSort}:
             query.sort = RunSort(sort)
@@ -97,12 +114,25 @@ class DashboardQuery:
 
     @property
     def is_default_view(self) -> bool:
-        return not self.q and not self.status and self.sort == RunSort.NEWEST
+        return not self.q and not self.status and not self.kind and self.sort == RunSort.NEWEST
+
+    @property
+    def listing_kind(self) -> str | None:
+        """The `kind` runs.listing takes for this view."""
+        if not self.kind:
+            return listing.LISTED
+        return None if self.kind == KIND_ALL else self.kind
+
+    @property
+    def shown_kinds(self) -> str:
+        """The kinds this view shows, for live.js: "all" or a comma-separated list."""
+        kind = self.listing_kind
+        return KIND_ALL if kind is None else ",".join(listing.kinds_of(kind))
 
     def url(self, *, page: int = 1, sort: RunSort | None = None) -> str:
         """The dashboard's URL for this query (defaults left out), at `page`."""
         sort = sort or self.sort
-        params = {"q": self.q, "status": self.status}
+        params = {"q": self.q, "status": self.status, "kind": self.kind}
         params["sort"] = "" if sort == RunSort.NEWEST else sort
         params["page"] = "" if page == 1 else str(page)
         encoded = urlencode({key: value for key, value in params.items() if value})
@@ -157,7 +187,11 @@ def _headers(query: DashboardQuery) -> list[dict[str, str]]:
 def dashboard_context(request: HtmxHttpRequest) -> dict[str, Any]:
     query = DashboardQuery.from_params(request.GET)
     runs = listing.runs_search(
-        user=request.user, q=query.q, status=query.status or None, sort=query.sort
+        user=request.user,
+        q=query.q,
+        status=query.status or None,
+        sort=query.sort,
+        kind=query.listing_kind,
     )
     paginator = Paginator(runs, RUNS_PER_PAGE)
     number = _page_number(request.GET.get("page"), paginator.num_pages, query.ignored)
@@ -183,6 +217,7 @@ def dashboard_context(request: HtmxHttpRequest) -> dict[str, Any]:
         "self_url": query.url(page=number),
         "status_choices": _status_choices(query),
         "sort_choices": SORT_CHOICES,
+        "kind_choices": kind_choices(),
         "headers": _headers(query),
         # Runs with a larger id started after this page was read (live.js).
         "latest_run_id": runs_for(request.user).aggregate(latest=Max("id"))["latest"] or 0,

@@ -16,6 +16,7 @@ from django_htmx.middleware import HtmxDetails
 from agents_app.core.errors import DomainError
 from agents_app.models import AuditInterface, Run
 from agents_app.runs import selectors, services
+from agents_app.runs.recipes import recipe_for
 from agents_app.web import run_page
 from agents_app.web.files import files_context
 from agents_app.web.forms import TaskForm
@@ -103,6 +104,7 @@ def render_run(
         **files_context(run),
         **team_context(user=request.user, run=run),
         stream=final_view(run, list(run.plan_list[-1].steps.all()) if run.plan_list else []),
+        page_link=recipe_for(run.kind).page_link(run),
         error=error,
         **(approval or {}),
     )

@@ -186,6 +186,9 @@
     if (!panel || !body || !content || !/^run-row-/.test(content.id || "")) return;
     var runId = parseInt(content.id.slice("run-row-".length), 10);
     if (!(runId > (parseInt(panel.dataset.latestRun, 10) || 0))) return;
+    // A kind this view does not list (a chat answer on the default view) changes nothing.
+    var kinds = panel.dataset.kinds || "all";
+    if (kinds !== "all" && kinds.split(",").indexOf(content.dataset.kind) < 0) return;
     if (panel.dataset.livePrepend !== "true") {
       var notice = document.getElementById("runs-new");
       if (notice) notice.hidden = false;

@@ -172,3 +172,31 @@ def test_the_openapi_document_describes_q_status_and_sort(client):
     assert "active" in status and "waiting" in status and "waiting_approval" in status
     assert "most_tokens" in str(parameters["sort"]["schema"])
     assert "400" in operation["responses"]
+
+
+def of_kind(owner, text, kind):
+    run = make_run(owner, text)
+    Run.objects.filter(pk=run.pk).update(kind=kind)
+    return run
+
+
+@pytest.mark.dialect
+def test_kind_filters_by_one_kind_or_the_listed_ones_and_unset_is_every_kind(owner, owner_api):
+    task = of_kind(owner, "A task", "task")
+    chat = of_kind(owner, "A chat message", "chat")
+    team = of_kind(owner, "A team's task", "team")
+    child = of_kind(owner, "A subtask", "child")
+
+    # Unset, as before the filter existed: every kind.
+    assert set(listed(owner_api)) == {task.pk, chat.pk, team.pk, child.pk}
+    assert listed(owner_api, kind="chat") == [chat.pk]
+    assert set(listed(owner_api, kind="listed")) == {task.pk, team.pk}
+    assert listed(owner_api, kind="child", q="subtask") == [child.pk]
+    assert listed(owner_api, kind="child", q="chat") == []
+
+
+@pytest.mark.parametrize("kind", ["bogus", "CHAT", "all"])
+def test_an_unknown_kind_is_a_400_naming_it(owner_api, kind):
+    error = assert_error(owner_api.get(RUNS, {"kind": kind}), 400, "VALIDATION_ERROR")
+
+    assert [e["field"] for e in error["details"]["errors"]] == ["kind"]

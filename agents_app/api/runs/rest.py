@@ -95,9 +95,12 @@ def finished_response(request: HttpRequest, run: Run):
 
 @router.get("/runs", response=RunPage, summary="List your runs")
 def list_runs(request: HttpRequest, query: Query[RunListQuery]):
-    """Your runs, searched (`q`), filtered (`status`) and sorted (`sort`) as on the dashboard;
-    an unknown status or sort, or a bad page, is a 400 VALIDATION_ERROR naming it."""
-    runs = listing.runs_search(user=request.user, q=query.q, status=query.status, sort=query.sort)
+    """Your runs, searched (`q`), filtered (`status`, `kind`) and sorted (`sort`) as on the
+    dashboard (whose default view is `kind=listed`); an unknown status, kind or sort, or a bad
+    page, is a 400 VALIDATION_ERROR naming it."""
+    runs = listing.runs_search(
+        user=request.user, q=query.q, status=query.status, sort=query.sort, kind=query.kind
+    )
     return page_of(runs, query.page, query.page_size, run_summary)
 
 

@@ -11,7 +11,7 @@ from pydantic import StrictInt
 from agents_app.api.schemas import Count, Flag, JsonObject, NonBlankText, Page, PageSize, Text
 from agents_app.core.inputs import QUERY_INT_MAX, STORED_INT_MAX
 from agents_app.models import ClosePolicy, TimeoutStrategy
-from agents_app.runs.listing import SEARCH_MAX_LENGTH, RunListStatus, RunSort
+from agents_app.runs.listing import SEARCH_MAX_LENGTH, RunListKind, RunListStatus, RunSort
 from agents_app.runs.services import APPROVAL_TIMEOUT_MAX
 
 
@@ -194,6 +194,12 @@ class RunListQuery(Schema):
         description="Only runs in this status (`waiting_approval`: parked on a person's "
         "decision), or in a group: `active` (queued, planning, running, verifying), `waiting` "
         "(waiting_approval, paused).",
+    )
+    kind: RunListKind | None = Field(
+        default=None,
+        description="Only runs of this kind (`task`, `chat`, `contract`, `team`, `child`, "
+        "`micro`), or `listed`: the kinds the dashboard lists by default (tasks and team "
+        "runs). Unset: every kind.",
     )
     sort: RunSort = Field(
         default=RunSort.NEWEST,
