@@ -195,6 +195,10 @@ class Run(models.Model):
     final_response = models.TextField(blank=True)
     error_code = models.CharField(max_length=40, blank=True)
     error_message = models.TextField(blank=True)
+    # What went wrong at the root, in a person's words (a failed step's or call's reason); the
+    # message may add a judgement after it (the verifier's). Empty unless the run ended
+    # unsuccessfully.
+    error_cause = models.TextField(blank=True)
 
     prompt_tokens = models.PositiveIntegerField(default=0)
     completion_tokens = models.PositiveIntegerField(default=0)

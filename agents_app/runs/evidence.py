@@ -5,7 +5,7 @@ import json
 
 from agents_app.core.errors import DomainError, ErrorCode
 from agents_app.engine.evidence import CallRecord, files_to_write
-from agents_app.models import Run, Step, ToolCall, ToolCallStatus
+from agents_app.models import Run, Step, StepStatus, ToolCall, ToolCallStatus
 from agents_app.runs.lifecycle import workspace_for
 
 
@@ -31,6 +31,19 @@ def call_records(run: Run, steps: list[Step]) -> list[CallRecord]:
             )
         )
     return records
+
+
+def root_cause(steps: list[Step], calls: list[CallRecord]) -> str:
+    """Why a run's work went wrong, in a person's words, or "": its first step that failed
+    (numbered from 1, as the pages number them), else its last call that failed."""
+    for step in steps:
+        if step.status in (StepStatus.FAILED, StepStatus.TIMEOUT) and step.error:
+            return f"Step {step.index + 1} failed: {step.error}"
+    for call in reversed(calls):
+        if not call.ok:
+            where = f" (step {call.step_index + 1})" if call.step_index is not None else ""
+            return f"The call of {call.tool}{where} failed: {call.result}"
+    return ""
 
 
 def evidence_problem(run: Run, *, verifier: str = "") -> DomainError | None:

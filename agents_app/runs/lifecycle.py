@@ -89,11 +89,13 @@ def finish(
     details: Any = None,
     *,
     held: tuple[Plan | None, list[Step]] | None = None,
+    cause: str = "",
 ) -> None:
     """End the run: close unfinished steps, record the outcome and the AgentResult event.
     `held`: the run's latest plan and its steps as the worker holding the lease holds them
     (what the database holds: nobody else writes them meanwhile), so they are not read
-    again and only a step that needs closing is written."""
+    again and only a step that needs closing is written. `cause`: what went wrong at the root
+    when `message` adds more (the run's error_cause; otherwise the message is the cause)."""
     run = w.run
     if run.is_terminal:
         return
@@ -130,7 +132,7 @@ def finish(
             status=ApprovalStatus.VOID, decided_at=timezone.now()
         )
     if status != RunStatus.SUCCEEDED:
-        w.set(error_code=code, error_message=message)
+        w.set(error_code=code, error_message=message, error_cause=redact(cause) or message)
     w.transition(status)
     if status == RunStatus.FAILED:
         w.event(EventType.ERROR, ErrorPayload(code=code, message=message, details=details or {}))

@@ -93,6 +93,7 @@ def finished_payload(run: Run) -> dict[str, Any]:
         "task": run.task.text,
         "status": run.status,
         "error_code": run.error_code,
+        "cause": run.error_cause,
         "final_response": run.final_response,
         "finished_at": run.finished_at.isoformat() if run.finished_at else None,
         "links": run_links(run),
@@ -145,6 +146,7 @@ def run_summary(run: Run) -> dict[str, Any]:
     `task` and `profile` with it: `runs.selectors.runs_for` does) and its links."""
     return {
         **{field: getattr(run, field) for field in RUN_FIELDS},
+        "cause": run.error_cause,
         "profile": run.profile.name if run.profile is not None else None,
         "task": run.task.text,
         "fast_path": run.task.fast_path,

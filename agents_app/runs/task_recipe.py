@@ -15,7 +15,7 @@ from agents_app.engine.fast import fast_verdict, takes_fast_path
 from agents_app.engine.hooks import StreamPhase
 from agents_app.engine.verifier import verify as judge
 from agents_app.models import Run, RunKind, RunStatus
-from agents_app.runs.evidence import call_records, evidence_problem
+from agents_app.runs.evidence import call_records, evidence_problem, root_cause
 from agents_app.runs.lifecycle import finish
 from agents_app.runs.recipes import RecipeContext, RunRows
 
@@ -113,9 +113,11 @@ class TaskRecipe:
         # same success point, replan or failure below as the verifier's.
         derived = fast_verdict(steps[0], can_replan=can_replan) if fast else None
         hooks = ctx.hooks(run)
+        calls: list = []
         if derived:
             verdict = derived.verdict
         else:
+            calls = call_records(run, steps)
             verdict = judge(
                 provider=ctx.provider,
                 hooks=hooks,
@@ -125,7 +127,7 @@ class TaskRecipe:
                 can_replan=can_replan,
                 timeout=settings.AGENT_VERIFY_TIMEOUT,
                 max_tokens=settings.LLM_MAX_TOKENS_VERIFY,
-                calls=call_records(run, steps),
+                calls=calls,
             )
         with ctx.lock() as w:
             thinking = hooks.streamed_reasoning(StreamPhase.VERIFICATION)
@@ -157,15 +159,21 @@ class TaskRecipe:
                     ReplannedPayload(replans=w.run.replans, reason=verdict.reasoning),
                 )
                 w.transition(RunStatus.PLANNING)
+            elif derived:
+                finish(w, RunStatus.FAILED, derived.error_code, verdict.reasoning, {}, held=held)
             else:
+                # The headline names the root cause (a failed step or call), the verifier's
+                # judgement after it; the model's own words go into the details.
+                cause = root_cause(steps, calls)
+                judged = "The verifier judged the task incomplete"
                 finish(
                     w,
                     RunStatus.FAILED,
-                    derived.error_code if derived else ErrorCode.VERIFICATION_FAILED,
-                    # The model's words are no error message: they go into the details.
-                    verdict.reasoning if derived else "The verifier judged the task incomplete",
-                    {} if derived else {"verifier": verdict.reasoning},
+                    ErrorCode.VERIFICATION_FAILED,
+                    f"{cause.rstrip('.')} — {judged[0].lower()}{judged[1:]}" if cause else judged,
+                    {"verifier": verdict.reasoning, **({"cause": cause} if cause else {})},
                     held=held,
+                    cause=cause,
                 )
 
     # --- its end and its changes ------------------------------------------------------------

@@ -153,6 +153,7 @@ def test_a_finished_run_writes_a_run_finished_delivery(owner, hook_for):
         "task": "Say hi",
         "status": "cancelled",
         "error_code": "CANCELLED",
+        "cause": "Cancelled by request",
         "final_response": "",
         "finished_at": run.finished_at.isoformat(),
         "links": {

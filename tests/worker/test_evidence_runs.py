@@ -111,10 +111,12 @@ def test_a_step_that_answers_without_its_tool_is_told_once_then_not_completed(
         {"role": "assistant", "content": "There are three files."},
         {"role": "user", "content": NUDGE},
     ]
-    # The verifier's words are in the details, not the run's error message.
-    assert (run.status, run.error_code) == ("failed", "VERIFICATION_FAILED")
-    assert run.error_message == "The verifier judged the task incomplete"
-    assert error_event(run)["details"] == {"verifier": "scripted"}
+    # The headline names the root cause, the verifier's judgement after it; the verifier's
+    # own words are in the details, not the run's error message (issue 32, finding 5).
+    cause = f"Step 1 failed: {step0.error}"
+    assert (run.status, run.error_code, run.error_cause) == ("failed", "VERIFICATION_FAILED", cause)
+    assert run.error_message == f"{cause} — the verifier judged the task incomplete"
+    assert error_event(run)["details"] == {"verifier": "scripted", "cause": cause}
 
 
 def test_a_finish_task_alone_is_no_evidence_for_a_step_that_names_another_tool(

@@ -86,6 +86,11 @@ class RunSummary(Schema):
     final_response: str
     error_code: str
     error_message: str
+    cause: str = Field(
+        description="What went wrong at the root, in a person's words (a failed step's or "
+        "call's reason), when the run failed or was stopped; `error_message` may add a "
+        "judgement after it (the verifier's). Empty otherwise."
+    )
     prompt_tokens: int
     completion_tokens: int
     tool_calls_made: int
