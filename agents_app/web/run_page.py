@@ -126,6 +126,10 @@ def log_entries(events: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
             "type": e["event_type"],
             "time": datetime.fromisoformat(e["created_at"]),
             "summary": event_summary(e),
+            # A result's colour follows its outcome (succeeded, failed, cancelled).
+            "outcome": (e.get("payload") or {}).get("status", "")
+            if e["event_type"] == EventType.RESULT
+            else "",
         }
         for e in events
     ]

@@ -12,6 +12,7 @@ from tests.support.runs import (
     LONG_ARGUMENTS,
     add_plan,
     complete_step,
+    end,
     fail,
     make_run,
     succeed,
@@ -191,3 +192,19 @@ def test_another_users_run_is_not_found(outsider_session, working_run):
 def test_a_missing_run_is_not_found(owner_session):
     owner_client = owner_session
     assert owner_client.get("/runs/999999/").status_code == 404
+
+
+@pytest.mark.parametrize("outcome", ["succeeded", "failed", "cancelled"])
+def test_the_result_event_carries_its_outcome_for_its_colour(owner, owner_session, outcome):
+    run = add_plan(make_run(owner), ["One"]).run
+    if outcome == "succeeded":
+        succeed(run, "done")
+    elif outcome == "failed":
+        fail(run)
+    else:
+        end(run, "cancelled", "CANCELLED", "Cancelled by request")
+
+    html = owner_session.get(f"/runs/{run.pk}/").content.decode()
+
+    [result] = re.findall(r'<li id="event-\d+"[^>]*data-type="result"[^>]*>', html)
+    assert f'data-outcome="{outcome}"' in result
