@@ -67,8 +67,9 @@ def step_messages(
 ) -> list[dict[str, Any]]:
     """`earlier`: the steps before this one it is shown (`shown_earlier`), `unshown` of them
     left out."""
+    # Steps are numbered from 1 here as on every page (the marker keeps the plan's index).
     done = "\n".join(
-        f"Step {i} ({status}): {obj}\nOutput: {_clip(out, OUTPUT_CHARS)}"
+        f"Step {i + 1} ({status}): {obj}\nOutput: {_clip(out, OUTPUT_CHARS)}"
         for i, obj, status, out in earlier
     )
     if unshown:
@@ -77,7 +78,7 @@ def step_messages(
             + done
         )
     system = (
-        f"AGENTDESK:STEP {index}\nYou are executing step {index} of {total} of a plan for the task "
+        f"AGENTDESK:STEP {index}\nYou are executing step {index + 1} of {total} of a plan for the task "
         "below. Do the step's work with the offered tools, then answer with a short plain-text summary of "
         "what this step produced; that text is the step's output. Files live in the run's "
         "workspace; use paths relative to it. If this step completes the whole task, call "
@@ -85,7 +86,7 @@ def step_messages(
     )
     if done:
         system += "\n\nEarlier steps:\n" + done
-    user = f"Step {index}: {objective}"
+    user = f"Step {index + 1}: {objective}"
     if reasoning:
         user += f"\nWhy: {reasoning}"
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
@@ -146,7 +147,9 @@ def verify_messages(
     """`calls` are the run's tool calls, shown under their steps (an earlier plan's apart)."""
     lines = []
     for i, obj, status, out in steps:
-        lines.append(f"Step {i} ({status}): {obj}\nOutput: {_clip(out, OUTPUT_CHARS)}")
+        # Numbered from 1, as the pages number them: what the verifier says of "Step 2"
+        # is the step a person sees as 2.
+        lines.append(f"Step {i + 1} ({status}): {obj}\nOutput: {_clip(out, OUTPUT_CHARS)}")
         own = [_call_line(c) for c in calls if c.step_index == i]
         lines.append("Tool calls:\n" + "\n".join(own) if own else "Tool calls: none")
     earlier = [_call_line(c) for c in calls if c.step_index is None]

@@ -77,7 +77,8 @@ def test_the_verifier_sees_each_steps_calls_and_their_results():
     report = messages[1]["content"]
     assert '[#1] write_file {"path": "hello.txt", "content": "hello"} → ok: {"ok": 1}' in report
     assert "[#2] read_file" in report and "→ failed: no such file" in report
-    assert report.index("[#2]") < report.index("Step 1") < report.index("[#3]")
+    # Steps numbered from 1, as the pages number them (issue 32, finding 5).
+    assert report.index("[#2]") < report.index("Step 2") < report.index("[#3]")
     assert "Tool calls of earlier plans:\n  [#4] list_files" in report
     assert "evidence" in messages[0]["content"]
 

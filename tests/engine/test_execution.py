@@ -492,8 +492,9 @@ def test_a_step_is_shown_the_steps_before_it_and_not_those_after(owner):
         )
 
     assert "Earlier steps" not in system_prompt(0)
-    assert "Step 0 (completed): gather the notes\nOutput: gathered three notes" in system_prompt(1)
-    assert "Step 1" not in system_prompt(1).split("Earlier steps:")[1]
+    # Numbered from 1, as the pages number steps (issue 32, finding 5).
+    assert "Step 1 (completed): gather the notes\nOutput: gathered three notes" in system_prompt(1)
+    assert "Step 2" not in system_prompt(1).split("Earlier steps:")[1]
 
 
 def test_a_late_step_is_shown_what_it_depends_on_and_the_last_steps_before_it(owner, settings):
@@ -514,10 +515,11 @@ def test_a_late_step_is_shown_what_it_depends_on_and_the_last_steps_before_it(ow
     )
     shown = last.split("Earlier steps:\n")[1]
     # Steps 0 and 1 (its dependencies) and the last 20 (3 to 22); step 2 is left out, and said to be.
+    # Numbered from 1: the indexes 0, 1, then 3 to 22.
     assert [int(line.split()[1]) for line in shown.splitlines() if line.startswith("Step ")] == [
-        0,
         1,
-        *range(3, 23),
+        2,
+        *range(4, 24),
     ]
     assert shown.startswith(
         "(1 of the steps before this one not shown: it does not depend on them)"
