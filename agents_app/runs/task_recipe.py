@@ -165,12 +165,13 @@ class TaskRecipe:
                 # The headline names the root cause (a failed step or call), the verifier's
                 # judgement after it; the model's own words go into the details.
                 cause = root_cause(steps, calls)
-                judged = "The verifier judged the task incomplete"
                 finish(
                     w,
                     RunStatus.FAILED,
                     ErrorCode.VERIFICATION_FAILED,
-                    f"{cause.rstrip('.')} — {judged[0].lower()}{judged[1:]}" if cause else judged,
+                    f"{cause.rstrip('.')} — the verifier judged the task incomplete"
+                    if cause
+                    else "The verifier judged the task incomplete",
                     {"verifier": verdict.reasoning, **({"cause": cause} if cause else {})},
                     held=held,
                     cause=cause,
