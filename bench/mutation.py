@@ -462,6 +462,8 @@ MODULES = {
             "tests/web/test_team_panel.py",  # name_in_tree, a child's
             "tests/orchestration/test_agent_names.py",  # agent_name, a child's
             "tests/worker/test_hot_path.py",  # transcript: a task's step end is fenced
+            "tests/runs/test_failure_cause.py",  # verify: the cause before the judgement
+            "tests/web/test_run_kinds.py",  # listed, plural, actions, page_link
         ),
         core=False,
         equivalent=(
@@ -489,6 +491,8 @@ MODULES = {
             "tests/conversations/test_chat_errors.py",
             "tests/conversations/test_chat_end_queries.py",  # transcript: the lock order
             "tests/conversations/test_chat_recipe.py",  # checks_evidence
+            "tests/conversations/test_stopped_answer.py",  # keep_parked
+            "tests/web/test_run_kinds.py",  # listed, plural, actions, page_link
         ),
         core=False,
         equivalent_results=tuple(
@@ -508,6 +512,7 @@ MODULES = {
             "tests/contracts/test_stop.py",
             "tests/contracts/test_evaluation.py",  # the evaluation's thinking
             "tests/runs/test_admission.py",  # its priority: background work, oldest first
+            "tests/web/test_run_kinds.py",  # listed, plural, actions, page_link
         ),
         core=False,
         equivalent=(_keyword_marker(VERIFY),),
@@ -521,6 +526,7 @@ MODULES = {
             "tests/orchestration/test_profile_room.py",  # frees_a_profile
             "tests/orchestration/test_agent_names.py",  # agent_name, a head node's
             "tests/orchestration/test_head_node_wait.py",  # wait
+            "tests/web/test_run_kinds.py",  # listed, plural, actions, page_link
         ),
         core=False,
         equivalent=(
