@@ -16,6 +16,7 @@ from django.db import DatabaseError, close_old_connections
 from django.utils import timezone
 
 from agents_app.approvals.parking import park_on_call, park_on_plan
+from agents_app.conversations.condense import context_window
 from agents_app.core.audit import arguments_sha256
 from agents_app.core.errors import DomainError, ErrorCode
 from agents_app.core.event_payloads import (
@@ -30,7 +31,7 @@ from agents_app.core.prepared import Prepared
 from agents_app.core.publisher import PUBLISHER, in_background
 from agents_app.core.secrecy import redact
 from agents_app.core.watch import Watch
-from agents_app.engine.analysis import analyze_task, select_tools
+from agents_app.engine.analysis import analyze_task, bounded_offer, catalog_room, select_tools
 from agents_app.engine.decide import (
     Action,
     ActionKind,
@@ -340,7 +341,8 @@ class RunExecutor:
         return self._specs
 
     def offered_tools(self, run: Run, hooks: DatabaseHooks) -> list[ToolSpec]:
-        """Every tool, or with many tools only those the task analysis asks for."""
+        """Every tool, or with many tools only those the task analysis asks for; when the
+        analysis fails, those that fit the model's context window."""
         tools = self.specs(run)
         if len(tools) < settings.AGENT_ANALYSIS_MIN_TOOLS:
             return tools
@@ -357,12 +359,26 @@ class RunExecutor:
         except DomainError as exc:
             if exc.code == ErrorCode.BUDGET_EXCEEDED:
                 raise
+            # An analysis that ran out of room (ANSWER_TOO_LONG) or failed otherwise does not
+            # fail the run: the planner is offered the tools that fit the model's context.
+            offered = bounded_offer(
+                tools,
+                task=run.task.text,
+                room=catalog_room(
+                    window=context_window(run.connection),
+                    max_tokens=settings.LLM_MAX_TOKENS_PLAN,
+                    task=run.task.text,
+                    context=run.task.context,
+                    max_steps=settings.AGENT_MAX_STEPS,
+                ),
+            )
+            shown = "all" if len(offered) == len(tools) else [t.name for t in offered]
             with self.lock() as w:
                 w.event(
                     EventType.TASK_ANALYSIS,
-                    TaskAnalysisPayload(error=f"{exc.code}: {exc.message}", tools="all"),
+                    TaskAnalysisPayload(error=f"{exc.code}: {exc.message}", tools=shown),
                 )
-            return tools
+            return offered
         offered = select_tools(tools, analysis)
         with self.lock() as w:
             w.event(

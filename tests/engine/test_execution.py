@@ -408,6 +408,52 @@ def test_a_failed_analysis_offers_every_tool(owner, settings):
     assert run.status == "succeeded"
 
 
+class WordyTool(Tool):
+    """A tool whose description alone takes about 600 tokens of the model's context."""
+
+    def __init__(self, name):
+        self.spec = ToolSpec(
+            name=name,
+            description="lorem " * 400,
+            input_schema={"type": "object", "properties": {}},
+            capabilities=frozenset({"WORDY"}),
+            domain="wordy",
+        )
+
+    def run(self, arguments, context):
+        return ToolResult(ok=True, content="")
+
+
+def test_an_analysis_cut_off_for_length_offers_the_tools_that_fit_the_context(owner, settings):
+    settings.AGENT_ANALYSIS_MIN_TOOLS = 2
+    settings.CHAT_CONTEXT_WINDOW, settings.LLM_MAX_TOKENS_PLAN = 2000, 200
+    too_long = {"content": '{"capabilities": ["ec', "finish_reason": "length"}
+    wordy = [WordyTool(f"wordy_{n}") for n in range(6)]
+    run, provider, _ = run_with(
+        owner,
+        [
+            {"match": "AGENTDESK:ANALYZE", "replies": [too_long], "repeat": True},
+            {"match": "AGENTDESK:PLAN", "replies": [plan_reply(step("say it", ["echo"]))]},
+            {
+                "match": "AGENTDESK:STEP",
+                "replies": [tool_call("echo", text="it"), {"content": "said"}],
+            },
+            {"match": "AGENTDESK:VERIFY", "replies": [verdict(evidence=[1])]},
+        ],
+        registry=make_registry(*wordy, EchoTool(), FinishTool()),
+        text="Echo the word it",
+    )
+
+    assert run.status == "succeeded"
+    analysis = RunEvent.objects.get(run=run, type="task_analysis").payload
+    assert analysis["error"].startswith("ANSWER_TOO_LONG")
+    # The tool the task names, finish_task always, and of the rest what fits the window.
+    offered = set(analysis["tools"])
+    assert {"echo", "finish_task"} <= offered and 1 <= len(offered - {"echo", "finish_task"}) < 6
+    plan_prompt = next(r for r in provider.requests if "AGENTDESK:PLAN" in r.messages[0]["content"])
+    assert "- wordy_5:" not in plan_prompt.messages[0]["content"]
+
+
 def test_few_tools_need_no_analysis(owner):
     run, provider, _ = run_with(
         owner,
