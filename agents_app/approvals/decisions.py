@@ -39,6 +39,7 @@ from agents_app.models import (
     ToolCall,
     ToolCallStatus,
 )
+from agents_app.runs.evidence import EDITED
 from agents_app.runs.lifecycle import finish, run_enqueue, skip_step
 from agents_app.runs.writer import locked_run
 from tools_app import registry
@@ -116,6 +117,18 @@ def _check_feedback(note: Any) -> str:
     return note.strip()
 
 
+def _check_edit_note(note: Any) -> str:
+    if not note:
+        return ""
+    if not isinstance(note, str) or len(note) > FEEDBACK_MAX_CHARS:
+        raise DomainError(
+            ErrorCode.VALIDATION_ERROR,
+            f"A note with an edited plan is text of at most {FEEDBACK_MAX_CHARS} characters",
+            {"field": "note", "max_length": FEEDBACK_MAX_CHARS},
+        )
+    return note.strip()
+
+
 def _check_request(approval: Approval, decision: str, remember: str) -> None:
     if decision not in Decision.values:
         raise DomainError(
@@ -158,8 +171,8 @@ def approval_decide(
     """Decide a pending approval; returns it decided. Raises DomainError NOT_FOUND,
     VALIDATION_ERROR, INVALID_ARGUMENTS (modify), or CONFLICT when it was already decided.
     The caller checks `Approval.decidable_by` (actor None is the system: an expired timeout).
-    On a plan, modify takes the edited steps as `arguments` and deny takes the feedback for
-    the planner as `note`."""
+    On a plan, modify takes the edited steps as `arguments` (with an optional `note` saying
+    why, which the verifier reads) and deny takes the feedback for the planner as `note`."""
     approval = Approval.objects.filter(pk=approval_id).first()
     # Every front end has read the approval already: only a row deleted meanwhile comes here.
     if approval is None:
@@ -170,6 +183,8 @@ def approval_decide(
     if decision == Decision.MODIFY:
         final = check_plan(arguments) if is_plan else check_arguments(approval, arguments)
     feedback = _check_feedback(note) if is_plan and decision == Decision.DENY else ""
+    # An edited plan may say why: the verifier reads it with the steps (engine.plan_edits).
+    edit_note = _check_edit_note(note) if is_plan and decision == Decision.MODIFY else ""
     with locked_run(approval.run_id) as w:
         approval = Approval.objects.select_for_update().get(pk=approval_id)
         if not approval.is_pending:
@@ -188,7 +203,11 @@ def approval_decide(
         approval.expired = expired
         approval.remember = remember
         approval.decision_arguments = (
-            final if decision == Decision.MODIFY else {"feedback": feedback} if feedback else None
+            ({**final, "note": edit_note} if edit_note else final)
+            if decision == Decision.MODIFY
+            else {"feedback": feedback}
+            if feedback
+            else None
         )
         approval.save()
         _apply_to_call(approval, decision, final)
@@ -223,7 +242,7 @@ def approval_decide(
             _replan_for(w, approval, actor, feedback)
             return approval
         if is_plan and decision == Decision.MODIFY:
-            _edited_plan(w, approval, actor, final)
+            _edited_plan(w, approval, actor, final, edit_note)
         if decision == Decision.SKIP and approval.step_id is not None:
             step = Step.objects.get(pk=approval.step_id)
             step.progress = None
@@ -251,12 +270,15 @@ def _replan_for(w: Any, approval: Approval, actor: Any, feedback: str) -> None:
     run_enqueue(run_id=w.run.pk)
 
 
-def _edited_plan(w: Any, approval: Approval, actor: Any, edited: dict[str, Any]) -> None:
-    """An edited plan is a new version, as the person wrote it; its steps run from the first."""
+def _edited_plan(w: Any, approval: Approval, actor: Any, edited: dict[str, Any], note: str) -> None:
+    """An edited plan is a new version, as the person wrote it; its steps run from the first.
+    It reshapes the task: its raw plan says who edited it and their note, which the verifier
+    and the evidence check read (runs.evidence.plan_edit)."""
     latest = Plan.objects.filter(run=w.run).order_by("-version").first()
     version = (latest.version if latest else 0) + 1
-    reason = f"edited by {_who(actor)} at its approval"
-    plan = Plan.objects.create(run=w.run, version=version, reason=reason, raw=edited)
+    reason = f"edited by {_who(actor)} at its approval" + (f": {note}" if note else "")
+    raw = {**edited, EDITED: {"by": _who(actor), "note": note}}
+    plan = Plan.objects.create(run=w.run, version=version, reason=reason, raw=raw)
     Step.objects.bulk_create(
         Step(
             plan=plan,

@@ -4,6 +4,7 @@ import json
 from typing import Any
 
 from agents_app.engine.evidence import CallRecord
+from agents_app.engine.plan_edits import PlanEdit, edit_notice
 from tools_app.registry import ToolSpec
 
 CONTEXT_CHARS = 8_000
@@ -143,8 +144,10 @@ def verify_messages(
     steps: list[tuple[int, str, str, str]],
     can_replan: bool,
     calls: list[CallRecord] = (),
+    edit: PlanEdit | None = None,
 ) -> list[dict[str, Any]]:
-    """`calls` are the run's tool calls, shown under their steps (an earlier plan's apart)."""
+    """`calls` are the run's tool calls, shown under their steps (an earlier plan's apart).
+    `edit`: the plan a person edited, whose steps are then the task judged (engine.plan_edits)."""
     lines = []
     for i, obj, status, out in steps:
         # Numbered from 1, as the pages number them: what the verifier says of "Step 2"
@@ -170,7 +173,10 @@ def verify_messages(
         '{"task_complete": bool, "reasoning": str, "should_replan": bool, "response": str, '
         '"evidence": [int]}'
     )
-    user = f"Task: {task}{_context_block(context)}\n\nWhat was done:\n{report or '(nothing)'}"
+    asked = edit.task if edit else task
+    user = f"Task: {asked}{_context_block(context)}\n\nWhat was done:\n{report or '(nothing)'}"
+    if edit:
+        user += f"\n\n{edit_notice(edit, task)}"
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 

@@ -7,6 +7,7 @@ from agents_app.core.errors import ErrorCode
 from agents_app.engine.evidence import CallRecord, citable_numbers
 from agents_app.engine.hooks import EngineHooks, StreamPhase
 from agents_app.engine.llm import LLMProvider
+from agents_app.engine.plan_edits import PlanEdit
 from agents_app.engine.prompts import verify_messages
 from agents_app.engine.schemas import VerificationOutput
 from agents_app.engine.structured import ask_structured, schema_of
@@ -54,15 +55,22 @@ def verify(
     timeout: float,
     max_tokens: int | None = None,
     calls: list[CallRecord] = (),
+    edit: PlanEdit | None = None,
 ) -> VerificationOutput:
-    """`steps` are (index, objective, status, output-or-error); `calls` the run's tool calls.
+    """`steps` are (index, objective, status, output-or-error); `calls` the run's tool calls;
+    `edit` the plan a person edited, the task as they reshaped it.
     Raises DomainError VERIFICATION_FAILED / VERIFICATION_TIMEOUT, or LLMError."""
     citable = citable_numbers(list(calls))
     return ask_structured(
         provider=provider,
         hooks=hooks,
         messages=verify_messages(
-            task=task, context=context, steps=steps, can_replan=can_replan, calls=list(calls)
+            task=task,
+            context=context,
+            steps=steps,
+            can_replan=can_replan,
+            calls=list(calls),
+            edit=edit,
         ),
         model=VerificationOutput,
         phase=StreamPhase.VERIFICATION,

@@ -5,7 +5,8 @@ import json
 
 from agents_app.core.errors import DomainError, ErrorCode
 from agents_app.engine.evidence import CallRecord, files_to_write
-from agents_app.models import Run, Step, StepStatus, ToolCall, ToolCallStatus
+from agents_app.engine.plan_edits import PlanEdit
+from agents_app.models import Plan, Run, Step, StepStatus, ToolCall, ToolCallStatus
 from agents_app.runs.lifecycle import workspace_for
 
 
@@ -46,16 +47,43 @@ def root_cause(steps: list[Step], calls: list[CallRecord]) -> str:
     return ""
 
 
-def evidence_problem(run: Run, *, verifier: str = "") -> DomainError | None:
+# The key of Plan.raw that marks a plan a person edited at its approval: {"by", "note"}.
+EDITED = "edited"
+
+
+def plan_edit(run: Run) -> PlanEdit | None:
+    """The latest plan of `run` a person edited at its approval, or None: from then on the task
+    is as they reshaped it (a later plan made by the planner does not undo their edit)."""
+    for plan in Plan.objects.filter(run=run).order_by("-version"):
+        edited = plan.raw.get(EDITED) if isinstance(plan.raw, dict) else None
+        if isinstance(edited, dict):
+            return PlanEdit(
+                version=plan.version,
+                by=str(edited.get("by", "")),
+                note=str(edited.get("note", "")),
+                steps=tuple(
+                    (str(step.get("objective", "")), tuple(step.get("tool_names") or ()))
+                    for step in plan.raw.get("steps", [])
+                ),
+            )
+    return None
+
+
+def evidence_problem(
+    run: Run, *, verifier: str = "", edit: PlanEdit | None = None
+) -> DomainError | None:
     """Why a run judged complete may not succeed, or None: every file its task asks to write
-    must be in its workspace. `verifier` (the model's reasoning) goes into the details."""
+    (as `edit`, a person's edit of its plan, reshaped it) must be in its workspace. `verifier`
+    (the model's reasoning) goes into the details."""
     workspace = workspace_for(run)
-    missing = [name for name in files_to_write(run.task.text) if not (workspace / name).is_file()]
+    asks = edit.asks if edit else run.task.text
+    missing = [name for name in files_to_write(asks) if not (workspace / name).is_file()]
     if not missing:
         return None
     names = ", ".join(missing)
+    task = f"The task as {edit.by} reshaped it" if edit else "The task"
     return DomainError(
         ErrorCode.EVIDENCE_MISSING,
-        f"The task asks for {names}, but the workspace has no such file",
+        f"{task} asks for {names}, but the workspace has no such file",
         {"missing": missing, "verifier": verifier},
     )

@@ -15,7 +15,7 @@ from agents_app.engine.fast import fast_verdict, takes_fast_path
 from agents_app.engine.hooks import StreamPhase
 from agents_app.engine.verifier import verify as judge
 from agents_app.models import Run, RunKind, RunStatus
-from agents_app.runs.evidence import call_records, evidence_problem, root_cause
+from agents_app.runs.evidence import call_records, evidence_problem, plan_edit, root_cause
 from agents_app.runs.lifecycle import finish
 from agents_app.runs.recipes import RecipeContext, RunRows
 
@@ -114,6 +114,8 @@ class TaskRecipe:
         derived = fast_verdict(steps[0], can_replan=can_replan) if fast else None
         hooks = ctx.hooks(run)
         calls: list = []
+        # A plan a person edited is the task as they reshaped it: judged and checked as such.
+        edit = plan_edit(run)
         if derived:
             verdict = derived.verdict
         else:
@@ -128,6 +130,7 @@ class TaskRecipe:
                 timeout=settings.AGENT_VERIFY_TIMEOUT,
                 max_tokens=settings.LLM_MAX_TOKENS_VERIFY,
                 calls=calls,
+                edit=edit,
             )
         with ctx.lock() as w:
             thinking = hooks.streamed_reasoning(StreamPhase.VERIFICATION)
@@ -139,7 +142,7 @@ class TaskRecipe:
             )
             # The one place a run may succeed: the evidence is checked here, whoever judged.
             problem = (
-                evidence_problem(run, verifier=verdict.reasoning)
+                evidence_problem(run, verifier=verdict.reasoning, edit=edit)
                 if verdict.task_complete and self.checks_evidence
                 else None
             )

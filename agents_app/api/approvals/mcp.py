@@ -74,8 +74,8 @@ async def decide_approval(
         str,
         Field(
             max_length=2_000,
-            description="deny of a plan only: what is wrong with it; the planner makes a new "
-            "plan with it.",
+            description="a plan only: with deny, what is wrong with it (the planner makes a "
+            "new plan with it); with modify, why it was edited (the verifier reads it).",
         ),
     ] = "",
 ) -> ApprovalOut:
