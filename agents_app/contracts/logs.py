@@ -12,9 +12,10 @@ from typing import Any
 from django.conf import settings
 from django.utils.text import slugify
 
+from agents_app.contracts.selectors import STATUS_LABELS, ended_as
 from agents_app.core.event_payloads import LogFailedPayload
 from agents_app.core.events import EventType
-from agents_app.models import ConversationEntry, EntryKind, Run, RunEvent
+from agents_app.models import TERMINAL_STATUSES, ConversationEntry, EntryKind, Run, RunEvent
 from agents_app.runs.writer import RunWriter
 
 RESULT_CHARS = 2_000
@@ -47,7 +48,8 @@ def _event_line(event: RunEvent, cycle: int) -> str | None:
     p = event.payload
     match event.type:
         case EventType.RUN_STATUS:
-            return f"status {p.get('status')}"
+            # How the attempt ended is the [end] line's, in the word the agent's tab uses.
+            return None if p.get("status") in TERMINAL_STATUSES else f"status {p.get('status')}"
         case EventType.STEP_STARTED:
             if p.get("resumed_after_interruption"):
                 return (
@@ -75,7 +77,14 @@ def _event_line(event: RunEvent, cycle: int) -> str | None:
         case EventType.ERROR:
             return f"[error] {p.get('code')}: {p.get('message')}"
         case EventType.RESULT:
-            return f"[end] {p.get('status')} {p.get('error', {}).get('message', '') if isinstance(p.get('error'), dict) else ''}".rstrip()
+            error = p.get("final_error") or {}
+            status, reason = ended_as(
+                status=p.get("status", ""),
+                error_code=error.get("code"),
+                error_message=error.get("message", ""),
+                response=p.get("response", ""),
+            )
+            return f"[end] {STATUS_LABELS[status]}: {reason}"
         case EventType.LOG_FAILED:
             return None
     return None

@@ -99,23 +99,47 @@ class AgentState:
     run: Run | None = None
 
 
+# The one word a person reads for each status, on the agent's tab and in its log file alike.
+STATUS_LABELS = {
+    AgentStatus.READY: "Ready",
+    AgentStatus.RUNNING: "Running",
+    AgentStatus.STOPPED: "Stopped",
+    AgentStatus.COMPLETED: "Completed",
+    AgentStatus.FAILED: "Failed",
+}
+
+
 def agent_state(agent: ContractAgent, run: Run | None = None) -> AgentState:
     run = run or latest_attempt(agent)
     if run is None:
         return AgentState(AgentStatus.READY)
     if not run.is_terminal:
         return AgentState(AgentStatus.RUNNING, run=run)
-    if run.status == RunStatus.SUCCEEDED:
-        return AgentState(AgentStatus.COMPLETED, run.final_response, run)
-    if run.status == RunStatus.CANCELLED:
-        return AgentState(AgentStatus.STOPPED, "stopped by the person", run)
-    if run.error_code == ErrorCode.BUDGET_EXCEEDED:
-        return AgentState(AgentStatus.STOPPED, f"budget exhausted: {run.error_message}", run)
-    if run.error_code == ErrorCode.EXECUTION_TIMEOUT:
-        return AgentState(AgentStatus.STOPPED, f"budget exhausted (time): {run.error_message}", run)
-    if run.error_code == ErrorCode.AGENT_STUCK:
-        return AgentState(AgentStatus.STOPPED, f"stuck: {run.error_message}", run)
-    return AgentState(AgentStatus.FAILED, f"{run.error_code}: {run.error_message}", run)
+    status, reason = ended_as(
+        status=run.status,
+        error_code=run.error_code,
+        error_message=run.error_message,
+        response=run.final_response,
+    )
+    return AgentState(status, reason, run)
+
+
+def ended_as(
+    *, status: str, error_code: str | None, error_message: str, response: str
+) -> tuple[AgentStatus, str]:
+    """The agent's status and reason for an attempt that ended with the run `status` and
+    error: what the tab shows and the log's last line says."""
+    if status == RunStatus.SUCCEEDED:
+        return AgentStatus.COMPLETED, response
+    if status == RunStatus.CANCELLED:
+        return AgentStatus.STOPPED, "stopped by the person"
+    if error_code == ErrorCode.BUDGET_EXCEEDED:
+        return AgentStatus.STOPPED, f"budget exhausted: {error_message}"
+    if error_code == ErrorCode.EXECUTION_TIMEOUT:
+        return AgentStatus.STOPPED, f"budget exhausted (time): {error_message}"
+    if error_code == ErrorCode.AGENT_STUCK:
+        return AgentStatus.STOPPED, f"stuck: {error_message}"
+    return AgentStatus.FAILED, f"{error_code}: {error_message}"
 
 
 def agent_states(agents: list[ContractAgent]) -> dict[int, AgentState]:

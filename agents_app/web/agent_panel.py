@@ -7,7 +7,7 @@ from typing import Any
 from django.conf import settings
 
 from agents_app.contracts.presenters import BUDGET_SETTINGS, budgets_payload
-from agents_app.contracts.selectors import AgentState, AgentStatus, agent_state, attempts
+from agents_app.contracts.selectors import STATUS_LABELS, AgentState, agent_state, attempts
 from agents_app.contracts.services import BUDGETS
 from agents_app.core.errors import DomainError
 from agents_app.models import ContractAgent, Run
@@ -16,15 +16,6 @@ from agents_app.web.agent_output import attempt_output
 # The contract is shown cut to this many characters while it runs (expandable).
 CONTRACT_SHOWN = 60
 ATTEMPTS_SHOWN = 20
-
-
-STATUS_LABELS = {
-    AgentStatus.READY: "Ready",
-    AgentStatus.RUNNING: "Running",
-    AgentStatus.STOPPED: "Stopped",
-    AgentStatus.COMPLETED: "Completed",
-    AgentStatus.FAILED: "Failed",
-}
 
 
 def _number(run: Run) -> int:

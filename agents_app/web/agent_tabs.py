@@ -19,6 +19,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from agents_app.contracts.downloads import log_download
 from agents_app.contracts.selectors import (
+    STATUS_LABELS,
     AgentStatus,
     agent_get,
     agent_state,
@@ -37,7 +38,6 @@ from agents_app.core.errors import DomainError, ErrorCode
 from agents_app.core.inputs import QUERY_INT_MAX, STORED_INT_MAX
 from agents_app.models import AuditInterface, ContractAgent
 from agents_app.web.agent_output import attempt_output
-from agents_app.web.agent_panel import STATUS_LABELS
 from agents_app.web.chat import render_page
 from agents_app.web.views import HtmxHttpRequest
 

@@ -1,11 +1,11 @@
 """A contract agent's statuses are one vocabulary: the REST schema and the agents' panel spell
-the values of contracts.selectors.AgentStatus."""
+the values of contracts.selectors.AgentStatus, and every status has the one label the tab and
+the log file both say."""
 
 from typing import get_args
 
 from agents_app.api.agents.schemas import AgentStatus as AgentStatusLiteral
-from agents_app.contracts.selectors import AgentStatus
-from agents_app.web.agent_panel import STATUS_LABELS
+from agents_app.contracts.selectors import STATUS_LABELS, AgentStatus
 
 
 def test_the_rest_schema_lists_exactly_the_agent_statuses():

@@ -68,7 +68,7 @@ def test_a_worker_killed_mid_attempt_leaves_a_complete_log(
         "[evaluation] contract not met: b is missing",
         '[tool] write_file {"append": true, "content": "b\\n", "path": "log.txt"}',
         "[evaluation] contract met: a and b are written",
-        "status succeeded",
+        "[end] Completed: a and b are written",
     ):
         assert any(line.endswith(expected) for line in lines), (expected, log)
     # Cycle 2 began on the killed worker and again on the second: both are in the log.

@@ -172,7 +172,10 @@ def test_stop_lets_the_answer_in_flight_finish_and_makes_no_further_request(owne
         ("assistant", "Here is my answer so far."),
         ("tool_result", '{"error": "Stopped before this call returned."}'),
     ]
-    assert "[end]" in log_path(run).read_text()
+    # The log says the word the agent's tab says, and why.
+    log = log_path(run).read_text()
+    assert log.rstrip().endswith("[end] Stopped: stopped by the person")
+    assert "cancelled" not in log
 
 
 def test_restart_starts_a_new_attempt_with_the_edited_contract(owner, llm, logs):
