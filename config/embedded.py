@@ -31,6 +31,8 @@ from config.supervision import Backoff, LaunchError, describe_exit
 # Loading a model of a few GB from a cold disk takes a while; SmolLM2-135M takes half a second.
 LOCAL_MODEL_READY_TIMEOUT = 120.0
 LOCAL_MODEL_ARGS = ["-m", "config.local_model"]
+DEMO_MODEL_ARGS = ["-m", "agents_app.demo.server"]
+DEMO_MODEL_DEFAULT_PORT = 8103
 
 
 class EmbeddedValkey:
@@ -160,3 +162,20 @@ def local_model_ready(model: LocalModel) -> bool:
 
 def local_model_started(model: LocalModel) -> str:
     return f"go: local model {model.name} at {local_model_url(model.port)}"
+
+
+def demo_model_port() -> int | None:
+    """The port `go` serves the scripted demo on (DEMO_MODEL_PORT) when no LLM is configured:
+    neither LLM_BASE_URL nor LOCAL_MODEL set. None: a model is configured."""
+    if env_str("LLM_BASE_URL") or env_str("LOCAL_MODEL").strip():
+        return None
+    return env_int("DEMO_MODEL_PORT", DEMO_MODEL_DEFAULT_PORT, minimum=1)
+
+
+def demo_model_ready(port: int) -> bool:
+    """Whether the demo server answers its model list."""
+    try:
+        with urllib.request.urlopen(f"http://{HOST}:{port}/v1/models", timeout=2) as answer:
+            return answer.status == 200
+    except OSError:
+        return False

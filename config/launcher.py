@@ -26,10 +26,14 @@ from types import FrameType
 
 from django.core.exceptions import ImproperlyConfigured
 
+from agents_app.demo import DEMO_MODEL_NAME
 from config.embedded import (
+    DEMO_MODEL_ARGS,
     LOCAL_MODEL_ARGS,
     LOCAL_MODEL_READY_TIMEOUT,
     EmbeddedValkey,
+    demo_model_port,
+    demo_model_ready,
     local_model_ready,
     local_model_started,
     local_model_to_serve,
@@ -109,6 +113,13 @@ class Launcher:
         model = local_model_to_serve()
         if model:
             _ensure_port_free(LOCAL_MODEL_HOST, model.port, "LOCAL_MODEL_PORT")
+        demo_port = demo_model_port()
+        if demo_port:
+            # No model configured: the scripted demo answers in its place, for every child.
+            _ensure_port_free(LOCAL_MODEL_HOST, demo_port, "DEMO_MODEL_PORT")
+            self.spawn("demo model", [*DEMO_MODEL_ARGS, "--port", str(demo_port)], service=True)
+            os.environ["LLM_BASE_URL"] = f"http://{LOCAL_MODEL_HOST}:{demo_port}/v1"
+            os.environ["LLM_MODEL"] = DEMO_MODEL_NAME
         if not env_str("REDIS_URL"):
             self.valkey = EmbeddedValkey(self.var_dir)
             os.environ["REDIS_URL"] = self.valkey.start()
@@ -124,6 +135,18 @@ class Launcher:
                 f"the local model did not answer on port {model.port}",
             )
             print(local_model_started(model), flush=True)
+        if demo_port:
+            self.wait_until(
+                lambda: demo_model_ready(demo_port),
+                READY_TIMEOUT,
+                f"the demo model did not answer on port {demo_port}",
+            )
+            print(
+                f"go: no LLM is configured, so the scripted demo answers (model "
+                f"{DEMO_MODEL_NAME} at {os.environ['LLM_BASE_URL']}); set LLM_BASE_URL or "
+                "LOCAL_MODEL to use a model",
+                flush=True,
+            )
         _ensure_port_free(host, port, "PORT")
         self.spawn("web", ["-m", "daphne", "-b", host, "-p", str(port), "config.asgi:application"])
         queue = f"--queues={os.environ.get('CELERY_QUEUE') or 'agentdesk'}"

@@ -113,6 +113,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "agents_app.web.context_processors.demo_model",
                 "agents_app.web.context_processors.kill_switch",
                 "agents_app.web.context_processors.approvals",
             ],

@@ -1,10 +1,18 @@
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db.models import Count, Exists, IntegerField, OuterRef, Subquery, Value
 from django.db.models.functions import Coalesce
 from django.http import HttpRequest
 
 from agents_app.approvals.policy import yolo_active
+from agents_app.demo import DEMO_MODEL_NAME
 from agents_app.models import Approval, ApprovalStatus, KillSwitch, UserPreferences
+
+
+def demo_model(request: HttpRequest) -> dict:
+    """Whether the default connection is the scripted demo `go` serves without an LLM: every
+    page then says so."""
+    return {"demo_model": settings.LLM_MODEL == DEMO_MODEL_NAME}
 
 
 def kill_switch(request: HttpRequest) -> dict:

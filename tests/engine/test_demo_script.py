@@ -3,7 +3,7 @@
 
 import pytest
 
-from tests.support.demo_script import DEFAULT_URL, REPLAN_FILE, Action, task_actions
+from agents_app.demo.tasks import DEFAULT_URL, REPLAN_FILE, Action, task_actions
 
 
 @pytest.mark.parametrize(

@@ -3,7 +3,8 @@
 import httpx
 import pytest
 
-from tests.support.llm_server import DEMO_SCRIPT, ScriptedLLMServer
+from agents_app.demo.replies import DEMO_SCRIPT
+from tests.support.llm_server import ScriptedLLMServer
 
 
 @pytest.fixture

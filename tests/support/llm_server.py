@@ -23,17 +23,16 @@ import argparse
 import contextlib
 import copy
 import json
-import re
 import signal
 import socket
 import threading
 import time
-import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from tests.support.demo_script import DEMO_SCRIPT
+from agents_app.demo import wire
+from agents_app.demo.replies import DEMO_SCRIPT
 from tests.support.script import DEFAULT_USAGE, Script, messages_text, no_reply_message
 
 _REJECTIONS = {
@@ -231,7 +230,7 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         path = self.path.split("?")[0].rstrip("/")
         if path in ("/v1/models", "/models"):
-            self._send_json(200, {"object": "list", "data": [_model_entry()]})
+            self._send_json(200, {"object": "list", "data": [wire.model_entry()]})
         elif path == "/props" and self.scripted._options.get("props", DEFAULT_PROPS):
             self._send_json(200, self.scripted._options.get("props", DEFAULT_PROPS))
         elif path == "/_requests":
@@ -249,14 +248,14 @@ class _Handler(BaseHTTPRequestHandler):
             ]
             self._send_json(200, {"timeline": windows})
         else:
-            self._send_json(404, _error_body(f"no route GET {path}", "not_found"))
+            self._send_json(404, wire.error_body(f"no route GET {path}", "not_found"))
 
     def do_POST(self) -> None:
         path = self.path.split("?")[0].rstrip("/")
         try:
             body = self._read_json()
         except ValueError as exc:
-            self._send_json(400, _error_body(f"request body is not JSON: {exc}"))
+            self._send_json(400, wire.error_body(f"request body is not JSON: {exc}"))
             return
         try:
             if path in ("/v1/chat/completions", "/chat/completions"):
@@ -268,11 +267,11 @@ class _Handler(BaseHTTPRequestHandler):
                 self.scripted.reset()
                 self._send_json(200, {"ok": True})
             else:
-                self._send_json(404, _error_body(f"no route POST {path}", "not_found"))
+                self._send_json(404, wire.error_body(f"no route POST {path}", "not_found"))
         except (BrokenPipeError, ConnectionResetError):
             pass  # the client gave up (a timeout test); nothing to answer
         except ValueError as exc:
-            self._send_json(400, _error_body(str(exc)))
+            self._send_json(400, wire.error_body(str(exc)))
 
     # --- chat completions -----------------------------------------------------------------
 
@@ -286,14 +285,14 @@ class _Handler(BaseHTTPRequestHandler):
     def _answer(self, body: dict[str, Any]) -> None:
         rejection = self.scripted._rejection(body)
         if rejection is not None:
-            self._send_json(400, _error_body(rejection))
+            self._send_json(400, wire.error_body(rejection))
             return
         reply = self.scripted._next_reply(body)
         if callable(reply):
             reply = reply(body)  # computed from the request (the demo, demo_script.py)
         if reply is None:
             message = no_reply_message(body.get("messages") or [])
-            self._send_json(500, _error_body(message, "server_error"))
+            self._send_json(500, wire.error_body(message, "server_error"))
             return
         if reply.get("meet"):
             self.scripted._meet(reply["meet"])
@@ -307,7 +306,7 @@ class _Handler(BaseHTTPRequestHandler):
         if "raise" in reply:
             # An in-process failure (LLMError(CODE)); over the wire it can only be a 500.
             message = f"scripted {reply['raise']}: {reply.get('message', 'scripted failure')}"
-            self._send_json(500, _error_body(message, "server_error"))
+            self._send_json(500, wire.error_body(message, "server_error"))
             return
         if "status" in reply:
             headers = {}
@@ -316,13 +315,13 @@ class _Handler(BaseHTTPRequestHandler):
             message = reply.get("error") or f"scripted error {reply['status']}"
             # A gateway that echoes the key it was sent (script.py: `error`).
             message = message.replace("{authorization}", self.headers.get("Authorization", ""))
-            self._send_json(int(reply["status"]), _error_body(message), headers)
+            self._send_json(int(reply["status"]), wire.error_body(message), headers)
             return
         if body.get("stream"):
             include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
             self._stream(reply, include_usage)
         else:
-            self._send_json(200, _completion(reply))
+            self._send_json(200, wire.completion(reply, DEFAULT_USAGE))
 
     def _stream(self, reply: dict[str, Any], include_usage: bool) -> None:
         self.send_response(200)
@@ -332,7 +331,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.close_connection = True
         chunk_delay = float(reply.get("chunk_delay", 0))
-        completion_id = f"chatcmpl-{uuid.uuid4().hex[:12]}"
+        completion_id = wire.new_completion_id()
 
         def send(data: str) -> None:
             self.wfile.write(f"data: {data}\n\n".encode())
@@ -342,35 +341,26 @@ class _Handler(BaseHTTPRequestHandler):
 
         def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> None:
             choice = {"index": 0, "delta": delta, "finish_reason": finish_reason}
-            send(json.dumps(_chunk(completion_id, [choice])))
+            send(json.dumps(wire.chunk(completion_id, [choice])))
 
         chunk({"role": "assistant", "content": ""})
         # `reasoning_field`: the delta's name for it ("reasoning" on some servers).
-        for piece in _pieces(reply.get("reasoning", "")):
+        for piece in wire.pieces(reply.get("reasoning", "")):
             chunk({reply.get("reasoning_field", "reasoning_content"): piece})
         if reply.get("garbled"):
             send('{"id": "broken", "choices": [{"delta": {"content": "unterminated')
             return
-        for piece in reply.get("chunks") or _pieces(reply.get("content", "")):
+        for piece in reply.get("chunks") or wire.pieces(reply.get("content", "")):
             chunk({"content": piece})
         if reply.get("truncate"):
             return
         tool_calls = reply.get("tool_calls") or []
         for index, call in enumerate(tool_calls):
-            arguments = call.get("arguments", {})
-            raw = arguments if isinstance(arguments, str) else json.dumps(arguments)
-            head = {
-                "index": index,
-                "id": call.get("id") or f"call_{uuid.uuid4().hex[:12]}",
-                "type": "function",
-                "function": {"name": call["name"], "arguments": ""},
-            }
-            chunk({"tool_calls": [head]})
-            for fragment in _fragments(raw):
-                chunk({"tool_calls": [{"index": index, "function": {"arguments": fragment}}]})
+            for delta in wire.tool_call_deltas(index, call):
+                chunk(delta)
         chunk({}, reply.get("finish_reason") or ("tool_calls" if tool_calls else "stop"))
         if include_usage:
-            send(json.dumps(_chunk(completion_id, [], usage=_usage(reply))))
+            send(json.dumps(wire.chunk(completion_id, [], usage=wire.usage(reply, DEFAULT_USAGE))))
         send("[DONE]")
 
     # --- plumbing -------------------------------------------------------------------------
@@ -400,78 +390,6 @@ class _Handler(BaseHTTPRequestHandler):
         self.close_connection = True
         with contextlib.suppress(OSError):
             self.connection.shutdown(socket.SHUT_RDWR)
-
-
-def _model_entry() -> dict[str, Any]:
-    return {"id": "scripted", "object": "model", "created": 0, "owned_by": "tests"}
-
-
-def _error_body(message: str, kind: str = "invalid_request_error") -> dict[str, Any]:
-    return {"error": {"message": message, "type": kind, "param": None, "code": None}}
-
-
-def _usage(reply: dict[str, Any]) -> dict[str, int]:
-    usage = {**DEFAULT_USAGE, **(reply.get("usage") or {})}
-    usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
-    return usage
-
-
-def _chunk(completion_id: str, choices: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
-    return {
-        "id": completion_id,
-        "object": "chat.completion.chunk",
-        "created": int(time.time()),
-        "model": "scripted",
-        "choices": choices,
-        **extra,
-    }
-
-
-def _completion(reply: dict[str, Any]) -> dict[str, Any]:
-    message: dict[str, Any] = {"role": "assistant", "content": reply.get("content")}
-    if reply.get("reasoning"):
-        message["reasoning_content"] = reply["reasoning"]
-    tool_calls = reply.get("tool_calls") or []
-    if tool_calls:
-        message["tool_calls"] = [
-            {
-                "id": call.get("id") or f"call_{uuid.uuid4().hex[:12]}",
-                "type": "function",
-                "function": {
-                    "name": call["name"],
-                    "arguments": call["arguments"]
-                    if isinstance(call.get("arguments"), str)
-                    else json.dumps(call.get("arguments", {})),
-                },
-            }
-            for call in tool_calls
-        ]
-    return {
-        "id": f"chatcmpl-{uuid.uuid4().hex[:12]}",
-        "object": "chat.completion",
-        "created": int(time.time()),
-        "model": "scripted",
-        "choices": [
-            {
-                "index": 0,
-                "message": message,
-                "finish_reason": "tool_calls" if tool_calls else "stop",
-            }
-        ],
-        "usage": _usage(reply),
-    }
-
-
-def _pieces(text: str, count: int = 4) -> list[str]:
-    """Split text into about `count` pieces at word boundaries, the way tokens arrive."""
-    words = re.findall(r"\s*\S+\s*", text) or ([text] if text else [])
-    size = max(1, -(-len(words) // count))
-    return ["".join(words[i : i + size]) for i in range(0, len(words), size)]
-
-
-def _fragments(raw: str, count: int = 3) -> list[str]:
-    size = max(1, -(-len(raw) // count))
-    return [raw[i : i + size] for i in range(0, len(raw), size)] or [""]
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -1,7 +1,7 @@
-"""The no-model demo (tests/support/demo_script.py) through a real Celery worker: each kind of
+"""The no-model demo (agents_app/demo) through a real Celery worker: each kind of
 task the README's table names ends as it says, with the tool calls, approval and replans a
 newcomer is told to expect. The scripted server plays DEMO_SCRIPT in-process, and one test runs
-the standalone server (`python -m tests.support.llm_server`) as a person starts it."""
+the demo's own server (`python -m agents_app.demo.server`) as `go` starts it."""
 
 import os
 import sys
@@ -12,15 +12,21 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from agents_app.approvals.decisions import approval_decide
+from agents_app.demo.reading import SIGNATURE
+from agents_app.demo.replies import DEMO_SCRIPT
+from agents_app.demo.tasks import DEMO_NOTE, REPLAN_CONTENT, REPLAN_FILE
 from agents_app.models import Approval, Plan, Run, RunEvent, ToolCall
 from agents_app.tasks import execute_run
-from tests.support.demo_script import DEMO_NOTE, DEMO_SCRIPT, REPLAN_CONTENT, REPLAN_FILE
+from config.embedded import DEMO_MODEL_ARGS
 from tests.support.processes import ManagedProcess, free_port, port_open
 from tests.support.runs import make_run
 from tests.support.waiting import wait_for, wait_for_run
 from tests.support.workspaces import write_files
 
 pytestmark = pytest.mark.integration
+
+# The demo model as `go` starts it (config.embedded.DEMO_MODEL_ARGS).
+DEMO_COMMAND = [sys.executable, *DEMO_MODEL_ARGS]
 
 PAGE = "Hello from a page the demo fetched."
 
@@ -145,7 +151,7 @@ def test_a_task_that_writes_a_file_then_reads_it_answers_with_what_it_wrote(
         ("write_file", {"path": "notes.md", "content": "remember the milk"}, "succeeded"),
         ("read_file", {"path": "notes.md"}, "succeeded"),
     ]
-    assert run.final_response == "notes.md says:\n\nremember the milk"
+    assert run.final_response == f"notes.md says:\n\nremember the milk\n\n{SIGNATURE}"
 
 
 def test_a_read_then_save_task_copies_what_it_read_into_the_file_it_names(
@@ -254,11 +260,11 @@ def test_on_the_fast_path_a_task_asking_for_a_failure_replans_through_the_planne
     ]
 
 
-def test_the_standalone_demo_server_runs_a_task_for_a_worker(owner, start_worker, tmp_path):
+def test_the_demo_server_go_starts_runs_a_task_for_a_worker(owner, start_worker, tmp_path):
     port = free_port()
     server = ManagedProcess("demo llm", tmp_path / "demo-llm.log", dict(os.environ))
     server.spawn(
-        [sys.executable, "-m", "tests.support.llm_server", "--port", str(port)],
+        [*DEMO_COMMAND, "--port", str(port)],
         ready=lambda: port_open(port),
         timeout=30,
     )

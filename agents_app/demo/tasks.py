@@ -1,5 +1,5 @@
-"""The no-model demo: what the scripted LLM server answers when a person points AgentDesk at it
-(`python -m tests.support.llm_server --port 8199`) instead of a model.
+"""The demo's task phases (analysis, plan, step, direct step, verdict), for a task, a team's
+child and a micro agent alike.
 
 Rules of a script match fixed strings, so a fixed script can only do one thing whatever the
 task says. The demo is one rule whose reply is computed from the request (`demo_reply`): it
@@ -24,9 +24,16 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from agents_app.demo.reading import (
+    FINISH,
+    call_reply,
+    results_of,
+    signed,
+    summary,
+    text_of,
+)
 from agents_app.engine.evidence import files_named, files_to_write
 
-FINISH = "finish_task"
 # The file the replan demo's first plan reads before anything wrote it.
 REPLAN_FILE = "draft.md"
 REPLAN_CONTENT = "# Draft\n\nWritten by the second plan, after the first one failed.\n"
@@ -62,13 +69,6 @@ _CONTENT_BEFORE = re.compile(
     r"(?:a |the |new |file |called |named )*$",
     re.IGNORECASE | re.DOTALL,
 )
-_MARKERS = ("AGENTDESK:ANALYZE", "AGENTDESK:PLAN", "AGENTDESK:VERIFY", "AGENTDESK:DIRECT")
-_STEP = re.compile(r"AGENTDESK:STEP (\d+)")
-_TASK_END = (
-    r"\n\nContext \(JSON\):|\n\nA previous plan|\n\nEarlier steps:|\n\nWhat was done:"
-    r"|\nContext keys:"
-)
-_TASK = re.compile(rf"Task: (?P<task>.*?)(?:{_TASK_END}|\Z)", re.DOTALL)
 _CAPABILITIES = {
     "list_files": "FILE_LIST",
     "read_file": "FILE_READ",
@@ -165,90 +165,10 @@ def _content_for(task: str, name: str, *, before: bool = True) -> str:
     return content[1:-1] if len(content) > 1 and content[0] == content[-1] in "\"'`" else content
 
 
-# --- the request ------------------------------------------------------------------------------
-
-
-def _messages(request: Any) -> list[dict[str, Any]]:
-    """The messages of a request: a chat-completions body (the server) or an LLMRequest (the
-    in-process provider)."""
-    if isinstance(request, dict):
-        return list(request.get("messages") or [])
-    return list(getattr(request, "messages", []) or [])
-
-
-def _text(message: dict[str, Any]) -> str:
-    content = message.get("content")
-    if isinstance(content, list):
-        return "\n".join(p.get("text", "") for p in content if isinstance(p, dict))
-    return content if isinstance(content, str) else ""
-
-
-def _task(messages: list[dict[str, Any]]) -> str:
-    for message in messages[:2]:
-        found = _TASK.search(_text(message))
-        if found:
-            return found.group("task").strip()
-    return ""
-
-
-def _results(messages: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any], Any]]:
-    """The tool calls of this conversation with their results: (tool, arguments, result), the
-    result parsed from JSON when it is JSON."""
-    asked: dict[str, tuple[str, dict[str, Any]]] = {}
-    done = []
-    for message in messages:
-        for call in message.get("tool_calls") or []:
-            function = call.get("function") or {}
-            try:
-                arguments = json.loads(function.get("arguments") or "{}")
-            except ValueError:
-                arguments = {}
-            asked[call.get("id", "")] = (function.get("name", ""), arguments)
-        if message.get("role") == "tool":
-            name, arguments = asked.get(message.get("tool_call_id", ""), ("", {}))
-            content = _text(message)
-            try:
-                result = json.loads(content)
-            except ValueError:
-                result = content
-            done.append((name, arguments, result))
-    return done
-
-
-def demo_reply(request: Any) -> dict[str, Any]:
-    """The demo's answer to one chat-completion request (a reply in the script format)."""
-    messages = _messages(request)
-    head = _text(messages[0]) if messages else ""
-    task = _task(messages)
-    if head.startswith("AGENTDESK:ANALYZE"):
-        return _json(_analysis(task))
-    if head.startswith("AGENTDESK:PLAN"):
-        return _plan(task, messages)
-    if head.startswith("AGENTDESK:VERIFY"):
-        can_replan = "set should_replan" in head
-        return _json(_verdict(task, _text(messages[-1]), can_replan=can_replan))
-    if head.startswith("AGENTDESK:DIRECT"):
-        return _direct(task, messages)
-    if _STEP.match(head):
-        return _step(task, messages)
-    return {"content": DEMO_NOTE}
-
-
-def _json(value: Any) -> dict[str, Any]:
-    return {"content": json.dumps(value)}
-
-
-def _call(action: Action, reasoning: str = "") -> dict[str, Any]:
-    reply: dict[str, Any] = {"tool_calls": [{"name": action.tool, "arguments": action.arguments}]}
-    if reasoning:
-        reply["reasoning"] = reasoning
-    return reply
-
-
 # --- the phases -------------------------------------------------------------------------------
 
 
-def _analysis(task: str) -> dict[str, Any]:
+def analysis_reply(task: str) -> dict[str, Any]:
     tools = [action.tool for action in task_actions(task)] or ["list_files"]
     return {
         "capabilities": sorted({_CAPABILITIES[tool] for tool in tools if tool in _CAPABILITIES}),
@@ -256,8 +176,8 @@ def _analysis(task: str) -> dict[str, Any]:
     }
 
 
-def _plan(task: str, messages: list[dict[str, Any]]) -> dict[str, Any]:
-    prompt = "\n".join(_text(m) for m in messages)
+def plan_reply(task: str, messages: list[dict[str, Any]]) -> dict[str, Any]:
+    prompt = "\n".join(text_of(m) for m in messages)
     offered = set(re.findall(r"^- ([\w.-]+): ", prompt, re.MULTILINE))
     found = re.search(r"at most (\d+) concrete steps", prompt)
     max_steps = int(found.group(1)) if found else 10
@@ -312,48 +232,51 @@ def step_action(objective: str, task: str) -> Action:
     return Action("")
 
 
-def _step(task: str, messages: list[dict[str, Any]]) -> dict[str, Any]:
-    request = _text(messages[1]) if len(messages) > 1 else ""
+def step_reply(task: str, messages: list[dict[str, Any]]) -> dict[str, Any]:
+    request = text_of(messages[1]) if len(messages) > 1 else ""
     objective = request.split("\n", 1)[0].split(": ", 1)[-1]
     action = step_action(objective, task)
-    results = _results(messages)
+    results = results_of(messages)
     if results:
-        return {"content": _summary(*results[-1])}
+        return {"content": summary(*results[-1])}
     if action.target == DENIED:
         return {"content": "A person denied the call this task needs, so it was not made."}
     if not action.tool:
-        return {"content": _prose(task, _text(messages[0]))}
+        return {"content": _prose(task, text_of(messages[0]))}
     if action.tool == "write_file" and not action.content:
-        earlier = _earlier_outputs(_text(messages[0]))
+        earlier = _earlier_outputs(text_of(messages[0]))
         action = Action("write_file", action.target, _written(earlier[-1]) if earlier else "")
-    return _call(action, f"I will {action.objective[0].lower()}{action.objective[1:]}.")
+    objective = action.objective
+    return call_reply(
+        action.tool, action.arguments, f"I will {objective[0].lower()}{objective[1:]}."
+    )
 
 
-def _direct(task: str, messages: list[dict[str, Any]]) -> dict[str, Any]:
+def direct_reply(task: str, messages: list[dict[str, Any]]) -> dict[str, Any]:
     """The fast path: every action of the task in turn in the one step, then finish_task."""
     actions = task_actions(task)
     if is_replan_demo(task):
         actions = [Action("read_file", REPLAN_FILE)]  # fails: the planner takes over
     actions = actions or [Action("list_files")]
-    results = [r for r in _results(messages) if r[0] != FINISH]
+    results = [r for r in results_of(messages) if r[0] != FINISH]
     if len(results) < len(actions):
         action = actions[len(results)]
         if action.tool == "write_file" and not action.content and results:
-            action = Action("write_file", action.target, _written(_summary(*results[-1])))
-        return _call(action)
-    summaries = [_summary(*result) for result in results]
+            action = Action("write_file", action.target, _written(summary(*results[-1])))
+        return call_reply(action.tool, action.arguments)
+    summaries = [summary(*result) for result in results]
     # A failed or denied call (shown to correct, AGENT_TOOL_ERROR_RETRIES) is no success.
     failed = any(isinstance(result, dict) and "error" in result for _, _, result in results)
     answer = "\n\n".join(summaries)
     if not task_actions(task):
         answer = f"{answer}\n\n{DEMO_NOTE}"
-    arguments: dict[str, Any] = {"result": answer}
+    arguments: dict[str, Any] = {"result": signed(answer)}
     if failed:
         arguments["success"] = False
     return {"tool_calls": [{"name": FINISH, "arguments": arguments}]}
 
 
-def _verdict(task: str, report: str, *, can_replan: bool) -> dict[str, Any]:
+def verdict_reply(task: str, report: str, *, can_replan: bool) -> dict[str, Any]:
     """Complete when every step of the plan completed and each tool the task needs has a
     successful call; the evidence cites those calls by number."""
     steps = re.findall(r"^Step (\d+) \((\w+)\): (.*)$", report, re.MULTILINE)
@@ -370,7 +293,7 @@ def _verdict(task: str, report: str, *, can_replan: bool) -> dict[str, Any]:
             "task_complete": True,
             "reasoning": f"Every step completed; the tool calls show it: {shown or 'none needed'}.",
             "should_replan": False,
-            "response": (outputs[-1].strip() if outputs else "") or "Done.",
+            "response": signed((outputs[-1].strip() if outputs else "") or "Done."),
             "evidence": citable,
         }
     if unfinished:
@@ -395,34 +318,6 @@ def _verdict(task: str, report: str, *, can_replan: bool) -> dict[str, Any]:
 # --- answers in prose -------------------------------------------------------------------------
 
 
-def _denied(result: Any) -> bool:
-    return isinstance(result, dict) and "denied" in str(result.get("error", ""))
-
-
-def _summary(tool: str, arguments: dict[str, Any], result: Any) -> str:
-    """What a step says after its call: the result in a sentence or two."""
-    if isinstance(result, dict) and "error" in result:
-        if _denied(result):
-            return f"A person denied the {tool} call, so it was not made."
-        return f"The {tool} call failed: {result['error']}"
-    if not isinstance(result, dict):
-        return f"{tool}: {result}"
-    if tool == "read_file":
-        return f"{result.get('path')} says:\n\n{result.get('content', '')}"
-    if tool == "write_file":
-        return f"Wrote {result.get('bytes_written')} bytes to {result.get('path')}."
-    if tool == "list_files":
-        entries = [entry.get("path", "") for entry in result.get("entries") or []]
-        if not entries:
-            return "The workspace is empty."
-        return f"The workspace holds {len(entries)}: {', '.join(entries)}."
-    if tool == "http_get":
-        body = " ".join(str(result.get("body", "")).split())
-        clipped = body[:300] + ("…" if len(body) > 300 else "")
-        return f"GET {result.get('url')} answered {result.get('status')}: {clipped}"
-    return f"{tool}: {json.dumps(result)[:300]}"
-
-
 def _earlier_outputs(system: str) -> list[str]:
     """The outputs of the earlier steps, from a step prompt."""
     return [
@@ -431,17 +326,13 @@ def _earlier_outputs(system: str) -> list[str]:
     ]
 
 
-def _written(summary: str) -> str:
-    """What to write from an earlier result: a file's content as it was, else the summary."""
-    found = re.match(r"\S+ says:\n\n(.*)\Z", summary, re.DOTALL)
-    return found.group(1) if found else summary + "\n"
+def _written(said: str) -> str:
+    """What to write from an earlier result: a file's content as it was, else what was said."""
+    found = re.match(r"\S+ says:\n\n(.*)\Z", said, re.DOTALL)
+    return found.group(1) if found else said + "\n"
 
 
 def _prose(task: str, system: str) -> str:
     earlier = _earlier_outputs(system)
     found = f" The earlier step found: {earlier[-1]}" if earlier else ""
     return f"You asked: {task!r}.{found} {DEMO_NOTE}"
-
-
-# One rule: every request is answered by demo_reply.
-DEMO_SCRIPT: list[dict[str, Any]] = [{"match": "", "repeat": True, "replies": [demo_reply]}]
