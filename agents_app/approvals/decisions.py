@@ -23,6 +23,7 @@ from agents_app.core.audit import (
 from agents_app.core.errors import DomainError, ErrorCode
 from agents_app.core.event_payloads import PlanCreatedPayload, ReplannedPayload
 from agents_app.core.events import EventType
+from agents_app.engine.plan_edits import EDITED
 from agents_app.engine.schemas import PlanOutput
 from agents_app.models import (
     DECISION_STATUS,
@@ -39,7 +40,6 @@ from agents_app.models import (
     ToolCall,
     ToolCallStatus,
 )
-from agents_app.runs.evidence import EDITED
 from agents_app.runs.lifecycle import finish, run_enqueue, skip_step
 from agents_app.runs.writer import locked_run
 from tools_app import registry

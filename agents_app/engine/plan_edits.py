@@ -4,6 +4,9 @@ evidence check asks for the files that, not the first wording of the task."""
 
 from dataclasses import dataclass
 
+# The key of Plan.raw that marks a plan a person edited at its approval: {"by", "note"}.
+EDITED = "edited"
+
 
 @dataclass(frozen=True)
 class PlanEdit:

@@ -5,7 +5,7 @@ import json
 
 from agents_app.core.errors import DomainError, ErrorCode
 from agents_app.engine.evidence import CallRecord, files_to_write
-from agents_app.engine.plan_edits import PlanEdit
+from agents_app.engine.plan_edits import EDITED, PlanEdit
 from agents_app.models import Plan, Run, Step, StepStatus, ToolCall, ToolCallStatus
 from agents_app.runs.lifecycle import workspace_for
 
@@ -45,10 +45,6 @@ def root_cause(steps: list[Step], calls: list[CallRecord]) -> str:
             where = f" (step {call.step_index + 1})" if call.step_index is not None else ""
             return f"The call of {call.tool}{where} failed: {call.result}"
     return ""
-
-
-# The key of Plan.raw that marks a plan a person edited at its approval: {"by", "note"}.
-EDITED = "edited"
 
 
 def plan_edit(run: Run) -> PlanEdit | None:

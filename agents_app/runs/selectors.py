@@ -1,10 +1,13 @@
 """Reads, always scoped to the user who asks."""
 
+from dataclasses import dataclass
 from typing import Any
 
 from django.db.models import Prefetch, QuerySet
 
 from agents_app.core.errors import DomainError, ErrorCode
+from agents_app.core.events import EventType
+from agents_app.engine.plan_edits import EDITED
 from agents_app.models import (
     Plan,
     Run,
@@ -47,3 +50,39 @@ def run_events(*, run: Run, after: int = 0, limit: int = 500) -> list[RunEvent]:
 
 def current_plan(run: Run) -> Plan | None:
     return Plan.objects.filter(run=run).order_by("-version").first()
+
+
+@dataclass(frozen=True)
+class PlanReplacements:
+    """How often a run's plan was replaced, and by whom: edited by a person at its approval,
+    rejected by a person (the planner made a new one), or asked for by the verifier (the
+    replans counted against AGENT_MAX_REPLANS)."""
+
+    edited: int
+    rejected: int
+    verifier: int
+
+    @property
+    def total(self) -> int:
+        return self.edited + self.rejected + self.verifier
+
+    @property
+    def by_people(self) -> int:
+        return self.edited + self.rejected
+
+
+def plan_replacements(run: Run, plans: list[Plan] | None = None) -> PlanReplacements:
+    """Counted from the rows (no counter of its own): the plan versions a person edited (from
+    `plans`, every plan of the run, when the caller has them), the `replanned` events of a
+    person's rejection, and `run.replans`."""
+    if plans is None:
+        edited = Plan.objects.filter(run=run, raw__has_key=EDITED).count()
+    else:
+        edited = sum(1 for plan in plans if isinstance(plan.raw, dict) and EDITED in plan.raw)
+    return PlanReplacements(
+        edited=edited,
+        rejected=RunEvent.objects.filter(
+            run=run, type=EventType.REPLANNED, payload__by="person"
+        ).count(),
+        verifier=run.replans,
+    )

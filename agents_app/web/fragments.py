@@ -20,6 +20,7 @@ from agents_app.models import (
     Run,
     RunEvent,
 )
+from agents_app.runs.selectors import plan_replacements
 from agents_app.web.files import render_files_tree
 from agents_app.web.run_page import (
     approval_context,
@@ -44,7 +45,8 @@ REGIONS_BY_EVENT: dict[EventType, frozenset[str]] = {
         {"status", "controls", "meta", "progress", "result", "stream_reset", "approval"}
     ),
     EventType.CANCEL_REQUESTED: frozenset({"controls"}),
-    EventType.PLAN_CREATED: frozenset({"plan", "progress", "reasoning", "stream_reset"}),
+    # A plan a person edited is one more replacement: the meta counts it.
+    EventType.PLAN_CREATED: frozenset({"plan", "progress", "reasoning", "stream_reset", "meta"}),
     EventType.REPLANNED: frozenset({"plan", "progress", "reasoning", "meta"}),
     EventType.STEP_STARTED: frozenset({"steps", "progress", "stream_reset"}),
     EventType.TOOL_CALL: frozenset({"steps", "meta"}),
@@ -103,6 +105,8 @@ def render_run_events(*, run: Run, events: list[dict[str, Any]]) -> str:
             regions.add("plan")
     parts: list[str] = []
     context: dict[str, Any] = {"run": run, "oob": True}
+    if "meta" in regions:
+        context["replacements"] = plan_replacements(run)
 
     for name, template in (
         ("status", "agents/partials/run_status.html"),

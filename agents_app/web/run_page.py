@@ -26,6 +26,7 @@ from agents_app.models import (
     ToolCall,
     ToolCallStatus,
 )
+from agents_app.runs.selectors import plan_replacements
 
 ARGUMENTS_SHOWN = 80
 
@@ -62,8 +63,12 @@ def event_summary(event: dict[str, Any]) -> str:
     if kind == EventType.RUN_STATUS:
         return f"status → {p.get('status', '?')}"
     if kind == EventType.PLAN_CREATED:
-        return f"plan v{p.get('version', '?')} with {len(p.get('steps') or [])} steps"
+        edited = f", edited by {p['edited_by']}" if p.get("edited_by") else ""
+        return f"plan v{p.get('version', '?')} with {len(p.get('steps') or [])} steps{edited}"
     if kind == EventType.REPLANNED:
+        # A person's rejection is no replan of the verifier's (nor counted as one).
+        if p.get("by") == "person":
+            return cut(f"new plan asked: {p.get('reason', '')}", 160)
         return cut(f"replan {p.get('replans', '')}: {p.get('reason', '')}", 160)
     if kind == EventType.STEP_STARTED:
         resumed = " (resumed after an interruption)" if p.get("resumed_after_interruption") else ""
@@ -334,6 +339,7 @@ def run_page_context(*, run: Run, plans: list[Plan], events: list[RunEvent]) -> 
     current = plans[-1] if plans else None
     return {
         "run": run,
+        "replacements": plan_replacements(run, plans),
         **plan_context(plans),
         "progress": progress_of(run, plan_step_statuses(current)),
         "thoughts": reasoning_of(plans, verifications, run),
