@@ -38,14 +38,14 @@ def _words(text: str) -> frozenset[str]:
     return frozenset(text.split())
 
 
-_WRITE_VERBS = _words(
+WRITE_VERBS = _words(
     """write writes writing wrote written save saves saved saving create creates created
     creating store stores stored storing append appends appended appending put puts putting
     output outputs outputting generate generates generated generating produce produces produced
     export exports exported dump dumps dumped copy copies copied move moves moved rename
     renames renamed"""
 )
-_READ_VERBS = _words(
+READ_VERBS = _words(
     """read reads reading open opens opening summarise summarises summarize summarizes list
     lists listing show shows print prints count counts check checks load loads parse parses
     analyse analyses analyze analyzes inspect inspects look looks view views display displays
@@ -53,18 +53,18 @@ _READ_VERBS = _words(
     find finds search searches delete deletes remove removes use uses tell"""
 )
 # After these a verb is a noun ("save the list as files.md", "write the output to out.txt").
-_DETERMINERS = _words("the a an this that its his her their my your our each every")
+DETERMINERS = _words("the a an this that its his her their my your our each every")
 # A file right after these is where the writing goes ("to out.txt", "save it as list.md").
-_TARGET_WORDS = frozenset(["to", "into", "in", "as", "called", "named"])
+TARGET_WORDS = frozenset(["to", "into", "in", "as", "called", "named"])
 # A file right after these is what the writing is made from ("a summary of report.pdf").
-_SOURCE_WORDS = frozenset(["of", "from", "about", "on", "with"])
+SOURCE_WORDS = frozenset(["of", "from", "about", "on", "with"])
 # Words that may stand between such a word and the file ("to a new file called x.txt").
 _FILLER_WORDS = frozenset(["the", "a", "an", "new", "file", "files", "text", "empty", "called"])
 _LIST_WORDS = frozenset(["and", "or"])
-_NEGATIONS = _words("not don't dont never without doesn't no")
+NEGATIONS = _words("not don't dont never without doesn't no")
 _NOT_FILES = frozenset(["e.g", "i.e", "etc", "vs"])
 
-_URL = re.compile(r"\b[a-z][a-z0-9+.-]*://\S+", re.IGNORECASE)
+URL = re.compile(r"\b[a-z][a-z0-9+.-]*://\S+", re.IGNORECASE)
 _SENTENCE_END = re.compile(r"[.!?;:](?:\s|$)|\n")
 # A relative file name with an extension; not after "/" or "~" (absolute or home paths) and
 # without "..", which leave the workspace anyway.
@@ -79,7 +79,7 @@ def files_to_write(task_text: str) -> list[str]:
     """The relative file names `task_text` asks to be written (saved, created, appended to …),
     in order of mention, without the ones it only reads."""
     found: list[str] = []
-    text = _URL.sub(" ", task_text.replace("\u2019", "'"))
+    text = URL.sub(" ", task_text.replace("\u2019", "'"))
     for sentence in _SENTENCE_END.split(text):
         for name in _written_in(sentence):
             if name not in found:
@@ -90,7 +90,7 @@ def files_to_write(task_text: str) -> list[str]:
 def files_named(task_text: str) -> list[str]:
     """Every relative file name `task_text` mentions, in order of mention."""
     found: list[str] = []
-    for token in _TOKEN.finditer(_URL.sub(" ", task_text)):
+    for token in _TOKEN.finditer(URL.sub(" ", task_text)):
         name = token.group("file")
         if name and name.lower() not in _NOT_FILES and ".." not in name and name not in found:
             found.append(name)
@@ -122,14 +122,14 @@ def _written_in(sentence: str) -> list[str]:
         if token.group("comma"):
             continue
         word = token.group("word").lower()
-        if (word in _WRITE_VERBS or word in _READ_VERBS) and previous not in _DETERMINERS:
+        if (word in WRITE_VERBS or word in READ_VERBS) and previous not in DETERMINERS:
             if writing:
                 close()
-            writing = word in _WRITE_VERBS and previous not in _NEGATIONS
+            writing = word in WRITE_VERBS and previous not in NEGATIONS
             role = "plain"
-        elif word in _TARGET_WORDS:
+        elif word in TARGET_WORDS:
             role = "target"
-        elif word in _SOURCE_WORDS:
+        elif word in SOURCE_WORDS:
             role = "source"
         elif word in _LIST_WORDS or word in _FILLER_WORDS:
             pass

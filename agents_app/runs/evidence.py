@@ -2,12 +2,16 @@
 its task asked for in its workspace."""
 
 import json
+from pathlib import Path
 
 from agents_app.core.errors import DomainError, ErrorCode
+from agents_app.engine.content import answer_problem, content_problem
 from agents_app.engine.evidence import CallRecord, files_to_write
 from agents_app.engine.plan_edits import EDITED, PlanEdit
 from agents_app.models import Plan, Run, Step, StepStatus, ToolCall, ToolCallStatus
 from agents_app.runs.lifecycle import workspace_for
+
+READ_LIMIT = 1_000_000
 
 
 def call_records(run: Run, steps: list[Step]) -> list[CallRecord]:
@@ -65,21 +69,56 @@ def plan_edit(run: Run) -> PlanEdit | None:
     return None
 
 
+# The checks a run judged complete must pass, in this order; a failure names its check.
+FILES_CHECK, CONTENT_CHECK, ANSWER_CHECK = "files", "content", "answer"
+
+
 def evidence_problem(
-    run: Run, *, verifier: str = "", edit: PlanEdit | None = None
+    run: Run,
+    *,
+    answer: str = "",
+    calls: list[CallRecord] = (),
+    verifier: str = "",
+    edit: PlanEdit | None = None,
 ) -> DomainError | None:
-    """Why a run judged complete may not succeed, or None: every file its task asks to write
-    (as `edit`, a person's edit of its plan, reshaped it) must be in its workspace. `verifier`
-    (the model's reasoning) goes into the details."""
+    """Why a run judged complete may not succeed, or None: the files check (every file its
+    task asks to write is in its workspace), the content check (they hold what the task names
+    for them: engine.content) and the answer check (`answer` is no error message nor tool call
+    written out). The message ends naming the check that failed; the details say it as `check`,
+    with `verifier` (the model's reasoning). `edit`: the plan a person edited, whose steps and
+    note are then the task the files are asked by."""
     workspace = workspace_for(run)
-    asks = edit.asks if edit else run.task.text
-    missing = [name for name in files_to_write(asks) if not (workspace / name).is_file()]
-    if not missing:
-        return None
-    names = ", ".join(missing)
-    task = f"The task as {edit.by} reshaped it" if edit else "The task"
+    task = edit.asks if edit is not None else run.task.text
+    missing = [name for name in files_to_write(task) if not (workspace / name).is_file()]
+    if missing:
+        names = ", ".join(missing)
+        who = f"The task as {edit.by} reshaped it" if edit is not None else "The task"
+        return _failed(
+            FILES_CHECK,
+            f"{who} asks for {names}, but the workspace has no such file",
+            {"missing": missing, "verifier": verifier},
+        )
+    wrong = content_problem(task, lambda name: _read(workspace / name))
+    if wrong:
+        return _failed(CONTENT_CHECK, wrong, {"verifier": verifier})
+    no_answer = answer_problem(answer, list(calls))
+    if no_answer:
+        return _failed(ANSWER_CHECK, no_answer, {"answer": answer, "verifier": verifier})
+    return None
+
+
+def _failed(check: str, reason: str, details: dict) -> DomainError:
     return DomainError(
         ErrorCode.EVIDENCE_MISSING,
-        f"{task} asks for {names}, but the workspace has no such file",
-        {"missing": missing, "verifier": verifier},
+        f"{reason[:1].upper()}{reason[1:]} — the {check} check failed",
+        {"check": check, **details},
     )
+
+
+def _read(path: Path) -> str | None:
+    """A file's text as the content check reads it (its first megabyte), None if absent."""
+    try:
+        with path.open("rb") as handle:
+            return handle.read(READ_LIMIT).decode("utf-8", errors="replace")
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+        return None

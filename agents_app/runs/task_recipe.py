@@ -140,9 +140,17 @@ class TaskRecipe:
                     **verdict.model_dump(), **({"thinking": thinking} if thinking else {})
                 ),
             )
+            last_output = next((s.output for s in reversed(steps) if s.output), "")
+            answer = verdict.response or w.run.final_response or last_output
             # The one place a run may succeed: the evidence is checked here, whoever judged.
             problem = (
-                evidence_problem(run, verifier=verdict.reasoning, edit=edit)
+                evidence_problem(
+                    run,
+                    answer=answer,
+                    calls=calls or call_records(run, steps),
+                    verifier=verdict.reasoning,
+                    edit=edit,
+                )
                 if verdict.task_complete and self.checks_evidence
                 else None
             )
@@ -152,8 +160,7 @@ class TaskRecipe:
                     w, RunStatus.FAILED, problem.code, problem.message, problem.details, held=held
                 )
             elif verdict.task_complete:
-                last_output = next((s.output for s in reversed(steps) if s.output), "")
-                w.set(final_response=verdict.response or w.run.final_response or last_output)
+                w.set(final_response=answer)
                 finish(w, RunStatus.SUCCEEDED, held=held)
             elif verdict.should_replan and can_replan:
                 w.set(replans=w.run.replans + 1, replan_reason=verdict.reasoning)

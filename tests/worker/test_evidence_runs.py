@@ -54,10 +54,12 @@ def test_a_task_naming_a_file_fails_without_it_although_the_verifier_said_comple
     llm.script(write_hello_script("greeting.txt"))  # the wrong file
     run = execute(owner, "write hello to hello.txt")
     assert (run.status, run.error_code) == ("failed", "EVIDENCE_MISSING")
-    assert run.error_message == "The task asks for hello.txt, but the workspace has no such file"
+    assert run.error_message == (
+        "The task asks for hello.txt, but the workspace has no such file — the files check failed"
+    )
     assert run.final_response == ""
     details = error_event(run)["details"]
-    assert details == {"missing": ["hello.txt"], "verifier": "scripted"}
+    assert details == {"check": "files", "missing": ["hello.txt"], "verifier": "scripted"}
     verification = RunEvent.objects.get(run=run, type="verification").payload
     assert verification["task_complete"] is True and verification["evidence"] == [1]
 
