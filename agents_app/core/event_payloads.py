@@ -254,6 +254,12 @@ class DelegationRefusedPayload(TypedDict):
     reason: str
 
 
+class DecompositionRefusedPayload(TypedDict):
+    reason: str
+    attempt: int  # 1: the head node splits the task once more; 2: one agent does it whole
+    then: str  # "split again" | "single agent"
+
+
 class EnvelopesTrimmedPayload(TypedDict):
     tokens: int
     budget: int
@@ -332,6 +338,7 @@ EVENT_PAYLOADS: dict[EventType, type] = {
     EventType.CHILD_RETRIED: ChildRetriedPayload,
     EventType.SUBTASK_QUEUED: SubtaskQueuedPayload,
     EventType.DELEGATION_REFUSED: DelegationRefusedPayload,
+    EventType.DECOMPOSITION_REFUSED: DecompositionRefusedPayload,
     EventType.ENVELOPES_TRIMMED: EnvelopesTrimmedPayload,
     EventType.VERIFICATION: VerificationPayload,
     EventType.ERROR: ErrorPayload,

@@ -42,6 +42,7 @@ class EventType(StrEnum):
     CHILD_RETRIED = "child_retried"  # a failed child tried again (seed 001's recovery table)
     SUBTASK_QUEUED = "subtask_queued"  # every profile that suits it is at its limit
     DELEGATION_REFUSED = "delegation_refused"  # a guard refused it
+    DECOMPOSITION_REFUSED = "decomposition_refused"  # the split was no split (placeholders)
     ENVELOPES_TRIMMED = "envelopes_trimmed"  # the children's results were cut to fit
     # the end
     VERIFICATION = "verification"

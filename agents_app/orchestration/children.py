@@ -106,9 +106,18 @@ def subtask_key(parent: Run, profile_name: str, text: str) -> str:
 
 
 def delegated_before(parent: Run, profile_name: str, text: str) -> Run | None:
-    """The earlier child of this parent given the same subtask by the same profile, if any."""
+    """The earlier child of this parent given the same subtask by the same profile that did
+    not fail (it works, or it succeeded), if any: a second one would repeat its work. One that
+    failed or was cancelled, and its tries again, is no such repeat: a replan may try its
+    subtask again (AGENT_MAX_REPLANS bounds how often)."""
     key = subtask_key(parent, profile_name, text)
-    return Run.objects.filter(parent=parent, delegation=key).only("id", "status").first()
+    return (
+        Run.objects.filter(parent=parent, delegation__startswith=key)
+        .exclude(status__in=(RunStatus.FAILED, RunStatus.CANCELLED))
+        .only("id", "status")
+        .order_by("pk")
+        .first()
+    )
 
 
 def spawn_child(

@@ -13,6 +13,7 @@ from django.conf import settings
 
 from agents_app.core.errors import ErrorCode
 from agents_app.core.event_payloads import (
+    DecompositionRefusedPayload,
     DelegationRefusedPayload,
     EnvelopesTrimmedPayload,
     ReplannedPayload,
@@ -21,8 +22,9 @@ from agents_app.core.event_payloads import (
 )
 from agents_app.core.events import EventType
 from agents_app.engine.decide import Action
+from agents_app.engine.decomposition_check import decomposition_problem
 from agents_app.engine.hooks import StreamPhase
-from agents_app.engine.team import ProfileCard, assign, decompose
+from agents_app.engine.team import Decomposition, ProfileCard, Subtask, assign, decompose
 from agents_app.engine.verifier import verify
 from agents_app.models import AgentProfile, Plan, Run, RunStatus, Step, StepStatus
 from agents_app.orchestration.children import (
@@ -36,6 +38,17 @@ from agents_app.orchestration.children import (
 )
 from agents_app.runs.lifecycle import finish, new_plan
 from agents_app.runs.recipes import RecipeContext, RunRows
+
+# A split that is no split is asked for once more; refused twice, one agent does the task.
+SPLIT_ATTEMPTS = 2
+SPLIT_AGAIN = "split again"
+SINGLE_AGENT = "single agent"
+SINGLE_AGENT_KEY = "single_agent"  # in a plan's raw: the task whole, after a refused split
+SPLIT_REFUSED = "The team's split was refused twice, so one agent does the whole task"
+ASK_AGAIN = (
+    "Give subtasks that each name a different part of the work, in words of the task; "
+    "when the task has no separate parts, give one subtask: the whole task."
+)
 
 
 def profile_cards() -> list[ProfileCard]:
@@ -62,26 +75,39 @@ def team_history(run: Run, steps: list[Step]) -> str:
 def plan_team(ex: RecipeContext, run: Run, previous: Plan | None, steps: list[Step]) -> None:
     """The head node's model splits the task; the plan's steps are the subtasks, each with
     the profile the matrix prefers (assigned for good when it starts: a busy profile may be
-    replaced by its secondary then)."""
+    replaced by its secondary then). A split that is no split (placeholder or repeated
+    subtasks: engine.decomposition_check) is refused with its reason, a
+    `decomposition_refused` event, and asked for once more; refused again, the plan is the
+    whole task as one subtask, done by the one agent the matrix picks."""
     hooks = ex.hooks(run)
-    cards = profile_cards()
-    output = decompose(
-        provider=ex.provider,
-        hooks=hooks,
-        task=run.task.text,
-        context=run.task.context,
-        profiles=cards,
-        max_subtasks=settings.TEAM_MAX_SUBTASKS,
-        timeout=settings.AGENT_PLAN_TIMEOUT,
-        history=team_history(run, steps) if previous else "",
-        max_tokens=settings.LLM_MAX_TOKENS_PLAN,
-    )
-    raw = output.model_dump()
+    history = team_history(run, steps) if previous else ""
+    output, refused = split(ex, run, hooks, history), ""
+    for attempt in range(1, SPLIT_ATTEMPTS + 1):
+        refused = decomposition_problem(output) or ""
+        if not refused:
+            break
+        last = attempt == SPLIT_ATTEMPTS
+        with ex.lock() as w:
+            w.event(
+                EventType.DECOMPOSITION_REFUSED,
+                DecompositionRefusedPayload(
+                    reason=refused,
+                    attempt=attempt,
+                    then=SINGLE_AGENT if last else SPLIT_AGAIN,
+                ),
+            )
+        if last:
+            output = single_agent(run.task.text, refused)
+            break
+        told = f"Your split was refused: {refused}. {ASK_AGAIN}"
+        output = split(ex, run, hooks, f"{history}\n{told}".strip())
+    raw = {"team": True, **output.model_dump(), **({SINGLE_AGENT_KEY: True} if refused else {})}
     with ex.lock() as w:
         new_plan(
             w,
             previous=previous,
-            raw={"team": True, **raw},
+            reason=f"{SPLIT_REFUSED}: {refused}" if refused else None,
+            raw=raw,
             thinking=hooks.streamed_reasoning(StreamPhase.PLANNING),
             steps=[
                 (sub.description, [], sub.preferred_profile, sub.depends_on)
@@ -105,10 +131,38 @@ def plan_team(ex: RecipeContext, run: Run, previous: Plan | None, steps: list[St
         w.transition(RunStatus.RUNNING)
 
 
+def split(ex: RecipeContext, run: Run, hooks: Any, history: str) -> Decomposition:
+    return decompose(
+        provider=ex.provider,
+        hooks=hooks,
+        task=run.task.text,
+        context=run.task.context,
+        profiles=profile_cards(),
+        max_subtasks=settings.TEAM_MAX_SUBTASKS,
+        timeout=settings.AGENT_PLAN_TIMEOUT,
+        history=history,
+        max_tokens=settings.LLM_MAX_TOKENS_PLAN,
+    )
+
+
+def single_agent(task: str, why: str) -> Decomposition:
+    """The task whole, as one subtask for the agent the matrix picks."""
+    return Decomposition.model_construct(
+        pattern="sequential",
+        subtasks=[
+            Subtask.model_construct(
+                description=task, depends_on=[], preferred_profile="", micro=None
+            )
+        ],
+        reasoning=f"{SPLIT_REFUSED}: {why}",
+    )
+
+
 def delegate(ex: RecipeContext, action: Action, rows: RunRows) -> None:
     """Start a child for each step that can start, then park until a child ends. A step is
     refused (failed) when the tree is as deep as TEAM_MAX_DEPTH allows or when this parent
-    gave the same subtask to the same profile before; it waits (stays pending) when every
+    gave the same subtask to the same profile before and that child works or succeeded (one
+    that failed is tried again); it waits (stays pending) when every
     profile that suits it is at its limit."""
     raw = rows.plan.raw
     subtasks = raw.get("subtasks") or []
@@ -131,7 +185,12 @@ def delegate(ex: RecipeContext, action: Action, rows: RunRows) -> None:
             if micro:
                 refused = delegated_before(run, "micro", step.objective)
                 if refused is not None:
-                    refuse(w, step, f"the same micro agent task was run before (run {refused.pk})")
+                    refuse(
+                        w,
+                        step,
+                        f"a micro agent was given the same task (run {refused.pk}, "
+                        f"{refused.status})",
+                    )
                     continue
                 spawn_child(
                     w,
@@ -167,7 +226,8 @@ def delegate(ex: RecipeContext, action: Action, rows: RunRows) -> None:
                 refuse(
                     w,
                     step,
-                    f"{profile.name} was given this subtask before (run {earlier.pk})",
+                    f"{profile.name} was given this subtask before (run {earlier.pk}, "
+                    f"{earlier.status})",
                 )
                 continue
             step.error = ""
@@ -271,8 +331,11 @@ def verify_team(ex: RecipeContext, run: Run, steps: list[Step]) -> None:
         share = max(16, budget // max(1, len(envelopes)))
         envelopes = [(s, {**e, "summary": cap_tokens(e["summary"], share)}) for s, e in envelopes]
     failed = [s for s in steps if s.status != StepStatus.COMPLETED]
-    if failed and run.replans < settings.AGENT_MAX_REPLANS:
-        # Another split without what failed: the guard refuses the same delegation again.
+    # One agent doing the whole task had its own replans and seed 001's retries: a new split
+    # from the model that could not split it would only do the same again.
+    alone = bool((plan.raw or {}).get(SINGLE_AGENT_KEY))
+    if failed and not alone and run.replans < settings.AGENT_MAX_REPLANS:
+        # Another split, told what failed: a subtask that failed may be tried again.
         why = "; ".join(f"subtask {s.index} {s.status}: {s.error[:300]}" for s in failed)
         with ex.lock() as w:
             w.set(replans=w.run.replans + 1, replan_reason=why)

@@ -48,13 +48,16 @@ def new_plan(
     thinking: str,
     steps: list[tuple[str, list[str], str, list[int]]],
     shown: dict[str, Any],
+    reason: str | None = None,
 ) -> tuple[Plan, list[Step]]:
     """The run's next plan version with its steps (objective, tool names, reasoning, the
     steps it depends on) and its plan_created event (`shown`: what the event says of it
-    besides the version). Returns the plan and its steps in index order, as they were
-    written (with their ids): what the database holds of them."""
+    besides the version; `reason`: why this version, the run's replan reason unless given).
+    Returns the plan and its steps in index order, as they were written (with their ids):
+    what the database holds of them."""
     version = (previous.version if previous else 0) + 1
-    plan = Plan(run=w.run, version=version, reason=w.run.replan_reason, raw=raw, thinking=thinking)
+    why = w.run.replan_reason if reason is None else reason
+    plan = Plan(run=w.run, version=version, reason=why, raw=raw, thinking=thinking)
     rows.insert([plan], ids=True)
     written = [
         Step(

@@ -108,6 +108,9 @@ def event_summary(event: dict[str, Any]) -> str:
             200,
         )
     if kind == EventType.RESULT:
+    if kind == EventType.DECOMPOSITION_REFUSED:
+        then = "one agent does the whole task" if p.get("then") == "single agent" else "again"
+        return cut(f"split refused ({then}): {p.get('reason', '')}", 240)
         return f"result: {p.get('status', '?')}"
     if kind == EventType.ERROR:
         return cut(f"{p.get('code', '')}: {p.get('message', '')}", 160)

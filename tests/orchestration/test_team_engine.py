@@ -266,29 +266,38 @@ def test_a_team_with_no_agent_profile_fails_clearly_instead_of_waiting(
 
 
 @pytest.mark.dialect
-def test_the_same_delegation_a_second_time_is_refused(
+def test_the_same_delegation_of_a_subtask_done_before_is_refused(
     owner, seeded_profiles, queued_runs, settings
 ):
     settings.AGENT_FAST_PATH_MAX_CHARS = 500
-    settings.TEAM_MAX_ITERATIONS = 0
+    settings.AGENT_MAX_REPLANS = 1
     rules = [
         {
             "match": "AGENTDESK:TEAM",
-            "replies": [split("parallel", sub("Research a", preferred="research_agent"))],
+            "replies": [split("iterative", sub("Research a", preferred="research_agent"))],
             "repeat": True,
         },
-        # A failure seed 001's recovery table does not retry.
-        {"match": "AGENTDESK:DIRECT", "replies": [{"raise": "OUT_OF_MEMORY"}], "repeat": True},
+        direct("a is done", "Research a"),
+        {
+            "match": "AGENTDESK:VERIFY",
+            "replies": [json_reply({"task_complete": False, "reasoning": "not yet"})],
+        },
     ]
-    head = deliver(team_run(owner).pk, rules)
+    model = ScriptedProvider(rules)
+    head = deliver(team_run(owner).pk, model)
     (child,) = Run.objects.filter(parent=head)
-    deliver(child.pk, rules)
-    head = deliver(head.pk, rules)
-    # The subtask failed; the head node replans, gets the same delegation back and refuses it.
+    deliver(child.pk, model)
+    head = deliver(head.pk, model)
+    # Judged not done, the head node splits again, gets the same delegation back and refuses
+    # it: its child did it already (a subtask whose child failed is tried again instead:
+    # test_weak_splits.py).
     assert head.status == "failed" and head.error_code == "CHILD_FAILED"
     assert Run.objects.filter(parent=head).count() == 1
-    events = list(RunEvent.objects.filter(run=head).values_list("type", flat=True))
-    assert "delegation_refused" in events
+    refused = RunEvent.objects.get(run=head, type="delegation_refused").payload
+    assert (
+        refused["reason"]
+        == f"research_agent was given this subtask before (run {child.pk}, succeeded)"
+    )
 
 
 def test_a_childs_approval_pauses_only_its_branch(
