@@ -107,10 +107,10 @@ def event_summary(event: dict[str, Any]) -> str:
             f"{p.get('delay', 0):g} s (attempt {p.get('attempt', '?')} of {p.get('attempts', '?')})",
             200,
         )
-    if kind == EventType.RESULT:
     if kind == EventType.DECOMPOSITION_REFUSED:
         then = "one agent does the whole task" if p.get("then") == "single agent" else "again"
         return cut(f"split refused ({then}): {p.get('reason', '')}", 240)
+    if kind == EventType.RESULT:
         return f"result: {p.get('status', '?')}"
     if kind == EventType.ERROR:
         return cut(f"{p.get('code', '')}: {p.get('message', '')}", 160)
