@@ -7,7 +7,7 @@ from typing import Any
 
 FINISH = "finish_task"
 # Under every answer a person reads: the demo is no model.
-SIGNATURE = "*— AgentDesk's scripted demo, not a model.*"
+SIGNATURE = "— AgentDesk's scripted demo, not a model."
 # The engine's phase markers (engine.prompts, engine.team, engine.contract): a persona may come
 # before them in the system message.
 _MARKER = re.compile(r"AGENTDESK:(\w+)")
