@@ -63,6 +63,11 @@ urlpatterns = [
         approvals.approval_decide,
         name="approval_decide",
     ),
+    path(
+        "approvals/<int:approval_id>/plan/",
+        approvals.approval_plan_edit,
+        name="approval_plan_edit",
+    ),
     path("settings/", approvals.settings_page, name="settings"),
     path("settings/yolo/", approvals.yolo_set, name="yolo_set"),
     path("settings/rules/<int:rule_id>/revoke/", approvals.rule_revoke, name="rule_revoke"),

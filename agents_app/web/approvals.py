@@ -1,6 +1,7 @@
 """The people's side of approvals: deciding one from its run page, the list of what waits (with
 one button per tool against approval fatigue), and the settings page (rules, YOLO mode)."""
 
+import json
 from itertools import groupby
 from typing import Any
 from urllib.parse import urlsplit
@@ -24,7 +25,7 @@ from agents_app.models import (
     Decision,
     Run,
 )
-from agents_app.web import run_page
+from agents_app.web import plan_editor, run_page
 from agents_app.web.forms import DecisionForm
 from agents_app.web.settings_page import render_settings
 from agents_app.web.views import HtmxHttpRequest, render_run, run_url
@@ -77,18 +78,35 @@ def approval_decide(request: HtmxHttpRequest, approval_id: int) -> HttpResponse:
     # Someone else's approval looks exactly like a missing one.
     if approval is None or not approval.decidable_by(request.user):
         raise Http404("Approval not found")
-    form = DecisionForm(request.POST)
+    data = request.POST
+    is_plan = approval.kind == ApprovalKind.PLAN
+    # A plan's edit comes from the steps form unless its raw JSON was sent (`editor=json`).
+    from_form = (
+        is_plan
+        and data.get("decision") == Decision.MODIFY
+        and request.GET.get("editor") != "json"
+        and plan_editor.posted(data)
+    )
     try:
+        if from_form:
+            data = data.copy()
+            edited = plan_editor.plan_of_rows(plan_editor.rows_posted(request.POST))
+            data["arguments"] = json.dumps(edited)
+        form = DecisionForm(data)
         if not form.is_valid():
             raise _form_error(form)
+        decision = form.cleaned_data["decision"]
+        note = form.cleaned_data["note"] if decision == Decision.DENY else ""
+        if is_plan and decision == Decision.MODIFY:
+            note = request.POST.get("edit_note", "")
         decisions.approval_decide(
             approval_id=approval.pk,
-            decision=form.cleaned_data["decision"],
+            decision=decision,
             actor=request.user,
             interface=AuditInterface.WEB,
             arguments=form.cleaned_data["arguments"],
             remember=form.cleaned_data["remember"],
-            note=form.cleaned_data["note"] if form.cleaned_data["decision"] == "deny" else "",
+            note=note,
         )
     except DomainError as error:
         approval.refresh_from_db()
@@ -97,9 +115,51 @@ def approval_decide(request: HtmxHttpRequest, approval_id: int) -> HttpResponse:
             error=error,
             arguments_text=request.POST.get("arguments"),
             note_text=request.POST.get("note", ""),
+            **_editor_kept(request, from_form),
         )
         return _decision_answer(request, approval, context, error.http_status)
     return _decision_answer(request, approval, run_page.approval_context(None), 200)
+
+
+def _editor_kept(request: HtmxHttpRequest, from_form: bool) -> dict[str, Any]:
+    """What the plan editor keeps of a refused edit: the rows and note as typed, and which
+    editor was used (its box opens again)."""
+    if not plan_editor.posted(request.POST):
+        return {}
+    return {
+        "plan_rows": plan_editor.rows_posted(request.POST),
+        "edit_note_text": request.POST.get("edit_note", ""),
+        "editor": "form" if from_form else "json",
+    }
+
+
+@login_required
+@require_POST
+def approval_plan_edit(request: HtmxHttpRequest, approval_id: int) -> HttpResponse:
+    """One change to a plan in the editor (add, remove, move a step up or down; `plan_edit`),
+    nothing decided: the dialog again with the rows changed."""
+    approval = Approval.objects.select_related("run", "step").filter(pk=approval_id).first()
+    if approval is None or not approval.decidable_by(request.user):
+        raise Http404("Approval not found")
+    if not approval.is_pending or approval.kind != ApprovalKind.PLAN:
+        error = DomainError(ErrorCode.CONFLICT, "This plan is no longer waiting for you")
+        context = run_page.approval_context(None, error=error)
+        return _decision_answer(request, approval, context, error.http_status)
+    rows = plan_editor.operate(
+        plan_editor.rows_posted(request.POST), request.POST.get("plan_edit", "")
+    )
+    context = run_page.approval_context(
+        approval,
+        arguments_text=request.POST.get("arguments"),
+        note_text=request.POST.get("note", ""),
+        plan_rows=rows,
+        edit_note_text=request.POST.get("edit_note", ""),
+        editor="form",
+    )
+    if request.htmx:
+        html = render_to_string("agents/partials/approval.html", context, request=request)
+        return HttpResponse(html)
+    return render_run(request, approval.run_id, approval=context)
 
 
 def _render_list(

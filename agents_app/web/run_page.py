@@ -27,6 +27,7 @@ from agents_app.models import (
     ToolCallStatus,
 )
 from agents_app.runs.selectors import plan_replacements
+from agents_app.web.plan_editor import StepRow, editor_formset, rows_of_plan
 
 ARGUMENTS_SHOWN = 80
 
@@ -187,6 +188,7 @@ _OUTCOME_WORDS = {
     StepStatus.COMPLETED: "completed",
     StepStatus.FAILED: "failed",
     StepStatus.TIMEOUT: "timed out",
+    StepStatus.CANCELLED: "cancelled",
     StepStatus.SKIPPED: "skipped",
     StepStatus.PENDING: "not started",
     StepStatus.RUNNING: "running",
@@ -311,10 +313,14 @@ def approval_context(
     error: Any = None,
     arguments_text: str | None = None,
     note_text: str = "",
+    plan_rows: list[StepRow] | None = None,
+    edit_note_text: str = "",
+    editor: str = "",
 ) -> dict[str, Any]:
     """What the approval card and its dialog show (the dialog opens wherever it arrives).
     `arguments_text` and `note_text` keep what the person typed when their edit or feedback
-    was refused. A plan's edit box holds its steps."""
+    was refused. A plan's editor holds its steps, or `plan_rows` as the person left them, with
+    `edit_note_text`; `editor` ("form" or "json") is the one they used, open again."""
     if approval is None:
         return {"approval": None, "approval_error": error}
     is_plan = approval.kind == ApprovalKind.PLAN
@@ -332,6 +338,17 @@ def approval_context(
         ),
         "approval_note_text": note_text,
         "approval_error": error,
+        **(
+            {
+                "plan_formset": editor_formset(
+                    plan_rows if plan_rows is not None else rows_of_plan(steps)
+                ),
+                "plan_edit_note_text": edit_note_text,
+                "plan_editor": editor,
+            }
+            if is_plan
+            else {}
+        ),
     }
 
 

@@ -66,7 +66,8 @@ def test_a_plan_approval_shows_the_steps_and_offers_approve_edit_reject_or_cance
 
     assert "Approve the plan?" in html
     assert "send the note" in html and "wrap up" in html
-    assert dialog_buttons(html) == ["approve", "cancel", "modify", "deny"]
+    # modify twice: the steps form's and the raw JSON's (issue 32, finding 6)
+    assert dialog_buttons(html) == ["approve", "cancel", "modify", "modify", "deny"]
     assert by_id(html, "approval-arguments")["name"] == "arguments"
     assert by_id(html, "approval-note")["name"] == "note"
 
