@@ -11,8 +11,18 @@ from enum import StrEnum
 
 from agents_app.engine.states import RunStatus, StepStatus
 
-DONE = frozenset({StepStatus.COMPLETED, StepStatus.FAILED, StepStatus.SKIPPED, StepStatus.TIMEOUT})
-BLOCKING = frozenset({StepStatus.FAILED, StepStatus.SKIPPED, StepStatus.TIMEOUT})
+DONE = frozenset(
+    {
+        StepStatus.COMPLETED,
+        StepStatus.FAILED,
+        StepStatus.SKIPPED,
+        StepStatus.TIMEOUT,
+        StepStatus.CANCELLED,
+    }
+)
+BLOCKING = frozenset(
+    {StepStatus.FAILED, StepStatus.SKIPPED, StepStatus.TIMEOUT, StepStatus.CANCELLED}
+)
 ENDED = frozenset({RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.CANCELLED})
 PARKED = frozenset({RunStatus.PAUSED, RunStatus.WAITING_APPROVAL, RunStatus.WAITING_CHILDREN})
 

@@ -33,3 +33,5 @@ class StepStatus(StrEnum):
     FAILED = "failed"
     SKIPPED = "skipped"
     TIMEOUT = "timeout"
+    # Its run was cancelled (a person's Cancel or Stop) while it ran or waited for a person.
+    CANCELLED = "cancelled"

@@ -302,7 +302,13 @@ StepStatus = _choices_of(states.StepStatus)
 
 
 STEP_DONE_STATUSES = frozenset(
-    {StepStatus.COMPLETED, StepStatus.FAILED, StepStatus.SKIPPED, StepStatus.TIMEOUT}
+    {
+        StepStatus.COMPLETED,
+        StepStatus.FAILED,
+        StepStatus.SKIPPED,
+        StepStatus.TIMEOUT,
+        StepStatus.CANCELLED,
+    }
 )
 
 

@@ -116,7 +116,9 @@ def finish(
         for step in parked:
             recipe.keep_parked(w, step.progress, _closed_at_end(code, message))
     if plan is not None:
-        _close_steps(plan, steps, f"{code}: {message}", f"run ended: {code or status}")
+        # A step a person's cancel cut short (running, or waiting for them) is cancelled.
+        left = StepStatus.CANCELLED if status == RunStatus.CANCELLED else StepStatus.FAILED
+        _close_steps(plan, steps, f"{code}: {message}", f"run ended: {code or status}", left)
     if run.tool_calls_made:  # counted in the commit that writes each call's row
         # A call left waiting is skipped; one left running (its worker crashed or died mid-call)
         # failed: no call outlives its run as `running`.
@@ -154,12 +156,15 @@ def _closed_at_end(code: str, message: str) -> str:
     return f"Skipped: the answer ended ({code}: {message}) while this call waited for a person."
 
 
-def _close_steps(plan: Plan, steps: list[Step] | None, failed: str, skipped: str) -> None:
-    """At a run's end, its plan's steps left running fail (`failed`: why), its pending ones
-    are skipped (`skipped`: why) and a parked step's progress is dropped: in the rows, and in
-    `steps` when the caller holds them (then only the steps that change are written)."""
+def _close_steps(
+    plan: Plan, steps: list[Step] | None, failed: str, skipped: str, left: str
+) -> None:
+    """At a run's end, its plan's steps left running end `left` (failed, or cancelled when
+    the run was; `failed`: why), its pending ones are skipped (`skipped`: why) and a parked
+    step's progress is dropped: in the rows, and in `steps` when the caller holds them (then
+    only the steps that change are written)."""
     now = timezone.now()
-    fail = {"status": StepStatus.FAILED, "error": failed, "finished_at": now}
+    fail = {"status": left, "error": failed, "finished_at": now}
     skip = {"status": StepStatus.SKIPPED, "error": skipped, "finished_at": now}
     if steps is None:
         Step.objects.filter(plan=plan, status=StepStatus.RUNNING).update(**fail)

@@ -106,6 +106,11 @@ def test_cancel_cancels_the_run_at_once(owner, send, registry):
     approval_decide(approval_id=approval.pk, decision="cancel", actor=owner, interface="web")
     run.refresh_from_db()
     assert run.status == "cancelled" and send.calls == []
+    # The step that waited was cancelled, not failed; the one after it never started.
+    assert list(run.steps.order_by("index").values_list("status", flat=True)) == [
+        "cancelled",
+        "skipped",
+    ]
 
 
 def test_deny_tells_the_model_and_the_step_goes_on(owner, send, registry):
@@ -214,7 +219,7 @@ def test_an_expired_approval_decides_by_its_strategy(owner, send, registry, stra
 
 
 @pytest.mark.dialect
-def test_stopping_a_waiting_run_ends_it_and_voids_the_approval(owner, registry):
+def test_stopping_a_waiting_run_ends_it_and_voids_the_approval(owner, registry, owner_session):
     from agents_app.runs.services import run_cancel
 
     run, _, approval = parked(owner, registry)
@@ -223,6 +228,10 @@ def test_stopping_a_waiting_run_ends_it_and_voids_the_approval(owner, registry):
     approval.refresh_from_db()
     assert run.status == "cancelled" and approval.status == "void"
     assert ToolCall.objects.get(run=run).status == "skipped"
+    assert run.steps.get(index=0).status == "cancelled"
+    page = owner_session.get(f"/runs/{run.pk}/").content.decode()
+    assert '<span class="badge" data-status="cancelled">cancelled</span>' in page
+    assert 'data-status="failed"' not in page
     with pytest.raises(DomainError) as late:
         approval_decide(approval_id=approval.pk, decision="approve", actor=owner, interface="web")
     assert late.value.code == "CONFLICT"
