@@ -321,6 +321,9 @@ LLM_MAX_IN_FLIGHT = env_int("LLM_MAX_IN_FLIGHT", 128, minimum=1)
 LLM_MAX_TOKENS_PLAN = env_int("LLM_MAX_TOKENS_PLAN", 1536, minimum=16)
 LLM_MAX_TOKENS_STEP = env_int("LLM_MAX_TOKENS_STEP", 2048, minimum=16)
 LLM_MAX_TOKENS_VERIFY = env_int("LLM_MAX_TOKENS_VERIFY", 768, minimum=16)
+# Seconds a working run may go without a token or an event before its page says it is waiting
+# for the model (a CPU model can take a minute to read a long prompt); 0: never.
+LLM_SILENCE_NOTICE_SECONDS = env_float("LLM_SILENCE_NOTICE_SECONDS", 10.0, minimum=0.0)
 # Sampling temperature sent with every request; unset: the server's own default.
 LLM_TEMPERATURE = (
     env_float("LLM_TEMPERATURE", 0.0, minimum=0.0) if env_str("LLM_TEMPERATURE") else None

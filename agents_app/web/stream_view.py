@@ -6,8 +6,11 @@ answer. `live_stream.LiveStream` feeds it the streamed text; `fragments` the row
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.conf import settings
+from django.utils import timezone
+
 from agents_app.engine.hooks import StreamPhase
-from agents_app.models import Run, Step
+from agents_app.models import Run, RunEvent, Step
 from agents_app.web.partial_json import NotJSON, parse_partial
 from agents_app.web.run_page import split_think
 
@@ -105,3 +108,13 @@ def final_view(run: Run, steps: list[Step] | None = None) -> StreamView:
     if not answer:
         return StreamView(label="Finished", note="The model wrote no answer.")
     return StreamView(label="Final answer", final=answer)
+
+
+def silence_notice(run: Run, events: list[RunEvent]) -> dict[str, float]:
+    """What the page's "Waiting for the model" line needs to count on its own (silence.js,
+    no request of its own): after how many seconds of quiet it shows (`after`,
+    LLM_SILENCE_NOTICE_SECONDS; 0: never) and how long the run had been quiet when the page was
+    rendered (`quiet_for`: since its latest event, else since it was created)."""
+    since = max((e.created_at for e in events), default=run.created_at)
+    quiet_for = max(0.0, (timezone.now() - since).total_seconds())
+    return {"after": settings.LLM_SILENCE_NOTICE_SECONDS, "quiet_for": round(quiet_for, 1)}

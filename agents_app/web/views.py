@@ -20,7 +20,7 @@ from agents_app.runs.recipes import recipe_for
 from agents_app.web import run_page
 from agents_app.web.files import files_context
 from agents_app.web.forms import TaskForm
-from agents_app.web.stream_view import final_view
+from agents_app.web.stream_view import final_view, silence_notice
 from agents_app.web.team_panel import team_context
 
 
@@ -104,6 +104,7 @@ def render_run(
         **files_context(run),
         **team_context(user=request.user, run=run),
         stream=final_view(run, list(run.plan_list[-1].steps.all()) if run.plan_list else []),
+        silence=silence_notice(run, events),
         page_link=recipe_for(run.kind).page_link(run),
         error=error,
         **(approval or {}),
