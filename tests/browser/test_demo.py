@@ -16,7 +16,6 @@ import pytest
 from tests.browser.conftest import VIEWPORT
 from tests.support.browser import WAIT_MS, expect
 from tests.support.go import ADMIN_PASSWORD, START_TIMEOUT, STOP_TIMEOUT, RunningGo, go_environment
-from tests.support.processes import free_port
 
 pytestmark = [
     pytest.mark.integration,
@@ -64,7 +63,6 @@ def demo_go(tmp_path_factory) -> Iterator[str]:
         LLM_BASE_URL="",
         LLM_MODEL="",
         LOCAL_MODEL="",
-        DEMO_MODEL_PORT=str(free_port()),
         AGENT_LOG_DIR=str(directory / "agent-logs"),
         # The page the chat fetches is on loopback.
         HTTP_TOOL_ALLOW_PRIVATE="true",

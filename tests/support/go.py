@@ -97,6 +97,8 @@ def go_environment(directory: Path, **overrides: str) -> dict[str, str]:
         # launcher, and two started at once (parallel tests) could both pick the same one.
         VALKEY_PORT=str(free_port()),
         PORT=str(free_port()),
+        # The demo's port, should this `go` serve it (no LLM configured): never a fixed one.
+        DEMO_MODEL_PORT=str(free_port()),
         HOST="127.0.0.1",
         REDIS_URL="",  # empty rather than unset, so a REDIS_URL in .env is not picked up
         VAR_DIR=str(directory / "var"),
