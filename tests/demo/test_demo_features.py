@@ -151,6 +151,23 @@ def test_a_chat_list_calls_list_files_without_asking_and_answers(owner, words):
     assert "The workspace is empty." in run.final_response
 
 
+@pytest.mark.parametrize(
+    "words",
+    [
+        "Write hello to a.md, then read a.md",
+        "Save hello to a.md and then show a.md",
+        "Create a.md containing hello, then read a.md",
+    ],
+)
+def test_a_chat_write_then_read_makes_both_calls_and_answers_with_the_file(owner, words):
+    run = chat_answer(owner, words)
+
+    assert run.status == "succeeded", (run.error_code, run.error_message)
+    calls = list(ToolCall.objects.filter(run=run).order_by("pk").values_list("tool", "status"))
+    assert calls == [("write_file", "succeeded"), ("read_file", "succeeded")]
+    assert "a.md says:\n\nhello" in run.final_response
+
+
 @pytest.mark.parametrize("words", ["Hello!", "Who are you?", "Tell me a joke"])
 def test_a_chat_message_that_asks_for_no_tool_gets_what_the_demo_can_do(owner, words):
     run = chat_answer(owner, words)
