@@ -52,3 +52,20 @@ def edit_notice(edit: PlanEdit, original: str) -> str:
         )
     lines.append(f"What was first asked: {original}")
     return "\n".join(lines)
+
+
+def planner_notice(edit: PlanEdit) -> str:
+    """What the planner reads when it plans again after a person's edit: the task as they
+    reshaped it is the one to plan for."""
+    lines = [
+        f"{edit.by} reshaped the task when they edited plan v{edit.version} at its approval: "
+        "plan for the task as they reshaped it, not for what their edit took out.",
+    ]
+    if edit.note:
+        lines.append(f"Their note: {edit.note}")
+    lines.append("Their steps:")
+    for number, (objective, tools) in enumerate(edit.steps, start=1):
+        lines.append(
+            f"  {number}. {objective}" + (f" (tools: {', '.join(tools)})" if tools else "")
+        )
+    return "\n".join(lines)

@@ -7,7 +7,9 @@ from django.db import DEFAULT_DB_ALIAS, connections
 
 from agents_app.core import rows
 from agents_app.engine.decide import StepBoard, StepState
+from agents_app.engine.plan_edits import planner_notice
 from agents_app.models import Run, Step
+from agents_app.runs.evidence import plan_edit
 
 # A step's row at its start.
 STEP_STARTED = ["status", "retry_count", "started_at", "progress"]
@@ -107,4 +109,7 @@ def replan_history(run: Run, steps: list[Step]) -> str:
         for s in steps
     ]
     lines.append(f"Why a new plan: {run.replan_reason}")
+    edit = plan_edit(run)
+    if edit is not None:
+        lines.append(planner_notice(edit))
     return "\n".join(lines)

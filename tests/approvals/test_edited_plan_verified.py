@@ -169,3 +169,51 @@ def test_the_verifier_reads_the_first_wording_as_the_task_when_nothing_was_edite
     )
     assert messages[1]["content"].startswith(f"Task: {TASK}\n\nWhat was done:")
     assert "About the task" not in json.dumps(messages)
+
+
+def test_a_replan_after_an_edit_plans_for_the_task_as_the_person_reshaped_it(owner, registry):
+    script = [
+        {
+            "match": ["AGENTDESK:PLAN", "reshaped the task"],
+            "replies": [plan_reply(step("Write hello to hello.txt again", ["write_file"]))],
+        },
+        {
+            "match": "AGENTDESK:STEP 0",
+            "replies": [
+                tool_call("write_file", path="hello.txt", content="hello"),
+                {"content": "wrote hello.txt"},
+                tool_call("write_file", path="hello.txt", content="hello"),
+                {"content": "wrote hello.txt again"},
+            ],
+        },
+        {
+            "match": "AGENTDESK:VERIFY",
+            "replies": [verdict(False, replan=True), verdict(True, "hello", evidence=[2])],
+        },
+        *SCRIPT,
+    ]
+    run = run_create(task=Task.objects.create(owner=owner, text=TASK, approve_plan=True))
+    provider = ScriptedProvider(script)
+    drive(run, provider, registry)
+    approval = Approval.objects.get(run=run, status="pending")
+    approval_decide(
+        approval_id=approval.pk,
+        decision="modify",
+        arguments=EDITED,
+        note=NOTE,
+        actor=owner,
+        interface="web",
+    )
+
+    drive(run, provider, registry)
+    # The new plan waits for the person, as every plan of this task does.
+    again = Approval.objects.get(run=run, status="pending")
+    approval_decide(approval_id=again.pk, decision="approve", actor=owner, interface="web")
+    drive(run, provider, registry)
+
+    assert (run.status, run.replans) == ("succeeded", 1)
+    planned = [
+        r.messages[-1]["content"] for r in provider.requests if "AGENTDESK:PLAN" in str(r.messages)
+    ][-1]
+    assert "owner reshaped the task when they edited plan v2 at its approval" in planned
+    assert f"Their note: {NOTE}" in planned and "1. Write hello to hello.txt" in planned
