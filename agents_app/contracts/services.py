@@ -18,6 +18,8 @@ from agents_app.core.audit import (
     audit_record,
 )
 from agents_app.core.errors import DomainError, ErrorCode
+from agents_app.core.event_payloads import CancelRequestedPayload
+from agents_app.core.events import EventType
 from agents_app.core.inputs import (
     STORED_INT_MAX,
     flag_field,
@@ -37,6 +39,7 @@ from agents_app.models import (
 from agents_app.runs.admission import admission_check, run_admit
 from agents_app.runs.control import refuse_while_halted
 from agents_app.runs.services import run_cancel, run_create
+from agents_app.runs.writer import locked_run
 
 CONTRACT_MAX_CHARS = 20_000
 NAME_CHARS = 100
@@ -207,9 +210,11 @@ def agent_start(*, agent: ContractAgent, actor: Any, interface: str) -> Run:
     return run
 
 
-def agent_stop(*, agent: ContractAgent, actor: Any, interface: str) -> Run:
+def agent_stop(*, agent: ContractAgent, actor: Any, interface: str, now: bool = False) -> Run:
     """Stop the running attempt: the request in flight finishes, no further one is made, the
-    output stays. Raises CONFLICT when nothing runs."""
+    output stays. With `now` (Stop now, also after a Stop), the request in flight is cut at its
+    next streamed piece instead, what the model had written kept in the transcript. Raises
+    CONFLICT when nothing runs."""
     state = agent_state(agent)
     if state.status != AgentStatus.RUNNING:
         raise DomainError(
@@ -224,8 +229,15 @@ def agent_stop(*, agent: ContractAgent, actor: Any, interface: str) -> Run:
             actor=actor,
             run=state.run,
             target=str(agent.pk),
-            details={},
+            details={"now": True} if now else {},
         )
+        if now:
+            # The worker lets the request in flight finish unless a cancel says `now`
+            # (worker.hooks.DatabaseHooks.stop_now); setting the flag signals it.
+            with locked_run(state.run.pk) as w:
+                if not w.run.is_terminal:
+                    w.set(cancel_requested=True)
+                    w.event(EventType.CANCEL_REQUESTED, CancelRequestedPayload(now=True))
         return run_cancel(run=state.run, actor=actor, interface=interface)
 
 

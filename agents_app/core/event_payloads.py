@@ -37,7 +37,8 @@ class RunStatusPayload(TypedDict):
 
 
 class CancelRequestedPayload(TypedDict):
-    pass
+    # a contract agent's Stop now: the request in flight is cut, not let finish
+    now: NotRequired[bool]
 
 
 class ProgressUpdatePayload(TypedDict):

@@ -177,10 +177,16 @@ def agent_start_view(request: HtmxHttpRequest, agent_id: int) -> HttpResponse:
 @login_required
 @require_POST
 def agent_stop_view(request: HtmxHttpRequest, agent_id: int) -> HttpResponse:
-    """[Stop]: the request in flight finishes, no further one is made, the output stays."""
+    """[Stop]: the request in flight finishes, no further one is made, the output stays.
+    [Stop now] (offered once stopping, `now=1`): the request in flight is cut at once."""
     agent = _owned(request, agent_id)
     try:
-        agent_stop(agent=agent, actor=request.user, interface=AuditInterface.WEB)
+        agent_stop(
+            agent=agent,
+            actor=request.user,
+            interface=AuditInterface.WEB,
+            now=request.POST.get("now") == "1",
+        )
     except DomainError as error:
         return _agent_page(request, agent, error=error)
     if request.htmx:

@@ -44,6 +44,7 @@ from agents_app.models import (
     DoubleTexting,
     EntryKind,
     Run,
+    RunEvent,
     Step,
     ToolCall,
     ToolCallStatus,
@@ -183,6 +184,7 @@ class DatabaseHooks:
         # A contract agent's Stop lets the model's answer in flight finish (seed 002): while
         # it streams only the lease and the deadline are watched; the stop is seen after.
         self.finish_in_flight = recipe_for(run.kind).finish_in_flight
+        self._stop_now = False
         # tool_call_id -> how the call was let through (auto | rule | yolo | person).
         self.let_through: dict[int, str] = {}
         self._buffer: list[str] = []
@@ -221,11 +223,25 @@ class DatabaseHooks:
         now = time.monotonic()
         if now - self._last_poll >= POLL_SECONDS:
             self._last_poll = now
-            if self.finish_in_flight:
+            if self.finish_in_flight and not self.stop_now():
                 if self.lease.lost.is_set():
                     raise StopRun(ErrorCode.LEASE_LOST)
                 return
             self.checkpoint()
+
+    def stop_now(self) -> bool:
+        """Whether a person asked to cut the request in flight after all (a contract agent's
+        Stop now: a cancel_requested event that says `now`). Read only when the run's flags
+        moved, so a plain Stop costs no query per streamed piece."""
+        if not self._stop_now and self.watch.run_moved():
+            read_control_flags(self.run)
+            self._stop_now = (
+                self.run.cancel_requested
+                and RunEvent.objects.filter(
+                    run_id=self.run_id, type=EventType.CANCEL_REQUESTED, payload__now=True
+                ).exists()
+            )
+        return self._stop_now
 
     def on_llm_usage(self, usage: Usage, model: str) -> None:
         self.flush_tokens()

@@ -16,6 +16,7 @@ from agents_app.models import (
     KillSwitch,
     LLMConnection,
     Run,
+    RunEvent,
 )
 from agents_app.worker.execution import execute_run
 from tests.support.api import assert_error, post_json
@@ -236,6 +237,19 @@ def test_stop_cancels_the_attempt_and_the_agent_is_stopped_by_the_person(owner_a
     assert (body["status"], body["reason"]) == ("stopped", "stopped by the person")
     assert body["attempt"]["status"] == "cancelled"
     assert AuditEvent.objects.filter(action="agent.stop").count() == 1
+
+
+def test_stop_now_asks_the_worker_to_cut_the_request_in_flight(owner_api):
+    agent = create(owner_api)
+    run_id = start(owner_api, agent["id"]).json()["attempt"]["run_id"]
+    Run.objects.filter(pk=run_id).update(status="running", lease_owner="worker-1")
+
+    response = post_json(owner_api, f"{URL}/{agent['id']}/stop?now=true")
+
+    assert response.status_code == 200 and response.json()["status"] == "running"
+    cancel = RunEvent.objects.get(run_id=run_id, type="cancel_requested")
+    assert cancel.payload == {"now": True}
+    assert AuditEvent.objects.get(action="agent.stop").details == {"now": True}
 
 
 def test_stop_with_nothing_running_is_a_409(owner_api):

@@ -1,6 +1,6 @@
 """A contract agent's Stop while its model's answer streams, over the wire in this process:
 the worker's poll reads the stop between two chunks and lets the answer in flight finish
-(seed 002), where a task's or a chat's poll would cut it."""
+(seed 002), where a task's or a chat's poll would cut it; after Stop now, it cuts it too."""
 
 import pytest
 from django.db import connection
@@ -41,3 +41,30 @@ def test_a_stop_the_poll_reads_mid_answer_lets_the_answer_finish(owner, llm, set
         ("user", "Echo a."),
         ("assistant", "Here is my answer."),
     ]
+
+
+def test_stop_now_the_poll_reads_mid_answer_cuts_the_answer_and_keeps_what_came(
+    owner, llm, settings, tmp_path
+):
+    settings.AGENT_LOG_DIR = tmp_path / "logs"
+    agent = agent_create(owner=owner, interface="api", contract="Echo a.")
+    run = agent_start(agent=agent, actor=owner, interface="api")
+
+    def stop_now_then_answer(body):
+        # Stop, then Stop now, once the request is in flight: the next poll cuts the stream.
+        agent_stop(agent=agent, actor=owner, interface="api")
+        agent_stop(agent=agent, actor=owner, interface="api", now=True)
+        connection.close()
+        return {
+            "chunks": ["Here is ", "my answer ", "at last."],
+            "chunk_delay": POLL_SECONDS + 0.05,
+        }
+
+    llm.script([{"match": "AGENTDESK:CONTRACT", "replies": [stop_now_then_answer]}])
+
+    execute_run(run.pk, registry=make_registry(EchoTool()))
+
+    run.refresh_from_db()
+    assert run.status == "cancelled" and len(llm.requests) == 1
+    (said,) = [e.text for e in transcript(run.conversation) if e.kind == "assistant"]
+    assert said.endswith("…[stopped]") and "at last." not in said

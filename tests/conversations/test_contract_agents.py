@@ -3,6 +3,8 @@ each attempt is a run of the one engine, a tool cycle at a time, each cycle judg
 the contract; Stop lets the answer in flight finish; budgets and repetition stop an attempt;
 Restart starts a new attempt; every attempt writes its log file."""
 
+import time
+
 import pytest
 
 from agents_app.contracts.logs import log_path
@@ -176,6 +178,38 @@ def test_stop_lets_the_answer_in_flight_finish_and_makes_no_further_request(owne
     log = log_path(run).read_text()
     assert log.rstrip().endswith("[end] Stopped: stopped by the person")
     assert "cancelled" not in log
+
+
+def test_stop_now_cuts_the_answer_in_flight_and_keeps_what_it_had_written(owner, llm, logs):
+    agent = agent_create(owner=owner, interface="api", contract="Tell a long story.")
+    run = agent_start(agent=agent, actor=owner, interface="api")
+
+    def stopped_midway(request):
+        agent_stop(agent=agent, actor=owner, interface="api")
+        request.on_token("Once upon a time")
+        time.sleep(0.3)  # past the poll interval (worker.hooks.POLL_SECONDS)
+        request.interrupt()  # a plain Stop lets the answer go on...
+        agent_stop(agent=agent, actor=owner, interface="web", now=True)
+        request.on_token(" there was")
+        time.sleep(0.3)
+        request.interrupt()  # ...Stop now cuts it at the next piece
+        raise AssertionError("the stream should have been cut")
+
+    provider = SnapshotProvider([{"match": "AGENTDESK:CONTRACT", "replies": [stopped_midway]}])
+    run = run_attempt(run, provider, make_registry(EchoTool()))
+
+    assert run.status == "cancelled" and len(provider.requests) == 1
+    assert (agent_state(agent).status, agent_state(agent).reason) == (
+        "stopped",
+        "stopped by the person",
+    )
+    assert [(e.kind, e.text) for e in transcript(run.conversation)] == [
+        ("user", "Tell a long story."),
+        ("assistant", "Once upon a time there was …[stopped]"),
+    ]
+    stops = AuditEvent.objects.filter(action="agent.stop").order_by("id")
+    assert [s.details for s in stops] == [{}, {"now": True}]
+    assert log_path(run).read_text().rstrip().endswith("[end] Stopped: stopped by the person")
 
 
 def test_restart_starts_a_new_attempt_with_the_edited_contract(owner, llm, logs):

@@ -21,6 +21,7 @@ from agents_app.models import (
     KillSwitch,
     LLMConnection,
     Run,
+    RunEvent,
     RunStatus,
 )
 from agents_app.worker.execution import execute_run
@@ -298,6 +299,21 @@ def test_stop_while_the_model_answers_says_it_is_stopping_until_the_attempt_ends
     assert Run.objects.get().cancel_requested
     html = page(owner_session, agent)
     assert badge(html) == ("Running", "stopping: the request in flight finishes first")
+    # What is left to press cuts the request in flight.
+    assert ">Stop now</button>" in html and ">Stop</button>" not in html
+
+
+def test_stop_now_asks_the_worker_to_cut_the_request_in_flight(owner, owner_session, agent):
+    run = started(agent, owner)
+    Run.objects.filter(pk=run.pk).update(status=RunStatus.RUNNING, lease_owner="worker-1")
+    assert ">Stop</button>" in page(owner_session, agent)
+
+    post(owner_session, f"/chat/agents/{agent.pk}/stop/")
+    post(owner_session, f"/chat/agents/{agent.pk}/stop/", {"now": "1"})
+
+    assert Run.objects.get().cancel_requested
+    cancels = RunEvent.objects.filter(run=run, type="cancel_requested").order_by("seq")
+    assert [e.payload for e in cancels] == [{}, {"now": True}]
 
 
 def test_stop_when_nothing_runs_is_a_409(owner_session, agent):

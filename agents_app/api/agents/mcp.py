@@ -109,13 +109,21 @@ async def start_agent(ctx: Context, agent_id: AgentId) -> AgentOut:
 
 
 @tool(annotations=ToolAnnotations(destructive_hint=True, idempotent_hint=False))
-async def stop_agent(ctx: Context, agent_id: AgentId) -> AgentOut:
+async def stop_agent(
+    ctx: Context,
+    agent_id: AgentId,
+    now: Annotated[
+        bool,
+        Field(description="Cut the LLM request in flight at once (also after a stop)."),
+    ] = False,
+) -> AgentOut:
     """Stop the running attempt: the LLM request in flight finishes, no further one is made,
-    the output stays. CONFLICT when nothing runs."""
+    the output stays; with `now`, the request in flight is cut at once, what the model had
+    written kept. CONFLICT when nothing runs."""
 
     def stop(user: Any) -> AgentOut:
         agent = selectors.agent_get(user=user, agent_id=agent_id)
-        services.agent_stop(agent=agent, actor=user, interface=AuditInterface.MCP)
+        services.agent_stop(agent=agent, actor=user, interface=AuditInterface.MCP, now=now)
         return AgentOut.model_validate(agent_now(agent))
 
     return await in_django(stop, caller(ctx))

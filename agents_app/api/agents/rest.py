@@ -101,11 +101,12 @@ def start_agent(request: HttpRequest, agent_id: int):
     response={200: AgentOut, **errors(409)},
     summary="Stop a contract agent",
 )
-def stop_agent(request: HttpRequest, agent_id: int):
+def stop_agent(request: HttpRequest, agent_id: int, now: bool = False):
     """The LLM request in flight finishes, no further one is made, the output stays; the agent
-    is Stopped once the worker has let go. 409 when nothing runs."""
+    is Stopped once the worker has let go. `?now=true` (also after a stop) cuts the request in
+    flight at once instead, what the model had written kept. 409 when nothing runs."""
     agent = selectors.agent_get(user=request.user, agent_id=agent_id)
-    services.agent_stop(agent=agent, actor=request.user, interface=AuditInterface.API)
+    services.agent_stop(agent=agent, actor=request.user, interface=AuditInterface.API, now=now)
     return agent_now(agent)
 
 

@@ -5,7 +5,7 @@ drives it in this process with execute_run and a scripted provider."""
 import pytest
 
 from agents_app.contracts.logs import log_path
-from agents_app.models import ContractAgent, KillSwitch, Run
+from agents_app.models import ContractAgent, KillSwitch, Run, RunEvent
 from agents_app.worker.execution import execute_run
 from tests.api.mcp_server.test_tools import error_of
 from tests.support.script import json_reply
@@ -48,6 +48,17 @@ def test_an_agent_is_created_started_stopped_and_restarted_with_a_new_contract(o
     assert [(a["name"], a["attempt"]["run_id"]) for a in listed["results"]] == [
         ("Echoer", second.pk)
     ]
+
+
+def test_stop_agent_now_asks_the_worker_to_cut_the_request_in_flight(owner_mcp):
+    agent = called(owner_mcp, "create_agent", contract="Echo a.")
+    run_id = called(owner_mcp, "start_agent", agent_id=agent["id"])["attempt"]["run_id"]
+    Run.objects.filter(pk=run_id).update(status="running", lease_owner="worker-1")
+
+    stopping = called(owner_mcp, "stop_agent", agent_id=agent["id"], now=True)
+
+    assert stopping["status"] == "running"
+    assert RunEvent.objects.get(run_id=run_id, type="cancel_requested").payload == {"now": True}
 
 
 def test_a_completed_attempt_is_read_as_status_and_log(owner_mcp, owner):
