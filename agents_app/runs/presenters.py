@@ -4,6 +4,7 @@ seed 000's AgentResult, the links, and the `run.finished` webhook payload."""
 from typing import Any, Literal
 
 from agents_app.core.event_payloads import ResultPayload
+from agents_app.engine.plan_edits import EDITED
 from agents_app.models import (
     Plan,
     Run,
@@ -11,7 +12,7 @@ from agents_app.models import (
     Step,
     ToolCall,
 )
-from agents_app.runs.selectors import current_plan
+from agents_app.runs.selectors import current_plan, plan_replacements
 
 
 def agent_result(
@@ -163,6 +164,8 @@ def plan_out(plan: Any) -> dict[str, Any]:
         "version": plan.version,
         "reason": plan.reason,
         "created_at": plan.created_at,
+        # A version a person edited at its approval: who, and their note.
+        "edited": plan.raw.get(EDITED) if isinstance(plan.raw, dict) else None,
         "steps": [
             {
                 **{field: getattr(step, field) for field in STEP_FIELDS},
@@ -170,4 +173,16 @@ def plan_out(plan: Any) -> dict[str, Any]:
             }
             for step in plan.steps.all()
         ],
+    }
+
+
+def plan_replacements_out(run: Run) -> dict[str, int]:
+    """How often the run's plan was replaced, and by whom (`selectors.plan_replacements`;
+    `run.plan_list` prefetched by `selectors.run_detail`)."""
+    counted = plan_replacements(run, getattr(run, "plan_list", None))
+    return {
+        "total": counted.total,
+        "edited": counted.edited,
+        "rejected": counted.rejected,
+        "verifier": counted.verifier,
     }

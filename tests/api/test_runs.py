@@ -277,8 +277,8 @@ def test_a_run_is_read_in_a_fixed_number_of_queries(
             ToolCall.objects.create(run=run, step=step, tool="echo", arguments={})
     owner_api.get(f"{RUNS}/{run.pk}")  # the key's last_used_at is written on first use only
 
-    # the key, the run, plans, steps, tool calls
-    with django_assert_max_num_queries(5):
+    # the key, the run, plans, steps, tool calls, the plans a person rejected (issue 32, 6)
+    with django_assert_max_num_queries(6):
         response = owner_api.get(f"{RUNS}/{run.pk}")
 
     assert response.status_code == 200

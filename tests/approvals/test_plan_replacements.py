@@ -74,3 +74,18 @@ def test_the_log_says_a_person_asked_for_the_new_plan_and_who_edited_one():
     assert event_summary(rejected) == "new plan asked: owner rejected plan v1: too long"
     assert event_summary(edited) == "plan v3 with 1 steps, edited by owner"
     assert event_summary(verifier) == "replan 1: no file"
+
+
+def test_over_rest_a_run_says_who_replaced_its_plan_and_each_edited_version_its_editor(
+    owner, owner_api, send, registry
+):
+    run = _rejected_then_edited(owner, registry)
+
+    body = owner_api.get(f"/api/v1/runs/{run.pk}").json()
+
+    assert body["plan_replacements"] == {"total": 2, "edited": 1, "rejected": 1, "verifier": 0}
+    assert [plan["edited"] for plan in body["plans"]] == [
+        None,
+        None,
+        {"by": "owner", "note": ""},
+    ]

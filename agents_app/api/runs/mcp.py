@@ -17,7 +17,12 @@ from agents_app.api.schemas import Count, Flag, Id, JsonObject, NonBlankText, Pa
 from agents_app.models import AuditInterface, ClosePolicy, RunStatus
 from agents_app.runs import presenters, services
 from agents_app.runs import selectors as run_selectors
-from agents_app.runs.presenters import plan_out, run_links, run_summary
+from agents_app.runs.presenters import (
+    plan_out,
+    plan_replacements_out,
+    run_links,
+    run_summary,
+)
 
 
 class SubmittedRun(Schema):
@@ -97,6 +102,7 @@ async def get_run(ctx: Context, run_id: RunId) -> RunWithResult:
                 **run_summary(run),
                 "context": run.task.context,
                 "plans": [plan_out(plan) for plan in run.plan_list],
+                "plan_replacements": plan_replacements_out(run),
                 "result": presenters.agent_result(run) if run.is_terminal else None,
             }
         )

@@ -23,7 +23,12 @@ from agents_app.core.errors import ERROR_STATUS, ErrorCode
 from agents_app.core.inputs import QUERY_INT_MAX
 from agents_app.models import TERMINAL_STATUSES, AuditInterface, Run, RunStatus
 from agents_app.runs import listing, presenters, selectors, services
-from agents_app.runs.presenters import plan_out, run_links, run_summary
+from agents_app.runs.presenters import (
+    plan_out,
+    plan_replacements_out,
+    run_links,
+    run_summary,
+)
 from agents_app.streaming.feeds import parse_after
 from agents_app.streaming.sse import event_stream_response
 
@@ -113,6 +118,7 @@ def get_run(request: HttpRequest, run_id: int):
         **run_summary(run),
         "context": run.task.context,
         "plans": [plan_out(p) for p in run.plan_list],
+        "plan_replacements": plan_replacements_out(run),
     }
 
 

@@ -154,16 +154,32 @@ class StepOut(Schema):
     tool_calls: list[ToolCallOut]
 
 
+class PlanEditOut(Schema):
+    by: str
+    note: str
+
+
 class PlanOut(Schema):
     version: int
     reason: str
     created_at: datetime
+    edited: PlanEditOut | None = Field(
+        default=None, description="A version a person edited at its approval: who, and why."
+    )
     steps: list[StepOut]
+
+
+class PlanReplacementsOut(Schema):
+    total: int
+    edited: int = Field(description="versions a person edited at its approval")
+    rejected: int = Field(description="new plans asked by a person who rejected one")
+    verifier: int = Field(description="the verifier's replans (`replans`)")
 
 
 class RunDetail(RunSummary):
     context: dict[str, Any]
     plans: list[PlanOut]
+    plan_replacements: PlanReplacementsOut
 
 
 class RunPage(Schema):
