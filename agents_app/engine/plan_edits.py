@@ -3,6 +3,7 @@ wrote with them) are what the run is then asked to do, so the verifier judges th
 evidence check asks for the files that, not the first wording of the task."""
 
 from dataclasses import dataclass
+from typing import Any
 
 # The key of Plan.raw that marks a plan a person edited at its approval: {"by", "note"}.
 EDITED = "edited"
@@ -28,6 +29,22 @@ class PlanEdit:
         """What the reshaped task asks for, in words the evidence check reads for the files to
         write: the steps' objectives, one a line, and the note."""
         return "\n".join([objective for objective, _ in self.steps] + [self.note])
+
+
+def edit_in(version: int, raw: Any) -> PlanEdit | None:
+    """The person's edit a plan's raw (`Plan.raw`) records, or None for a plan nobody edited."""
+    edited = raw.get(EDITED) if isinstance(raw, dict) else None
+    if not isinstance(edited, dict):
+        return None
+    steps = [step for step in raw.get("steps") or [] if isinstance(step, dict)]
+    return PlanEdit(
+        version=version,
+        by=str(edited.get("by", "")),
+        note=str(edited.get("note", "")),
+        steps=tuple(
+            (str(step.get("objective", "")), tuple(step.get("tool_names") or ())) for step in steps
+        ),
+    )
 
 
 def _sentence(text: str) -> str:

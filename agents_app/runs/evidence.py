@@ -7,7 +7,7 @@ from pathlib import Path
 from agents_app.core.errors import DomainError, ErrorCode
 from agents_app.engine.content import answer_problem, content_problem
 from agents_app.engine.evidence import CallRecord, files_to_write
-from agents_app.engine.plan_edits import EDITED, PlanEdit
+from agents_app.engine.plan_edits import EDITED, PlanEdit, edit_in
 from agents_app.models import Plan, Run, Step, StepStatus, ToolCall, ToolCallStatus
 from agents_app.runs.lifecycle import workspace_for
 
@@ -54,18 +54,8 @@ def root_cause(steps: list[Step], calls: list[CallRecord]) -> str:
 def plan_edit(run: Run) -> PlanEdit | None:
     """The latest plan of `run` a person edited at its approval, or None: from then on the task
     is as they reshaped it (a later plan made by the planner does not undo their edit)."""
-    for plan in Plan.objects.filter(run=run).order_by("-version"):
-        edited = plan.raw.get(EDITED) if isinstance(plan.raw, dict) else None
-        if isinstance(edited, dict):
-            return PlanEdit(
-                version=plan.version,
-                by=str(edited.get("by", "")),
-                note=str(edited.get("note", "")),
-                steps=tuple(
-                    (str(step.get("objective", "")), tuple(step.get("tool_names") or ()))
-                    for step in plan.raw.get("steps", [])
-                ),
-            )
+    for plan in Plan.objects.filter(run=run, raw__has_key=EDITED).order_by("-version")[:1]:
+        return edit_in(plan.version, plan.raw)
     return None
 
 

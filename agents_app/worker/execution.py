@@ -42,6 +42,7 @@ from agents_app.engine.executor import AwaitApproval, Resume, StepInput, execute
 from agents_app.engine.fast import fast_plan, fast_plan_raw, is_fast_plan
 from agents_app.engine.hooks import StopRun, StreamPhase
 from agents_app.engine.llm import LLMProvider
+from agents_app.engine.plan_edits import edit_in
 from agents_app.engine.planner import make_plan
 from agents_app.engine.prompts import shown_earlier
 from agents_app.models import (
@@ -533,13 +534,15 @@ class RunExecutor:
         if resume is not None:
             hooks.let_through[resume.handle.call_id] = "person"
         shown = [step_at(steps, i) for i in shown_earlier(step.index, step.depends_on)]
+        # A plan a person edited is the task as they reshaped it: its steps are told that task.
+        edit = edit_in(rows.plan.version, rows.plan.raw) if rows.plan is not None else None
         earlier = [(s.index, s.objective, s.status, s.output or s.error) for s in shown]
         try:
             outcome = execute_step(
                 provider=self.provider,
                 registry=self.registry,
                 hooks=hooks,
-                task=run.task.text,
+                task=edit.task if edit is not None else run.task.text,
                 context=run.task.context,
                 step=StepInput(
                     index=step.index,

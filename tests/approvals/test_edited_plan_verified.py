@@ -96,6 +96,10 @@ def test_a_plan_edited_down_to_one_write_succeeds_judged_as_the_person_reshaped_
     assert f"Their note: {NOTE}" in judged
     assert "owner reshaped it when they edited the plan at its approval (plan v2)" in judged
     assert f"What was first asked: {TASK}" in judged
+    # The step was told the same task.
+    stepped = next(r for r in provider.requests if "AGENTDESK:STEP" in str(r.messages[0]))
+    assert "Task: Write hello to hello.txt." in stepped.messages[0]["content"]
+    assert TASK not in stepped.messages[0]["content"]
 
 
 def test_the_edit_and_its_note_are_kept_with_the_plan_version(owner, registry):
