@@ -147,7 +147,8 @@ class TaskRecipe:
                 evidence_problem(
                     run,
                     answer=answer,
-                    calls=calls or call_records(run, steps),
+                    # A run that made no call has none to read (counted as each was made).
+                    calls=calls or (call_records(run, steps) if w.run.tool_calls_made else []),
                     verifier=verdict.reasoning,
                     edit=edit,
                 )
