@@ -512,13 +512,13 @@ class StepExecution:
     def _repeated(self, name: str, call: ToolCallRequest) -> StepOutcome | None:
         """The model asks again for the call that just succeeded instead of answering (small
         models loop so): it is not made again. Told once; the second time the step ends with
-        that call's result as its answer (a chat is asked to answer without tools)."""
+        that call's result, in words, as its answer (a chat is asked to answer without tools)."""
         self.evidence["repeats"] += 1
         if self.evidence["repeats"] > 1 and self.chat:
             self.evidence["no_tools"] = True
         elif self.evidence["repeats"] > 1:
             return StepOutcome(
-                status=StepStatus.COMPLETED, output=f"{name}: {self.evidence['result']}"
+                status=StepStatus.COMPLETED, output=result_in_words(self.evidence["result"])
             )
         self.messages.append({"role": "tool", "tool_call_id": call.id, "content": REPEATED_CALL})
         return None
@@ -728,6 +728,40 @@ def _guided(
         parameters = {**spec.input_schema, "properties": {**properties, "path": path}}
         guided.append(ToolSchema(wire_name(name), spec.description, parameters))
     return guided
+
+
+# Where a result's own words are, when it has them (a file read, a page, a text).
+_TEXT_KEYS = ("content", "text", "body", "result", "answer", "message")
+
+
+def result_in_words(result: str) -> str:
+    """A call's result (as the model was shown it) as an answer a person reads: its text when
+    it has one, else its items or fields as a Markdown list; never the call written out."""
+    try:
+        value = json.loads(result)
+    except ValueError:
+        return result
+    if isinstance(value, dict):
+        for key in _TEXT_KEYS:
+            text = value.get(key)
+            if isinstance(text, str) and text.strip():
+                return text
+        for items in value.values():
+            if isinstance(items, list) and items:
+                return "\n".join(f"- {_item(item)}" for item in items)
+        return "\n".join(f"- {key}: {_item(item)}" for key, item in value.items())
+    if isinstance(value, list):
+        return "\n".join(f"- {_item(item)}" for item in value) or "(nothing)"
+    return str(value)
+
+
+def _item(item: Any) -> str:
+    if isinstance(item, dict):
+        named = item.get("path") or item.get("name") or item.get("title")
+        if named:
+            return str(named)
+        return ", ".join(f"{key}: {value}" for key, value in item.items())
+    return str(item)
 
 
 def _signature(name: str, arguments: dict[str, Any]) -> str:

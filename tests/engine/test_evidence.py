@@ -4,7 +4,7 @@ run's tool calls (pure functions, no database)."""
 import pytest
 
 from agents_app.engine.evidence import CallRecord, citable_numbers, files_to_write
-from agents_app.engine.executor import StepInput, execute_step
+from agents_app.engine.executor import StepInput, execute_step, result_in_words
 from agents_app.engine.prompts import verify_messages
 from agents_app.engine.schemas import VerificationOutput
 from agents_app.engine.verifier import check_evidence, verification_schema
@@ -166,10 +166,28 @@ def test_a_call_repeating_the_one_that_succeeded_is_not_made_again_and_twice_end
     same = tool_call("echo", text="it")
     outcome, provider = run_step([same, same, same, {"content": "never asked"}], echo=echo)
     assert echo.calls == ["it"]
-    assert (outcome.status, outcome.output) == ("completed", 'echo: {"echo": "it"}')
+    # The result in words is the answer, not the call written out.
+    assert (outcome.status, outcome.output) == ("completed", "- echo: it")
     told = [m for m in provider.requests[-1].messages if "already succeeded" in str(m)]
     assert [m["role"] for m in told] == ["tool"]
     assert len(provider.requests) == 3
+
+
+@pytest.mark.parametrize(
+    ("result", "words"),
+    [
+        ('{"path": "greeting.txt", "content": "Good morning, Ada!"}', "Good morning, Ada!"),
+        (
+            '{"path": ".", "entries": [{"path": "greeting.txt", "size": 19}, {"path": "todo.md"}]}',
+            "- greeting.txt\n- todo.md",
+        ),
+        ('{"path": "hello.txt", "bytes_written": 13}', "- path: hello.txt\n- bytes_written: 13"),
+        ('["a", "b"]', "- a\n- b"),
+        ("not JSON", "not JSON"),
+    ],
+)
+def test_a_result_in_words_is_its_text_or_its_items_never_the_call(result, words):
+    assert result_in_words(result) == words
 
 
 def test_the_same_call_after_another_one_is_made_again():

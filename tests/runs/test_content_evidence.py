@@ -78,9 +78,10 @@ def test_an_answer_that_is_an_error_message_fails_the_run_naming_the_answer_chec
 
 
 def test_an_answer_that_is_a_raw_tool_call_fails_the_run_naming_the_answer_check(owner):
-    # The model asks for its write again and again: the step ends with the call as its output.
-    write = tool_call("write_file", path="resume.txt", content="Your resume.txt")
-    run = run_direct(owner, "Write the word resume to resume.txt", [write, write, write])
+    # The model answers with the call written out (as SmolLM2 did) instead of a result.
+    write = tool_call("write_file", path="resume.txt", content="resume")
+    raw = tool_call("finish_task", result='write_file: {"path": "resume.txt", "content": "resume"}')
+    run = run_direct(owner, "Write the word resume to resume.txt", [write, raw])
     assert (run.status, run.error_code) == ("failed", "EVIDENCE_MISSING")
     assert run.error_message.startswith(
         "The answer is a raw tool call, not an answer: “write_file:"
