@@ -61,6 +61,8 @@ def agent_context(
         **form_context(values),
         "agent_error": error,
         "contract_shown": CONTRACT_SHOWN,
+        # After this long with nothing from the model, the tab says it waits for it (agent.js).
+        "silence_after": settings.LLM_SILENCE_NOTICE_SECONDS,
         "connections": connections,
     }
 

@@ -3,6 +3,12 @@
 // that follows is fetched as HTML (GET /chat/agents/<id>/output?after=SEQ&events=SEQ), drawn
 // by the templates that drew the page: the chat rows' renderer, and the evaluations.
 //
+// What exists before it is stored is drawn as the chat draws it (chat.js's AgentDeskStream): the
+// tokens and reasoning of the request in flight and its tool calls, in a live box under the
+// output that goes once the cycle's rows are stored. A reload shows the stored rows and the
+// socket replays the attempt's calls. While nothing has come for LLM_SILENCE_NOTICE_SECONDS,
+// the tab says it is waiting for the model.
+//
 // The output follows new lines only while the person is at its bottom. When the attempt's
 // status changes (it ended, or another attempt started) the tab is loaded again: its buttons
 // and form are the server's to draw.
@@ -28,6 +34,7 @@
     var following = atBottom(box);
     var lastSeq = parseInt(panel.dataset.lastSeq, 10) || 0;
     var lastEvent = parseInt(panel.dataset.lastEvent, 10) || 0;
+    var added = false;
     update.querySelectorAll(".chat-rows > li").forEach(function (line) {
       if (document.getElementById(line.id)) return;
       var seq = parseInt(line.dataset.seq, 10) || 0;
@@ -37,9 +44,12 @@
       var slot = callId && box.querySelector(
         'details.chat-call[data-call-id="' + CSS.escape(callId) + '"] .chat-call-result',
       );
+      added = true;
       if (slot) slot.replaceChildren.apply(slot, Array.from(line.children));
       else box.appendChild(line);
     });
+    // What was streamed is now stored (and drawn from the rows): the live copy goes.
+    if (added && window.AgentDeskStream) window.AgentDeskStream.clear(panel);
     panel.dataset.lastSeq = String(Math.max(lastSeq, parseInt(update.dataset.lastSeq, 10) || 0));
     panel.dataset.lastEvent = String(Math.max(lastEvent, parseInt(update.dataset.lastEvent, 10) || 0));
     if (following) box.scrollTop = box.scrollHeight;
@@ -69,10 +79,41 @@
         refresh(panel); // whatever happened while it was away
       },
       function (message) {
-        // Tokens are drawn once stored, as rows: everything else may have changed the output.
-        if (message.type !== "token" && message.type !== "pong") refresh(panel);
+        onMessage(panel, message);
       },
     );
+  }
+
+  function onMessage(panel, message) {
+    var stream = window.AgentDeskStream;
+    if (message.type === "pong") return;
+    panel._heard = Date.now();
+    if (message.type === "token") {
+      if (stream) stream.addToken(panel, message.run_id, message.token || "", !!message.reasoning);
+      return;
+    }
+    if (message.type === "run_event" && stream) {
+      var event = message.event || {};
+      if (event.type === "tool_call") stream.addCall(panel, message.run_id, event.payload || {});
+      else if (event.type === "tool_result") stream.addResult(panel, event.payload || {});
+    }
+    refresh(panel); // anything else may have changed the output
+  }
+
+  // "Waiting for the model (N s)…" while nothing came for the setting's seconds, unless a tool
+  // of the attempt is at work (a live call without its result).
+  function watchSilence(panel) {
+    var notice = panel.querySelector(".agent-silence");
+    var after = notice ? parseFloat(notice.dataset.after) * 1000 : 0;
+    if (!(after > 0)) return;
+    panel._heard = Date.now();
+    window.setInterval(function () {
+      var quiet = Date.now() - panel._heard;
+      var toolAtWork = panel.querySelector(".agent-live .chat-call-result .muted");
+      var show = quiet >= after && !toolAtWork;
+      if (show) notice.textContent = "Waiting for the model (" + Math.floor(quiet / 1000) + " s)…";
+      notice.hidden = !show;
+    }, 1000);
   }
 
   function init() {
@@ -80,6 +121,7 @@
       var box = panel.querySelector(".agent-output");
       box.scrollTop = box.scrollHeight;
       connect(panel);
+      watchSilence(panel);
     });
   }
 

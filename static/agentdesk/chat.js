@@ -408,6 +408,15 @@
     }
   });
 
+  // A contract agent's tab (agent.js) draws its attempt's stream, tokens, reasoning and the
+  // calls in flight, with these: the same live box and markup as a chat answer's.
+  window.AgentDeskStream = {
+    addToken: addToken,
+    addCall: addCall,
+    addResult: addResult,
+    clear: clearLive,
+  };
+
   function init() {
     document.querySelectorAll(".chat-panel").forEach(start);
     var active = document.querySelector(".chat-panel");
