@@ -47,7 +47,7 @@ def stream_view(phase: str | None, text: str, *, label: str = "") -> StreamView:
             return _plan_view(data, label)
         if phase == StreamPhase.VERIFICATION:
             return _verdict_view(data, label)
-        return StreamView(label=label, note="Choosing the tools this task needs…")
+        return _analysis_view(data, label)
     if visible.lstrip().startswith(("{", "```")):
         # A tool call written as text: it shows up in the plan as a call once it is made.
         return StreamView(label=label, note="Preparing a tool call…")
@@ -65,6 +65,19 @@ def _plan_view(data: dict[str, Any], label: str) -> StreamView:
         steps.append(line + (f" (with {', '.join(tools)})" if tools else ""))
     note = "Writing the plan…" if not steps else ""
     return StreamView(label=label, steps=steps, note=note)
+
+
+def _analysis_view(data: dict[str, Any], label: str) -> StreamView:
+    """The tool-choice analysis in words as it forms: the capabilities named so far, then the
+    domain."""
+    lines = []
+    capabilities = [c for c in _list(data.get("capabilities")) if isinstance(c, str) and c]
+    if capabilities:
+        lines.append(f"Capabilities: {', '.join(capabilities)}")
+    domain = data.get("domain")
+    if isinstance(domain, str) and domain.strip():
+        lines.append(f"Domain: {domain.strip()}")
+    return StreamView(label=label, lines=lines, note="Choosing the tools this task needs…")
 
 
 def _verdict_view(data: dict[str, Any], label: str) -> StreamView:

@@ -156,3 +156,14 @@ def test_reasoning_goes_to_the_live_reasoning_panel_not_the_answer():
 
     assert '<span hx-swap-oob="beforeend:#reasoning-live">hmm</span>' in html
     assert 'id="stream"' not in html
+
+
+def test_the_tool_choice_analysis_reads_as_the_capabilities_and_domain_it_names_so_far():
+    answer = json.dumps({"capabilities": ["file_write", "web"], "domain": "files"})
+
+    early = stream_view("analysis", answer[: answer.index("web")])
+    whole = stream_view("analysis", answer)
+
+    assert early.lines == ["Capabilities: file_write"]
+    assert whole.lines == ["Capabilities: file_write, web", "Domain: files"]
+    assert whole.note == "Choosing the tools this task needs…" and "{" not in "".join(whole.lines)
