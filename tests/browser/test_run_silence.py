@@ -39,6 +39,8 @@ def test_a_quiet_model_is_shown_as_waited_for_until_it_answers(page, stack, owne
     expect(notice).to_have_text(re.compile(r"^Waiting for the model \(1\d s\)…$"))
     first = int(re.search(r"\d+", notice.inner_text()).group())
     expect(notice).not_to_have_text(f"Waiting for the model ({first} s)…")
+    # The panel's heading counts the phase's seconds too.
+    expect(page.locator("#stream-elapsed")).to_have_text(re.compile(r"^· 1\d s$"))
 
     stack.llm.release("quiet")
     expect(notice).to_be_hidden(timeout=WAIT_MS)
