@@ -108,6 +108,104 @@ def approve(run, queued) -> None:
     drain(queued)
 
 
+# --- tasks -----------------------------------------------------------------------------------
+
+
+def task_run(owner, text: str) -> Run:
+    run = run_create(task=Task.objects.create(owner=owner, text=text))
+    execute(run.pk)
+    run.refresh_from_db()
+    return run
+
+
+def made(run) -> list[tuple[str, str]]:
+    return list(ToolCall.objects.filter(run=run).order_by("pk").values_list("tool", "status"))
+
+
+@pytest.mark.parametrize(
+    "words",
+    [
+        "Create notes.md containing remember the milk",
+        "Write notes.md with the text: remember the milk",
+        "Save remember the milk to notes.md",
+    ],
+)
+def test_a_write_task_writes_what_it_names(owner, settings, words):
+    run = task_run(owner, words)
+
+    assert run.status == "succeeded", (run.error_code, run.error_message)
+    assert made(run) == [("write_file", "succeeded")]
+    written = settings.WORKSPACE_ROOT / f"run-{run.pk}" / "notes.md"
+    assert written.read_text() == "remember the milk"
+
+
+@pytest.mark.parametrize(
+    "words",
+    [
+        "Create notes.md containing hi, then read notes.md",
+        "Write hi to notes.md, then read notes.md",
+        "Create notes.md containing hi, then show notes.md",
+    ],
+)
+def test_a_write_then_read_task_answers_with_what_the_file_holds(owner, words):
+    run = task_run(owner, words)
+
+    assert run.status == "succeeded", (run.error_code, run.error_message)
+    assert made(run) == [("write_file", "succeeded"), ("read_file", "succeeded")]
+    assert run.final_response.startswith("notes.md says:\n\nhi")
+
+
+@pytest.mark.parametrize("words", ["List the files", "What files are there?", "Show the files"])
+def test_a_list_task_lists_the_workspace(owner, words):
+    run = task_run(owner, words)
+
+    assert run.status == "succeeded", (run.error_code, run.error_message)
+    assert made(run) == [("list_files", "succeeded")]
+
+
+@pytest.mark.parametrize(
+    "words", ["Fetch {site}", "Download {site} please", "Summarise {site} for me"]
+)
+def test_a_fetch_task_waits_for_approval_then_summarises_the_page(owner, site, demo, words):
+    run = task_run(owner, words.format(site=site))
+    assert Approval.objects.get(run=run).tool == "http_get"
+
+    approve(run, demo)
+
+    run.refresh_from_db()
+    assert run.status == "succeeded", (run.error_code, run.error_message)
+    assert PAGE in run.final_response
+
+
+@pytest.mark.parametrize(
+    "words",
+    [
+        "Make the first plan fail so I see a replan",
+        "Show me a replan",
+        "Let the first attempt fail",
+    ],
+)
+def test_a_replan_task_fails_its_first_plan_and_succeeds_after_a_replan(owner, words):
+    run = task_run(owner, words)
+
+    assert run.status == "succeeded", (run.error_code, run.error_message)
+    assert run.replans == 1
+    assert made(run) == [
+        ("read_file", "failed"),
+        ("write_file", "succeeded"),
+        ("read_file", "succeeded"),
+    ]
+
+
+@pytest.mark.parametrize("words", ["Say hello", "Plan a picnic", "Tell me about AgentDesk"])
+def test_any_other_task_looks_at_the_workspace_and_answers_that_it_is_the_demo(owner, words):
+    run = task_run(owner, words)
+
+    assert run.status == "succeeded", (run.error_code, run.error_message)
+    assert made(run) == [("list_files", "succeeded")]
+    assert "demo script, not a model" in run.final_response
+
+
 # --- chat ------------------------------------------------------------------------------------
 
 
