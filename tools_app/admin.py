@@ -351,7 +351,7 @@ class ToolForm(forms.ModelForm):
 
     class Meta:
         model = Tool
-        fields = ["enabled", "approval_level", "capabilities", "domain", "side_effects"]
+        fields = ["enabled", "approval_level", "waits", "capabilities", "domain", "side_effects"]
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -382,7 +382,15 @@ class ToolAdmin(admin.ModelAdmin):
         "capability_list",
         "domain",
     ]
-    list_filter = ["source", "enabled", "server", "approval_level", "domain", "capabilities_origin"]
+    list_filter = [
+        "source",
+        "enabled",
+        "waits",
+        "server",
+        "approval_level",
+        "domain",
+        "capabilities_origin",
+    ]
     list_select_related = ["server"]
     search_fields = ["name", "description"]
     readonly_fields = [
@@ -397,7 +405,7 @@ class ToolAdmin(admin.ModelAdmin):
     ]
     fieldsets = [
         (None, {"fields": ["name", "source", "server", "description"]}),
-        ("For agents", {"fields": ["enabled", "approval_level", "effective_approval"]}),
+        ("For agents", {"fields": ["enabled", "approval_level", "effective_approval", "waits"]}),
         (
             "Capabilities (seed 000 discovery)",
             {"fields": ["capabilities", "domain", "side_effects", "capabilities_origin"]},

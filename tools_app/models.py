@@ -477,6 +477,11 @@ class Tool(models.Model):
         blank=True,
         help_text="Blank: the server's default (MCP tools) or the tool's own (builtin tools).",
     )
+    waits = models.BooleanField(
+        default=False,
+        help_text="It waits for something outside the run (a sleep, an event): never offered "
+        "to a micro agent. Tools named sleep, wait, wait_for_… are taken as waiting anyway.",
+    )
     # A builtin tool's own approval level, from its ToolSpec; blank for MCP tools.
     default_approval_level = models.CharField(max_length=10, blank=True, editable=False)
     created_at = models.DateTimeField(default=timezone.now, editable=False)
@@ -530,4 +535,5 @@ class Tool(models.Model):
             side_effects=self.side_effects,
             timeout=self.server.call_timeout if self.server_id else DEFAULT_CALL_TIMEOUT,
             source=self.source,
+            waits=self.waits,
         )

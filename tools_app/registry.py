@@ -40,6 +40,9 @@ class ToolSpec:
     side_effects: str = SideEffects.READ_ONLY
     timeout: float = 30.0
     source: str = "builtin"
+    # It waits for something outside the run (a sleep, an event): never offered to a micro
+    # agent, which could not come back from it. Staff may set it on any tool (Tool.waits).
+    waits: bool = False
 
     def as_dict(self) -> dict[str, Any]:
         return {

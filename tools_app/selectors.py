@@ -28,6 +28,7 @@ def configured_specs(registry: ToolRegistry) -> list[ToolSpec]:
                     domain=row.domain or tool.spec.domain,
                     approval_level=row.effective_approval_level,
                     side_effects=row.side_effects or tool.spec.side_effects,
+                    waits=row.waits or tool.spec.waits,
                 )
             )
     return specs

@@ -60,8 +60,19 @@ WORKING = ACTIVE_STATUSES | PARKED_STATUSES
 # Tools that wait for something outside the run; a micro agent could never return from them
 # (seed 003 leaves out its base agent's rest_n_wait and take_a_break).
 WAITING_TOOLS = frozenset({"wait", "sleep", "rest_n_wait", "take_a_break", "ask_user"})
+# A tool named wait_for_<something> waits for that something.
+WAITING_PREFIX = "wait_for_"
 FINISH_TOOL = "finish_task"
 HEAD_NODE = "head node"
+
+
+def is_waiting(spec: Any) -> bool:
+    """Whether a tool waits for something outside the run: staff flagged it (`waits`), or its
+    own name says so whatever its server's prefix (`timer.sleep`, `x.wait_for_event`)."""
+    if getattr(spec, "waits", False):
+        return True
+    own = spec.name.rsplit(".", 1)[-1].lower().replace("-", "_")
+    return own in WAITING_TOOLS or own.startswith(WAITING_PREFIX)
 
 
 def agent_name(run: Run) -> str:

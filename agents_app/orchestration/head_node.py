@@ -29,11 +29,11 @@ from agents_app.engine.verifier import verify
 from agents_app.models import AgentProfile, Plan, Run, RunStatus, Step, StepStatus
 from agents_app.orchestration.children import (
     FINISH_TOOL,
-    WAITING_TOOLS,
     WORKING,
     busy_by_profile,
     cap_tokens,
     delegated_before,
+    is_waiting,
     spawn_child,
 )
 from agents_app.runs.lifecycle import finish, new_plan
@@ -292,9 +292,10 @@ def child_context(run: Run, steps: dict[int, Step], step: Step) -> dict[str, Any
 
 
 def micro_tools(ex: RecipeContext, run: Run, micro: dict[str, Any]) -> list[str]:
-    """Seed 003's inheritance: every tool its parent may use but the waiting ones, or only
+    """Seed 003's inheritance: every tool its parent may use but the waiting ones (by their own
+    name under any server, or flagged `waits` by staff: children.is_waiting), or only
     `available_actions` of them; less `exclude_actions`; finish_task always."""
-    inherited = [s.name for s in ex.specs(run) if s.name not in WAITING_TOOLS]
+    inherited = [s.name for s in ex.specs(run) if not is_waiting(s)]
     wanted = micro.get("available_actions")
     names = [n for n in inherited if wanted is None or n in wanted]
     names = [n for n in names if n not in (micro.get("exclude_actions") or ())]
