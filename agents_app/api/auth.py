@@ -7,7 +7,7 @@ from django.http import HttpRequest
 from ninja.security import APIKeyCookie, HttpBearer
 
 from agents_app.core.api_keys import user_for_api_key
-from agents_app.core.throttle import request_address
+from agents_app.core.throttle import Throttled, request_address
 
 
 class ApiKeyAuth(HttpBearer):
@@ -41,3 +41,16 @@ class SessionAuth(APIKeyCookie):
 
     def authenticate(self, request: HttpRequest, key: str | None) -> Any | None:
         return request.user
+
+
+def caller_or_none(request: HttpRequest) -> Any | None:
+    """Who calls an endpoint anyone may call (auth=None) but that tells some callers more: the
+    logged-in user or a bearer key's owner, else None. A refused key, throttled or not, makes
+    an anonymous caller there, never an error (a monitor with an old key still hears health)."""
+    user = getattr(request, "user", None)
+    if user is not None and user.is_authenticated:
+        return user
+    try:
+        return ApiKeyAuth()(request)
+    except Throttled:
+        return None

@@ -57,16 +57,19 @@ class CheckOutcome:
     message: str
 
 
-def connection_check(connection: LLMConnection) -> CheckOutcome:
+def connection_check(connection: LLMConnection, *, timeout: float = CHECK_TIMEOUT) -> CheckOutcome:
     """Ask the server for its models (GET <base URL>/models, which every OpenAI-compatible
-    server answers without running the model) and record the outcome on the row."""
+    server answers without running the model) and record the outcome on the row. `timeout`
+    bounds each phase of the request (connect, send, read)."""
     base_url, model, key = endpoint_of(connection)
-    outcome = _probe(connection, base_url, model, key)
+    outcome = _probe(connection, base_url, model, key, timeout)
     connection_mark(connection.pk, ok=outcome.ok, reason=outcome.message)
     return outcome
 
 
-def _probe(connection: LLMConnection, base_url: str, model: str, key: str | None) -> CheckOutcome:
+def _probe(
+    connection: LLMConnection, base_url: str, model: str, key: str | None, timeout: float
+) -> CheckOutcome:
     name = connection.name
     if not base_url or not model:
         return CheckOutcome(name, False, "No base URL or model: set LLM_BASE_URL and LLM_MODEL.")
@@ -80,7 +83,7 @@ def _probe(connection: LLMConnection, base_url: str, model: str, key: str | None
     headers = {"Authorization": f"Bearer {key}"} if key else {}
     url = base_url.rstrip("/") + "/models"
     try:
-        answer = httpx.get(url, headers=headers, timeout=CHECK_TIMEOUT, follow_redirects=False)
+        answer = httpx.get(url, headers=headers, timeout=timeout, follow_redirects=False)
     except httpx.HTTPError as exc:
         reason = f"cannot reach the LLM server at {base_url}: {exc.__class__.__name__}: {exc}"
         return CheckOutcome(name, False, redact(reason, [key]))

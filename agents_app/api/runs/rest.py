@@ -6,6 +6,7 @@ from django.conf import settings
 from django.http import HttpRequest
 from ninja import Query, Router, Status
 
+from agents_app.api.auth import caller_or_none
 from agents_app.api.errors import error_response
 from agents_app.api.health import health as check
 from agents_app.api.pagination import page_of
@@ -62,6 +63,8 @@ def submit_task(request: HttpRequest, payload: TaskIn):
         approval_on_timeout=payload.approval_on_timeout,
         fast_path=payload.fast_path,
         connection=payload.connection,
+        planning_connection=payload.planning_connection,
+        verifying_connection=payload.verifying_connection,
         team=payload.team,
         close_policy=payload.close_policy,
     )
@@ -201,6 +204,8 @@ def resume_run(request: HttpRequest, run_id: int):
     "/health", auth=None, response={200: dict, 503: dict}, tags=["system"], summary="Health"
 )
 def health(request: HttpRequest):
-    """database and redis must answer (else 503); a worker and an LLM make it `healthy`."""
-    status, body = check()
+    """database and redis must answer (else 503); a worker, an LLM that answers and no broken
+    MCP server make it `healthy`, else `degraded`. States only; staff also get `details`."""
+    caller = caller_or_none(request)
+    status, body = check(staff=bool(caller is not None and caller.is_staff))
     return Status(status, body)
