@@ -56,7 +56,7 @@ TransactionTestCase._fixture_teardown = flush_again_after_a_deadlock(
 # package. Under pytest-xdist those tests form a group that runs in one test process (see
 # tests/parallel.py), which starts the processes once instead of each process its own copies.
 # The session's live stack (tests/support/stack.py) needs no group: each process has its own.
-PROCESS_FIXTURES = ("stack_processes", "web", "module_worker")
+PROCESS_FIXTURES = ("stack_processes", "web", "module_worker", "demo_go")
 
 
 @pytest.hookimpl(tryfirst=True)  # before tests/parallel.py reads the marks

@@ -19,6 +19,9 @@ from tests.support.go import ADMIN_PASSWORD, START_TIMEOUT, STOP_TIMEOUT, Runnin
 
 pytestmark = [
     pytest.mark.integration,
+    # Whichever runs first starts `go` for the module (one test process runs them all:
+    # tests/conftest.py groups the tests of `demo_go`).
+    pytest.mark.slow(reason="starts `go` (migrations, Valkey, daphne, a worker, the demo model)"),
     # `go` runs its own embedded stack whatever DATABASE_URL says: once is enough.
     pytest.mark.skipif(
         bool(os.environ.get("DATABASE_URL")),
@@ -99,7 +102,6 @@ def demo_page(browser, demo_go):
     assert not errors, f"JavaScript errors on the page: {errors}"
 
 
-@pytest.mark.slow(reason="starts `go` (migrations, Valkey, daphne, a worker, the demo model)")
 def test_a_demo_chat_reasons_asks_to_fetch_and_answers_after_approval(demo_page, site, screenshot):
     page = demo_page
     page.goto("/chat/")
