@@ -120,7 +120,23 @@ def connection_for_task(value: Any = None) -> LLMConnection:
     return connection
 
 
-def _enabled_named(value: Any) -> LLMConnection:
+def connection_for_phase(value: Any, *, field: str) -> LLMConnection | None:
+    """The enabled connection `value` names (its id or name) for one phase of a task's runs
+    (models.ModelPhase), or None for None or "" (the phase uses the run's connection). Raises
+    DomainError VALIDATION_ERROR naming `field` for an unknown, disabled or unusable one."""
+    if value is None or value == "":
+        return None
+    connection = _enabled_named(value, field=field)
+    if not connection.usable:
+        raise DomainError(
+            ErrorCode.VALIDATION_ERROR,
+            f"The LLM connection {connection.name!r} names no server or model",
+            {"field": field},
+        )
+    return connection
+
+
+def _enabled_named(value: Any, *, field: str = "connection") -> LLMConnection:
     enabled = LLMConnection.objects.filter(enabled=True)
     found = None
     if isinstance(value, int) and not isinstance(value, bool):
@@ -137,6 +153,6 @@ def _enabled_named(value: Any) -> LLMConnection:
             ErrorCode.VALIDATION_ERROR,
             f"Unknown or disabled LLM connection {str(shown)[:60]!r}: use the id or name of an "
             "enabled one (GET /api/v1/connections lists them)",
-            {"field": "connection", "allowed": names},
+            {"field": field, "allowed": names},
         )
     return found

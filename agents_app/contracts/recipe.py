@@ -21,7 +21,7 @@ from agents_app.engine.contract import (
     stuck,
 )
 from agents_app.engine.hooks import StreamPhase
-from agents_app.models import Conversation, Run, RunKind, RunStatus
+from agents_app.models import Conversation, ModelPhase, Run, RunKind, RunStatus
 from agents_app.runs.evidence import call_records
 from agents_app.runs.lifecycle import finish
 from agents_app.runs.recipes import RecipeContext, RunRows
@@ -50,7 +50,7 @@ class ContractRecipe(ChatRecipe):
     def step_transcript(self, ctx: RecipeContext, run: Run, hooks: Any) -> list[dict] | None:
         """The attempt's transcript; a cycle after the first also hears why its work is not
         done yet."""
-        messages = chat_context(run, ctx.provider, hooks)
+        messages = chat_context(run, ctx.provider_for(ModelPhase.PLANNING), hooks)
         if run.replans:
             messages.append(continue_message(run.replan_reason))
         return messages
@@ -63,10 +63,12 @@ class ContractRecipe(ChatRecipe):
         run, steps = rows.run, rows.steps
         hooks = ctx.hooks(run)
         calls = call_records(run, steps)
+        # Judging a contract is the planning model's (seed 004's large model), as condensing is.
+        planner = ctx.provider_for(ModelPhase.PLANNING)
         verdict = evaluate_contract(
-            provider=ctx.provider,
+            provider=planner,
             hooks=hooks,
-            messages=chat_context(run, ctx.provider, hooks),
+            messages=chat_context(run, planner, hooks),
             calls=calls,
             timeout=settings.AGENT_VERIFY_TIMEOUT,
             max_tokens=settings.LLM_MAX_TOKENS_VERIFY,

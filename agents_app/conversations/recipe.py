@@ -12,7 +12,7 @@ from agents_app.conversations.services import answer_next
 from agents_app.conversations.transcript import append_answer, append_cut
 from agents_app.engine.executor import added_of
 from agents_app.engine.prompts import chat_system
-from agents_app.models import Conversation, Run, RunKind, StepStatus
+from agents_app.models import Conversation, ModelPhase, Run, RunKind, StepStatus
 from agents_app.runs.recipes import RecipeContext, RunRows
 from agents_app.runs.task_recipe import TaskRecipe
 
@@ -42,7 +42,7 @@ class ChatRecipe(TaskRecipe):
         return chat_system(conversation.instructions)
 
     def step_transcript(self, ctx: RecipeContext, run: Run, hooks: Any) -> list[dict] | None:
-        return chat_context(run, ctx.provider, hooks)
+        return chat_context(run, ctx.provider_for(ModelPhase.PLANNING), hooks)
 
     def error_retries(self) -> int:
         return settings.CHAT_TOOL_ERROR_RETRIES

@@ -17,7 +17,7 @@ from agents_app.models.audit import (
     AuditInterface,
     AuditLogIsAppendOnly,
 )
-from agents_app.models.connections import ConnectionStatus, LLMConnection
+from agents_app.models.connections import ConnectionStatus, LLMConnection, ModelPhase
 from agents_app.models.contracts import ContractAgent
 from agents_app.models.control import KillSwitch
 from agents_app.models.conversations import (
@@ -92,6 +92,7 @@ __all__ = [
     "EntryKind",
     "RunKind",
     "LLMConnection",
+    "ModelPhase",
     "DeliveryStatus",
     "KillSwitch",
     "Plan",

@@ -32,6 +32,16 @@ NOT_CHECKED = "Not checked yet."
 LAST_ERROR_MAX = 2000
 
 
+class ModelPhase(models.TextChoices):
+    """The parts of a run that may each have their own connection (seed 004: a large planner,
+    small executors). Planning also covers task analysis, team decomposition, contract
+    evaluation and condensation; verifying judges a result; executing does the steps."""
+
+    PLANNING = "planning", "planning"
+    EXECUTING = "executing", "executing"
+    VERIFYING = "verifying", "verifying"
+
+
 class ConnectionStatus(models.TextChoices):
     UNCHECKED = "unchecked", "not checked yet"
     OK = "ok", "ok"

@@ -72,6 +72,23 @@ class AgentProfile(models.Model):
         related_name="profiles",
         help_text="Empty: the default LLM connection, whichever it is when a run starts.",
     )
+    planning_connection = models.ForeignKey(
+        "agents_app.LLMConnection",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="planning_profiles",
+        help_text="Plans its runs (and analyses, decomposes, evaluates and condenses); empty: "
+        "the connection above.",
+    )
+    verifying_connection = models.ForeignKey(
+        "agents_app.LLMConnection",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="verifying_profiles",
+        help_text="Judges its runs' results; empty: the connection above.",
+    )
     model = models.CharField(
         max_length=200,
         blank=True,

@@ -51,6 +51,23 @@ class Task(models.Model):
         blank=True,
         related_name="tasks",
     )
+    # Phase models (seed 004, a large planner and small executors): the connection that plans
+    # (task analysis, team decomposition, contract evaluation and condensation too) and the
+    # one that verifies; null: the run's connection, which executes the steps.
+    planning_connection = models.ForeignKey(
+        "agents_app.LLMConnection",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="planning_tasks",
+    )
+    verifying_connection = models.ForeignKey(
+        "agents_app.LLMConnection",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="verifying_tasks",
+    )
     # Done by a team: a head node splits it and agent profiles do the parts (orchestration).
     team = models.BooleanField(default=False)
     # A child's or micro agent's: who it speaks as (its system prompt starts with it) and the
@@ -215,6 +232,9 @@ class Run(models.Model):
         related_name="runs",
     )
     llm_model = models.CharField("model", max_length=200, blank=True)
+    # The model of each phase (ModelPhase -> model) as the worker built their providers; empty
+    # until then. Shown on the run page when the phases' models differ.
+    phase_models = models.JSONField(default=dict, blank=True)
 
     cancel_requested = models.BooleanField(default=False)
     # A person paused it (seed 001's lifecycle): it parks at its next step boundary and stays

@@ -163,6 +163,9 @@ def spawn_child(
     if max_steps is not None:
         context["max_steps"] = max_steps
     connection = profile.connection if profile is not None else parent.connection
+    # Its phase models: its profile's (unset: its own connection for every phase), or a micro
+    # agent's parent's.
+    phases = profile if profile is not None else parent.task
     task = Task.objects.create(
         owner_id=parent.owner_id,
         text=text,
@@ -177,6 +180,8 @@ def spawn_child(
         # A micro agent is one open-ended step; a profile's child plans when its part needs it.
         fast_path=recipe_for(kind).task_fast_path,
         connection=connection,
+        planning_connection_id=phases.planning_connection_id,
+        verifying_connection_id=phases.verifying_connection_id,
         persona=persona or (profile.persona if profile else ""),
         allowed_tools=allowed_tools,
         excluded_tools=list(excluded_tools),

@@ -26,7 +26,7 @@ from agents_app.engine.decomposition_check import decomposition_problem
 from agents_app.engine.hooks import StreamPhase
 from agents_app.engine.team import Decomposition, ProfileCard, Subtask, assign, decompose
 from agents_app.engine.verifier import verify
-from agents_app.models import AgentProfile, Plan, Run, RunStatus, Step, StepStatus
+from agents_app.models import AgentProfile, ModelPhase, Plan, Run, RunStatus, Step, StepStatus
 from agents_app.orchestration.children import (
     FINISH_TOOL,
     WORKING,
@@ -133,7 +133,7 @@ def plan_team(ex: RecipeContext, run: Run, previous: Plan | None, steps: list[St
 
 def split(ex: RecipeContext, run: Run, hooks: Any, history: str) -> Decomposition:
     return decompose(
-        provider=ex.provider,
+        provider=ex.provider_for(ModelPhase.PLANNING),
         hooks=hooks,
         task=run.task.text,
         context=run.task.context,
@@ -348,7 +348,7 @@ def verify_team(ex: RecipeContext, run: Run, steps: list[Step]) -> None:
     if iterative and not failed and run.replans < settings.TEAM_MAX_ITERATIONS:
         hooks = ex.hooks(run)
         verdict = verify(
-            provider=ex.provider,
+            provider=ex.provider_for(ModelPhase.VERIFYING),
             hooks=hooks,
             task=run.task.text,
             context=run.task.context,

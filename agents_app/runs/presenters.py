@@ -153,6 +153,7 @@ def run_summary(run: Run) -> dict[str, Any]:
         "fast_path": run.task.fast_path,
         "connection_id": run.connection_id,
         "model": run.llm_model,
+        "phase_models": run.phase_models,
         "links": run_links(run),
     }
 

@@ -21,7 +21,7 @@ from typing import Any, Protocol
 
 from agents_app.engine.decide import Action
 from agents_app.engine.llm import LLMProvider
-from agents_app.models import Plan, Run, Step
+from agents_app.models import ModelPhase, Plan, Run, Step
 
 
 @dataclass
@@ -38,8 +38,12 @@ class RecipeContext(Protocol):
     """What a recipe may use of the worker performing its run's decision (worker.execution's
     RunExecutor provides it)."""
 
-    provider: LLMProvider
+    provider: LLMProvider  # the executing phase's
     parked: bool  # set by a recipe that parked the run: its lease went with it
+
+    def provider_for(self, phase: ModelPhase) -> LLMProvider:
+        """The provider of one phase (planning also analyses, decomposes, evaluates a contract
+        and condenses; executing does the steps; verifying judges)."""
 
     def lock(self, *, fenced: bool = False) -> AbstractContextManager[Any]:
         """One commit of the worker: yields the run's writer (runs.writer.RunWriter)."""

@@ -9,7 +9,11 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 
-from agents_app.connections.services import connection_ensure_default, connection_for_task
+from agents_app.connections.services import (
+    connection_ensure_default,
+    connection_for_phase,
+    connection_for_task,
+)
 from agents_app.connections.services import llm_missing_settings as llm_missing_settings
 from agents_app.core import rows
 from agents_app.core.audit import (
@@ -123,6 +127,8 @@ def task_submit(
     approval_on_timeout: str | None = None,
     fast_path: bool | None = None,
     connection: int | str | None = None,
+    planning_connection: int | str | None = None,
+    verifying_connection: int | str | None = None,
     team: bool = False,
     close_policy: str | None = None,
 ) -> Run:
@@ -132,7 +138,8 @@ def task_submit(
     `approval_on_timeout` (deny | skip | cancel) override APPROVAL_TIMEOUT and its strategy.
     `fast_path` True runs the task as one direct step, False always plans, None leaves it to
     AGENT_FAST_PATH_MAX_CHARS. `connection` is the id or name of an enabled LLM connection;
-    None: the default. `team` has a head node split the task among the agent profiles
+    None: the default; it executes the steps. `planning_connection` and `verifying_connection`
+    (id or name, None: `connection`'s) plan and verify (models.ModelPhase). `team` has a head node split the task among the agent profiles
     (orchestration) instead of one agent doing it; `close_policy` (cancel | finish) says
     whether its children are cancelled or let finish when it ends before them (None: cancel).
     Raises DomainError VALIDATION_ERROR for bad input (an unknown or disabled connection too),
@@ -160,6 +167,8 @@ def task_submit(
     refuse_while_halted()
     turns = admission_check(owner.pk)
     chosen = connection_for_task(connection)
+    planner = connection_for_phase(planning_connection, field="planning_connection")
+    verifier = connection_for_phase(verifying_connection, field="verifying_connection")
     task = rows.new(
         Task,
         owner=owner,
@@ -172,6 +181,8 @@ def task_submit(
         approval_on_timeout=approval_on_timeout or "",
         fast_path=fast_path,
         connection=chosen,
+        planning_connection=planner,
+        verifying_connection=verifier,
         team=team,
     )
     rows.insert([task], ids=True)  # the short way: no compiler (core.rows)

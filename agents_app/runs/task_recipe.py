@@ -14,7 +14,7 @@ from agents_app.engine.decide import Action
 from agents_app.engine.fast import fast_verdict, takes_fast_path
 from agents_app.engine.hooks import StreamPhase
 from agents_app.engine.verifier import verify as judge
-from agents_app.models import Run, RunKind, RunStatus
+from agents_app.models import ModelPhase, Run, RunKind, RunStatus
 from agents_app.runs.evidence import call_records, evidence_problem, plan_edit, root_cause
 from agents_app.runs.lifecycle import finish
 from agents_app.runs.recipes import RecipeContext, RunRows
@@ -121,7 +121,7 @@ class TaskRecipe:
         else:
             calls = call_records(run, steps)
             verdict = judge(
-                provider=ctx.provider,
+                provider=ctx.provider_for(ModelPhase.VERIFYING),
                 hooks=hooks,
                 task=run.task.text,
                 context=run.task.context,

@@ -59,14 +59,20 @@ class TaskForm(forms.Form):
     )
     # The enabled LLM connections, the default first and preselected; empty: the default.
     connection = forms.ChoiceField(required=False, label="Model")
+    # Phase models (seed 004: a large planner, small executors); empty: `connection`'s.
+    planning_connection = forms.ChoiceField(required=False, label="Planning model")
+    verifying_connection = forms.ChoiceField(required=False, label="Verifying model")
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         offered = list(connections_enabled())
+        choices = [(str(c.pk), f"{c.name} ({c.model})") for c in offered]
         field = self.fields["connection"]
-        field.choices = [(str(c.pk), f"{c.name} ({c.model})") for c in offered]
+        field.choices = choices
         default = next((c for c in offered if c.is_default), None)
         field.initial = str(default.pk) if default else ""
+        for name in ("planning_connection", "verifying_connection"):
+            self.fields[name].choices = [("", "the model above"), *choices]
 
     def clean_context(self) -> Any:
         raw = self.cleaned_data["context"].strip()

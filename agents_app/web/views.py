@@ -57,6 +57,8 @@ def task_new(request: HtmxHttpRequest) -> HttpResponse:
                     approval_on_timeout=form.cleaned_data["approval_on_timeout"] or None,
                     fast_path=form.cleaned_data["fast_path"],
                     connection=form.cleaned_data["connection"] or None,
+                    planning_connection=form.cleaned_data["planning_connection"] or None,
+                    verifying_connection=form.cleaned_data["verifying_connection"] or None,
                     team=form.cleaned_data["team"],
                     close_policy=form.cleaned_data["close_policy"] or None,
                 )

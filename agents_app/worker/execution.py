@@ -48,6 +48,7 @@ from agents_app.engine.prompts import shown_earlier
 from agents_app.models import (
     Approval,
     ApprovalStatus,
+    ModelPhase,
     Plan,
     Run,
     RunStatus,
@@ -67,7 +68,7 @@ from agents_app.worker.hooks import (
     committing,
     read_control_flags,
 )
-from agents_app.worker.llm import as_itself, provider_for_run
+from agents_app.worker.llm import as_itself, phase_providers, provider_for_run
 from agents_app.worker.steps import (
     STEP_STARTED,
     STEP_WRITTEN_AT_ITS_END,
@@ -130,10 +131,13 @@ class RunExecutor:
         registry: ToolRegistry,
         *,
         run: Run | None = None,
+        phases: dict[str, LLMProvider] | None = None,
     ):
         self.run_id = run_id
         self.lease = lease
-        self.provider = provider
+        self.provider = provider  # the executing phase's
+        # Each phase's provider (models.ModelPhase); a phase not named: `provider`.
+        self.phases = phases or {}
         self.registry = registry
         # Set once this worker parked the run: its lease went with it, so it stops here.
         self.parked = False
@@ -168,6 +172,10 @@ class RunExecutor:
             ActionKind.DELEGATE: self.perform_delegate,
             ActionKind.WAIT: self.perform_wait,
         }
+
+    def provider_for(self, phase: ModelPhase) -> LLMProvider:
+        """The provider of one phase of the run (worker.llm.phase_providers)."""
+        return self.phases.get(phase, self.provider)
 
     def load(self) -> RunRows:
         if self.run is None:
@@ -349,7 +357,7 @@ class RunExecutor:
             return tools
         try:
             analysis = analyze_task(
-                provider=self.provider,
+                provider=self.provider_for(ModelPhase.PLANNING),
                 hooks=hooks,
                 task=run.task.text,
                 context=run.task.context,
@@ -399,7 +407,7 @@ class RunExecutor:
             output = fast_plan(task=run.task.text, tool_names=tool_names)
         else:
             output = make_plan(
-                provider=self.provider,
+                provider=self.provider_for(ModelPhase.PLANNING),
                 hooks=hooks,
                 task=run.task.text,
                 context=run.task.context,
@@ -696,21 +704,24 @@ def execute_run(
         # decision are made from it.
         run = RUN_TO_EXECUTE.get(run_id)
         owner_id = run.owner_id
+        phases = None
         if provider is None:
             try:
-                provider = provider_for_run(run)
+                provider = as_itself(run, provider_for_run(run))
+                phases = phase_providers(run, provider)
             except DomainError as exc:
                 with locked_run(run_id, lease.token) as w:
                     finish(w, RunStatus.FAILED, exc.code, exc.message, exc.details)
                 return Outcome("finished")
-        provider = as_itself(run, provider)
+        else:
+            provider = as_itself(run, provider)
         if registry is None:
             registry = get_registry()
             # This process's MCP sessions: started once, after any fork, then kept open.
             from tools_app.mcp.client import ensure_pool
 
             ensure_pool(registry, wait=settings.MCP_STARTUP_WAIT)
-        executor = RunExecutor(run_id, lease, provider, registry, run=run)
+        executor = RunExecutor(run_id, lease, provider, registry, run=run, phases=phases)
         # Each commit's events are sent while the next step runs (core.publisher); all of
         # them are sent before this delivery ends.
         with in_background():

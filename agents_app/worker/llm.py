@@ -12,7 +12,7 @@ from agents_app.core.secrecy import secret_register
 from agents_app.engine.llm import LLMError, LLMProvider
 from agents_app.engine.openai_provider import OpenAICompatibleProvider
 from agents_app.engine.persona import PersonaProvider
-from agents_app.models import LLMConnection, Run
+from agents_app.models import LLMConnection, ModelPhase, Run
 from agents_app.worker.llm_gate import GatedProvider
 from agents_app.worker.llm_health import WatchedProvider
 
@@ -117,3 +117,40 @@ def as_itself(run: Run, provider: LLMProvider) -> LLMProvider:
     """The provider speaking as the run's persona (a profile's or a micro agent's), if any."""
     persona = run.task.persona
     return PersonaProvider(provider, persona) if persona and persona.strip() else provider
+
+
+def phase_providers(run: Run, executing: LLMProvider) -> dict[str, LLMProvider]:
+    """Each phase's provider (models.ModelPhase -> provider), `executing` being the run's own
+    (provider_for_run, as_itself). A phase whose task names an enabled connection other than
+    the run's talks to that connection's server and model, watched and gated as the run's, in
+    the run's persona; the others share `executing`. Built when the run's delivery starts, so
+    a connection that cannot be used fails the run before it spends a token; every request
+    goes through the run's hooks, so the run's budgets count them all. Records the phases'
+    models on the run (`phase_models`, when they are not all the run's). Raises LLMError
+    LLM_NOT_CONFIGURED."""
+    task = run.task
+    chosen = {
+        ModelPhase.PLANNING: task.planning_connection,
+        ModelPhase.VERIFYING: task.verifying_connection,
+    }
+    providers: dict[str, LLMProvider] = {ModelPhase.EXECUTING: executing}
+    models = {ModelPhase.EXECUTING.value: run.llm_model}
+    for phase, connection in chosen.items():
+        if connection is None or not connection.enabled or connection.pk == run.connection_id:
+            providers[phase] = executing
+            models[phase.value] = run.llm_model
+            continue
+        if connection.seeded:
+            _settings_shown()
+        own = provider_for_connection(connection)
+        if run.profile is not None:
+            own.temperature = run.profile.temperature  # a team's agent: its profile's
+        gated = GatedProvider(WatchedProvider(own, connection), own.base_url)
+        providers[phase] = as_itself(run, gated)
+        models[phase.value] = own.model
+    if all(provider is executing for provider in providers.values()):
+        models = {}  # the run's connection for every phase: its model, shown as it always was
+    if run.phase_models != models:
+        Run.objects.filter(pk=run.pk).update(phase_models=models)
+        run.phase_models = models
+    return providers

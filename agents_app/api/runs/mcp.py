@@ -12,7 +12,14 @@ from pydantic import Field
 
 from agents_app.api.mcp_server import READ_ONLY, caller, in_django, tool
 from agents_app.api.pagination import page_of
-from agents_app.api.runs.schemas import RunDetail, RunLinks, RunSummary
+from agents_app.api.runs.schemas import (
+    PLANNING,
+    VERIFYING,
+    ConnectionName,
+    RunDetail,
+    RunLinks,
+    RunSummary,
+)
 from agents_app.api.schemas import Count, Flag, Id, JsonObject, NonBlankText, Page, PageSize
 from agents_app.models import AuditInterface, ClosePolicy, RunStatus
 from agents_app.runs import presenters, services
@@ -56,6 +63,16 @@ async def submit_task(
     ] = None,
     max_tokens: Annotated[Count | None, Field(description="LLM token budget of the run.")] = None,
     max_tool_calls: Annotated[Count | None, Field(description="Tool call budget.")] = None,
+    connection: Annotated[
+        ConnectionName | None,
+        Field(
+            description="The LLM connection to run on: its id or name (GET /api/v1/connections); "
+            "null: the default. It executes the steps, and plans and verifies unless named "
+            "below."
+        ),
+    ] = None,
+    planning_connection: Annotated[ConnectionName | None, Field(description=PLANNING)] = None,
+    verifying_connection: Annotated[ConnectionName | None, Field(description=VERIFYING)] = None,
     team: Annotated[
         Flag,
         Field(
@@ -82,6 +99,9 @@ async def submit_task(
             context=context,
             max_tokens=max_tokens,
             max_tool_calls=max_tool_calls,
+            connection=connection,
+            planning_connection=planning_connection,
+            verifying_connection=verifying_connection,
             team=team,
             close_policy=close_policy,
         )

@@ -14,6 +14,15 @@ from agents_app.models import ClosePolicy, TimeoutStrategy
 from agents_app.runs.listing import SEARCH_MAX_LENGTH, RunListKind, RunListStatus, RunSort
 from agents_app.runs.services import APPROVAL_TIMEOUT_MAX
 
+# An LLM connection by its id or name (GET /api/v1/connections).
+ConnectionName = Annotated[StrictInt, Field(ge=1, le=QUERY_INT_MAX)] | Text
+# The phase models (seed 004: a large planner, small executors).
+PLANNING = (
+    "The LLM connection that plans (and analyses the task, splits a team's task, judges a "
+    "contract and condenses): its id or name; null: `connection`."
+)
+VERIFYING = "The LLM connection that judges the result: its id or name; null: `connection`."
+
 
 class TaskIn(Schema):
     task: NonBlankText = Field(description="What the agent should do.")
@@ -44,11 +53,13 @@ class TaskIn(Schema):
         description="true: run as one step with every tool, without a planner or verifier; "
         "false: always plan; null: by AGENT_FAST_PATH_MAX_CHARS.",
     )
-    connection: Annotated[StrictInt, Field(ge=1, le=QUERY_INT_MAX)] | Text | None = Field(
+    connection: ConnectionName | None = Field(
         default=None,
         description="The LLM connection to run on: its id or name (GET /api/v1/connections); "
-        "null: the default.",
+        "null: the default. It executes the steps, and plans and verifies unless named below.",
     )
+    planning_connection: ConnectionName | None = Field(default=None, description=PLANNING)
+    verifying_connection: ConnectionName | None = Field(default=None, description=VERIFYING)
     team: Flag = Field(
         default=False,
         description="Use the team: a head node splits the task into subtasks, each done by an "
@@ -100,6 +111,11 @@ class RunSummary(Schema):
         description="The LLM connection it runs on (GET /api/v1/connections); null: the default."
     )
     model: str = Field(description="The model that connection named for this run.")
+    phase_models: dict[str, str] = Field(
+        description="When its phases have models of their own (planning_connection, "
+        "verifying_connection): the model of each of planning, executing and verifying; {} "
+        "when `model` did everything."
+    )
     kind: str = Field(
         description="task, chat, contract; team (a head node), child (a subtask done by an "
         "agent profile) or micro (a subtask done by a micro agent)."

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from agents_app.models import Run, RunStatus
+from agents_app.models import LLMConnection, Run, RunStatus
 from tests.support.runs import make_run
 from tools_app.models import MCPServer, Tool, ToolSource
 
@@ -53,6 +53,9 @@ def test_it_lists_the_agentdesk_tools_with_input_and_output_schemas(owner_mcp):
         "context",
         "max_tokens",
         "max_tool_calls",
+        "connection",
+        "planning_connection",
+        "verifying_connection",
         "team",
         "close_policy",
     }
@@ -102,6 +105,22 @@ def test_submit_task_takes_the_close_policy(owner_mcp, seeded_profiles):
     refused = owner_mcp.call("submit_task", {"task": "Research it", "close_policy": "wait"})
     assert [p["field"] for p in error_of(refused)["details"]["errors"]] == ["close_policy"]
     assert Run.objects.count() == 1
+
+
+def test_submit_task_names_a_connection_per_phase(owner_mcp):
+    LLMConnection.objects.create(name="big", base_url="http://big.example/v1", model="b")
+
+    submitted = owner_mcp.call("submit_task", {"task": "Research it", "planning_connection": "big"})
+
+    assert not submitted.is_error, submitted
+    task = Run.objects.select_related("task").get(pk=submitted.structured_content["run_id"]).task
+    assert (task.planning_connection.name, task.verifying_connection) == ("big", None)
+    refused = owner_mcp.call("submit_task", {"task": "Research it", "verifying_connection": "x"})
+    error = error_of(refused)
+    assert (error["code"], error["details"]["field"]) == (
+        "VALIDATION_ERROR",
+        "verifying_connection",
+    )
 
 
 def test_submit_task_refuses_a_team_that_is_no_boolean(owner_mcp):
