@@ -58,6 +58,8 @@ class AgentProfileForm(forms.ModelForm):
             "connection",
             "model",
             "temperature",
+            "planning_connection",
+            "verifying_connection",
             "specialisations",
             "allowed_tools",
             "excluded_tools",
@@ -77,6 +79,8 @@ class AgentProfileForm(forms.ModelForm):
             names = sorted(self.known_tools | set(stored))
             self.fields[field].choices = [(name, name) for name in names]
         self.fields["connection"].empty_label = "the default connection"
+        for field in ("planning_connection", "verifying_connection"):
+            self.fields[field].empty_label = "the connection above"
 
     def _known(self, field: str) -> list[str]:
         names = self.cleaned_data.get(field) or []
@@ -115,6 +119,8 @@ class AgentProfileAdmin(admin.ModelAdmin):
             "Model",
             {"fields": ["connection", "model", "temperature", "connection_now", "model_now"]},
         ),
+        # Phase models (seed 004): a large model may plan and verify for a small executor.
+        ("Models per phase", {"fields": ["planning_connection", "verifying_connection"]}),
         ("Work", {"fields": ["specialisations", "allowed_tools", "excluded_tools"]}),
         (
             "Limits",

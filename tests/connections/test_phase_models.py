@@ -8,12 +8,13 @@ import json
 
 import pytest
 
-from agents_app.models import LLMConnection, Run, Task
+from agents_app.models import AgentProfile, LLMConnection, Run, Task
 from agents_app.worker.execution import execute_run
 from tests.support.api import assert_error
 from tests.support.llm_server import ScriptedLLMServer
 from tests.support.runs import make_run
 from tests.support.script import DEFAULT_USAGE, plan_reply, step, verdict
+from tests.support.teams import start_team
 from tests.support.workspaces import own_workspaces
 
 __all__ = ["own_workspaces"]
@@ -153,3 +154,40 @@ def test_the_task_form_names_a_planning_model(owner_session, llm_configured):
     assert response.status_code == 302, response.content.decode()[:2000]
     task = Task.objects.get()
     assert (task.planning_connection, task.verifying_connection) == (big, None)
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("queued_runs")
+def test_a_profile_s_phase_connections_go_to_its_child_s_task(owner, llm_configured):
+    big = LLMConnection.objects.create(name="big", base_url="http://big.example/v1", model="b")
+    profile = AgentProfile.objects.create(
+        name="reviewer", persona="You review.", planning_connection=big, verifying_connection=big
+    )
+
+    _, (child, micro) = start_team(owner, [("Review it", profile), ("Check one thing", None)])
+
+    assert (child.task.planning_connection, child.task.verifying_connection) == (big, big)
+    # A micro agent takes its parent task's, which names none here.
+    assert (micro.task.planning_connection, micro.task.verifying_connection) == (None, None)
+
+
+def test_staff_set_a_profile_s_phase_connections_in_the_admin(superuser_admin, llm_configured):
+    big = LLMConnection.objects.create(name="big", base_url="http://big.example/v1", model="b")
+    add = "/admin/agents_app/agentprofile/add/"
+
+    response = superuser_admin.post(
+        add,
+        {
+            "name": "planner",
+            "role": "custom",
+            "persona": "You plan.",
+            "temperature": "0.4",
+            "concurrency_limit": "1",
+            "planning_connection": str(big.pk),
+            "verifying_connection": "",
+        },
+    )
+
+    assert response.status_code == 302, response.content.decode()[:3000]
+    planner = AgentProfile.objects.get(name="planner")
+    assert (planner.planning_connection, planner.verifying_connection) == (big, None)
