@@ -1,30 +1,18 @@
 """The error envelope of seed 000 (`success: false`, `error: {code, message, http_status,
 details, trace_id, timestamp}`), as REST answers it and the MCP server reports it."""
 
-import uuid
 from typing import Any
 
 from django.http import HttpRequest, HttpResponse
-from django.utils import timezone
 from ninja.renderers import JSONRenderer
 
-from agents_app.core.errors import ERROR_STATUS
+from agents_app.core.errors import error_detail
 
 _RENDERER = JSONRenderer()
 
 
 def error_body(code: str, message: str, details: Any = None, status: int | None = None) -> dict:
-    return {
-        "success": False,
-        "error": {
-            "code": code,
-            "message": message,
-            "http_status": status or ERROR_STATUS.get(code, 500),
-            "details": details if details is not None else {},
-            "trace_id": f"req-{uuid.uuid4().hex[:12]}",
-            "timestamp": timezone.now().isoformat(),
-        },
-    }
+    return {"success": False, "error": error_detail(code, message, details, status)}
 
 
 def error_response(

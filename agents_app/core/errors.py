@@ -1,5 +1,7 @@
 """One family of errors with seed 000's codes; the API maps them once to the error envelope."""
 
+import uuid
+from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
@@ -118,3 +120,18 @@ class DomainError(Exception):
 
     def __repr__(self) -> str:
         return f"DomainError({self.code.value!r}, {self.message!r})"
+
+
+def error_detail(code: str, message: str, details: Any = None, status: int | None = None) -> dict:
+    """Seed 000's error object {code, message, http_status, details, trace_id, timestamp}: the
+    `error` of REST's envelope (api.errors) and the payload of a socket's `error` message."""
+    return {
+        "code": code,
+        "message": message,
+        "http_status": status or ERROR_STATUS.get(code, 500),
+        "details": details if details is not None else {},
+        "trace_id": f"req-{uuid.uuid4().hex[:12]}",
+        # What django.utils.timezone.now() gives with USE_TZ: the engine imports this module
+        # and stays free of Django.
+        "timestamp": datetime.now(UTC).isoformat(),
+    }

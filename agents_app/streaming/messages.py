@@ -17,6 +17,12 @@ class SocketMessage(StrEnum):
     # the client; its events are typed by their EventType instead.
     STREAM_TOKEN = "stream_token"  # a piece of the run's streamed output
     CLOSED = "closed"  # SSE only: the stream's credential ended (a socket is closed instead)
+    # The task socket (streaming.task_socket), seed 000's protocol: the client's request, then
+    # to the client its acceptance, the run's progress and its result (and STREAM_TOKEN, ERROR).
+    TASK_REQUEST = "task_request"
+    TASK_ACCEPTED = "task_accepted"
+    PROGRESS_UPDATE = "progress_update"
+    RESULT = "result"
     # Both API sockets: the client's keep-alive, its answer, and what anything else gets.
     PING = "ping"
     PONG = "pong"

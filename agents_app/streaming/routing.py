@@ -2,7 +2,7 @@ from channels.auth import AuthMiddlewareStack
 from channels.security.websocket import AllowedHostsOriginValidator
 from django.urls import path
 
-from agents_app.streaming import consumers, conversations, notices
+from agents_app.streaming import consumers, conversations, notices, task_socket
 from agents_app.streaming.ws_auth import ApiKeyAuthMiddleware
 
 
@@ -17,6 +17,7 @@ websocket_urlpatterns = [
     path("ws/header/", for_pages(consumers.HeaderConsumer.as_asgi())),
     path("ws/notices/", for_pages(notices.NoticeConsumer.as_asgi())),
     path("ws/api/runs/<int:run_id>/", ApiKeyAuthMiddleware(consumers.RunApiConsumer.as_asgi())),
+    path("ws/api/tasks/", ApiKeyAuthMiddleware(task_socket.TaskApiConsumer.as_asgi())),
     path(
         "ws/conversations/<int:conversation_id>/",
         for_pages(conversations.ConversationConsumer.as_asgi()),
