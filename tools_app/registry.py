@@ -43,6 +43,9 @@ class ToolSpec:
     # It waits for something outside the run (a sleep, an event): never offered to a micro
     # agent, which could not come back from it. Staff may set it on any tool (Tool.waits).
     waits: bool = False
+    # Its call is answered by a child run the worker starts (the micro agent tool), not by
+    # `run`: the step parks at it and goes on with the child's result (engine AwaitChild).
+    child_run: bool = False
 
     def as_dict(self) -> dict[str, Any]:
         return {

@@ -23,7 +23,7 @@ from agents_app.engine.contract import (
 from agents_app.engine.hooks import StreamPhase
 from agents_app.models import Conversation, ModelPhase, Run, RunKind, RunStatus
 from agents_app.runs.evidence import call_records
-from agents_app.runs.lifecycle import finish
+from agents_app.runs.lifecycle import children_end_with, finish
 from agents_app.runs.recipes import RecipeContext, RunRows
 
 
@@ -117,6 +117,7 @@ class ContractRecipe(ChatRecipe):
                 keep_log(w)
 
     def on_finish(self, w: Any) -> None:
+        children_end_with(w)
         keep_log(w)
 
 

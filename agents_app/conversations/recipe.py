@@ -13,6 +13,7 @@ from agents_app.conversations.transcript import append_answer, append_cut
 from agents_app.engine.executor import added_of
 from agents_app.engine.prompts import chat_system
 from agents_app.models import Conversation, ModelPhase, Run, RunKind, StepStatus
+from agents_app.runs.lifecycle import children_end_with
 from agents_app.runs.recipes import RecipeContext, RunRows
 from agents_app.runs.task_recipe import TaskRecipe
 
@@ -67,6 +68,7 @@ class ChatRecipe(TaskRecipe):
         append_cut(w.run, added_of(progress), reason)
 
     def on_finish(self, w: Any) -> None:
+        children_end_with(w)
         answer_next(w)
 
 

@@ -26,7 +26,7 @@ from agents_app.engine.prompts import (
     step_messages,
 )
 from agents_app.engine.states import StepStatus
-from tools_app.registry import ToolContext, ToolRegistry
+from tools_app.registry import ToolContext, ToolRegistry, ToolResult
 
 FINISH_TOOL = "finish_task"
 TOOL_RESULT_CHARS = 20_000
@@ -142,16 +142,35 @@ class AwaitApproval(Exception):
         self.progress = progress
 
 
+class AwaitChild(Exception):
+    """A call of a tool whose answer is a child run's (`ToolSpec.child_run`: the micro agent
+    tool): the step stops at it, the driver starts the child and parks the run; the step
+    resumes from `progress` with the child's result as the call's."""
+
+    def __init__(self, *, handle: Any, tool: str, arguments: dict[str, Any], progress: dict):
+        super().__init__(f"{tool} waits for its child run")
+        self.handle = handle
+        self.tool = tool
+        self.arguments = arguments
+        self.progress = progress
+
+
+# Resume.decision of a step whose first call a child run answered (AwaitChild).
+CHILD_ANSWERED = "child"
+
+
 @dataclass(frozen=True)
 class Resume:
     """Continue a step parked by AwaitApproval: the first call in `progress` was decided.
-    `decision` approve | modify runs it with `arguments`; deny tells the model it was refused."""
+    `decision` approve | modify runs it with `arguments`; deny tells the model it was refused.
+    Or parked by AwaitChild: `decision` CHILD_ANSWERED, `result` the child's (a ToolResult)."""
 
     progress: dict[str, Any]
     decision: str
     arguments: dict[str, Any]
     handle: Any
     note: str = ""
+    result: Any = None
 
 
 def execute_step(
@@ -475,6 +494,8 @@ class StepExecution:
             return None
         if decided is not None and position == 0:
             handle = decided.handle
+            if decided.decision == CHILD_ANSWERED:
+                return self._take_result(name, call, decided.arguments, handle, decided.result)
             if decided.decision == "deny":
                 self.evidence["denied"] = True
                 self._answer_call(
@@ -501,6 +522,8 @@ class StepExecution:
                 handle, result=None, error_code=failure.code, error=failure.message
             )
             return self._correct_or_fail(call, failure.code, failure.message)
+        if self.registry.get(name).spec.child_run:
+            self._park(position, None, handle, name, replace(call, arguments=arguments))
         return self._call_tool(name, call, arguments, handle)
 
     def _answer_call(self, call: ToolCallRequest, answer: dict[str, Any]) -> None:
@@ -531,6 +554,8 @@ class StepExecution:
             "rounds": self.rounds,
             "evidence": self.evidence,
         }
+        if ask is None:  # a child run answers this call
+            raise AwaitChild(handle=handle, tool=name, arguments=call.arguments, progress=progress)
         raise AwaitApproval(
             ask=ask, handle=handle, tool=name, arguments=call.arguments, progress=progress
         )
@@ -549,6 +574,17 @@ class StepExecution:
             arguments,
             ToolContext(run_id=self.run_id, workspace=self.workspace, timeout=tool_timeout),
         )
+        return self._take_result(name, call, arguments, handle, result)
+
+    def _take_result(
+        self,
+        name: str,
+        call: ToolCallRequest,
+        arguments: dict[str, Any],
+        handle: Any,
+        result: ToolResult,
+    ) -> StepOutcome | None:
+        """A call's result (the tool's, or the child run's that answered it) for the model."""
         if not result.ok:
             self.hooks.after_tool_call(
                 handle, result=result, error_code=ErrorCode.TOOL_FAILED, error=result.error

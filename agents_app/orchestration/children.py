@@ -11,7 +11,6 @@ Locks are taken child first, then parent, and never the other way round: a paren
 transactions lock only the parent, and cancelling its children happens after it commits.
 """
 
-import contextlib
 import hashlib
 import math
 import uuid
@@ -22,7 +21,6 @@ from django.db import transaction
 from django.db.models import Count, Q, Sum
 
 from agents_app.core import dispatch
-from agents_app.core.errors import DomainError
 from agents_app.core.event_payloads import (
     ChildFinishedPayload,
     ChildRetriedPayload,
@@ -37,8 +35,6 @@ from agents_app.models import (
     TERMINAL_STATUSES,
     AgentMessage,
     AgentProfile,
-    AuditInterface,
-    ClosePolicy,
     MessageType,
     Plan,
     Run,
@@ -51,9 +47,8 @@ from agents_app.models import (
     ToolCallStatus,
 )
 from agents_app.runs.admission import run_admit
-from agents_app.runs.lifecycle import run_enqueue
+from agents_app.runs.lifecycle import children_end_with, run_enqueue
 from agents_app.runs.recipes import recipe_for
-from agents_app.runs.services import run_cancel
 from agents_app.runs.writer import RunWriter, locked_run
 
 WORKING = ACTIVE_STATUSES | PARKED_STATUSES
@@ -366,12 +361,7 @@ def on_run_finished(w: RunWriter, *, frees_a_profile: bool) -> None:
     a run of a profile (`frees_a_profile`: not the head node's, which runs as the
     orchestrator) frees a place a queued subtask may be waiting for."""
     run = w.run
-    if (
-        run.close_policy == ClosePolicy.CANCEL
-        and Run.objects.filter(parent=run, status__in=WORKING).exists()
-    ):
-        run_id = run.pk
-        transaction.on_commit(lambda: cancel_children(run_id))
+    children_end_with(w, parked_only=False)
     if run.parent_id is not None:
         hand_back(w)
     if frees_a_profile and run.profile_id is not None:
@@ -399,6 +389,13 @@ def hand_back(w: RunWriter) -> None:
         )
         pw.event(EventType.CHILD_FINISHED, envelope)
         if parent.is_terminal:
+            return
+        if not recipe_for(parent.kind).delegates:
+            # A step's call started it (orchestration.micro_tool): that step goes on, with the
+            # child's result as its call's, when the run is queued again.
+            if parent.status == RunStatus.WAITING_CHILDREN and should_wake(parent, child.pk):
+                pw.transition(RunStatus.RUNNING, reason=f"child {child.pk} ended")
+                run_enqueue(run_id=parent.pk)
             return
         if child.status == RunStatus.SUCCEEDED:
             share(pw, child, envelope, assignment)
@@ -522,12 +519,3 @@ def wake_if_waiting(run_id: int) -> None:
         if w.run.status == RunStatus.WAITING_CHILDREN:
             w.transition(RunStatus.RUNNING, reason="a profile has room")
             run_enqueue(run_id=run_id)
-
-
-def cancel_children(parent_id: int) -> None:
-    """Cancel every child of the parent that is still working, as the worker (audited as
-    run.cancel): a parked or queued one ends now, a running one at its next checkpoint (its
-    own end cancels its children in turn)."""
-    for child in Run.objects.filter(parent_id=parent_id, status__in=WORKING):
-        with contextlib.suppress(DomainError):  # it ended meanwhile
-            run_cancel(run=child, actor=None, interface=AuditInterface.WORKER)

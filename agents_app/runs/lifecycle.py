@@ -2,25 +2,31 @@
 the run (closing its steps, its result event, the `run.finished` webhook) and its
 workspace directory."""
 
+import contextlib
 import os
-from functools import lru_cache
+from functools import lru_cache, partial
 from pathlib import Path
 from typing import Any
 
 from django.conf import settings
+from django.db import transaction
 from django.db.models import Case, Value, When
 from django.utils import timezone
 
 from agents_app.core import dispatch, rows
-from agents_app.core.errors import ErrorCode
+from agents_app.core.errors import DomainError, ErrorCode
 from agents_app.core.event_payloads import ErrorPayload, PlanCreatedPayload, StepSkippedPayload
 from agents_app.core.events import EventType
 from agents_app.core.secrecy import redact, redact_all
 from agents_app.models import (
+    ACTIVE_STATUSES,
     PARKED_STATUSES,
     Approval,
     ApprovalStatus,
+    AuditInterface,
+    ClosePolicy,
     Plan,
+    Run,
     RunStatus,
     Step,
     StepStatus,
@@ -147,6 +153,32 @@ def finish(
     # writes its log, a child hands back its envelope): its recipe, which lives in a package
     # above this one (runs.recipes).
     recipe.on_finish(w)
+
+
+def children_end_with(w: RunWriter, *, parked_only: bool = True) -> None:
+    """A kind's on_finish, in the transaction that ends the run: its children still working
+    (a micro agent a step's call started, a team's subtasks) are cancelled after the commit,
+    unless its close policy lets them finish. `parked_only`: look only if the run ever
+    parked (a step's call parks it while its micro agent works), sparing the others a query."""
+    run = w.run
+    if run.close_policy != ClosePolicy.CANCEL:
+        return
+    if parked_only and run.parked_at is None and not run.parked_seconds:
+        return
+    if Run.objects.filter(parent=run, status__in=ACTIVE_STATUSES | PARKED_STATUSES).exists():
+        transaction.on_commit(partial(cancel_children, run.pk))
+
+
+def cancel_children(parent_id: int) -> None:
+    """Cancel every child of the parent that is still working, as the worker (audited as
+    run.cancel): a parked or queued one ends now, a running one at its next checkpoint (its
+    own end cancels its children in turn)."""
+    from agents_app.runs.services import run_cancel  # it finishes runs with this module
+
+    working = ACTIVE_STATUSES | PARKED_STATUSES
+    for child in Run.objects.filter(parent_id=parent_id, status__in=working):
+        with contextlib.suppress(DomainError):  # it ended meanwhile
+            run_cancel(run=child, actor=None, interface=AuditInterface.WORKER)
 
 
 def _closed_at_end(code: str, message: str) -> str:

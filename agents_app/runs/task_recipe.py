@@ -16,7 +16,7 @@ from agents_app.engine.hooks import StreamPhase
 from agents_app.engine.verifier import verify as judge
 from agents_app.models import ModelPhase, Run, RunKind, RunStatus
 from agents_app.runs.evidence import call_records, evidence_problem, plan_edit, root_cause
-from agents_app.runs.lifecycle import finish
+from agents_app.runs.lifecycle import children_end_with, finish
 from agents_app.runs.recipes import RecipeContext, RunRows
 
 # What a person may do to a run on its page, REST and MCP (a kind offers those that make
@@ -191,7 +191,8 @@ class TaskRecipe:
     # --- its end and its changes ------------------------------------------------------------
 
     def on_finish(self, w: Any) -> None:
-        """A task's end needs nothing more than runs.lifecycle.finish did."""
+        """A task's end: a micro agent one of its steps started ends with it."""
+        children_end_with(w)
 
     def on_transition(self, w: Any, before: str, after: str) -> None:
         """Nobody follows a task's status but its own pages (its events)."""

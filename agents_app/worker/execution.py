@@ -38,7 +38,14 @@ from agents_app.engine.decide import (
     RunState,
     next_action,
 )
-from agents_app.engine.executor import AwaitApproval, Resume, StepInput, execute_step
+from agents_app.engine.executor import (
+    CHILD_ANSWERED,
+    AwaitApproval,
+    AwaitChild,
+    Resume,
+    StepInput,
+    execute_step,
+)
 from agents_app.engine.fast import fast_plan, fast_plan_raw, is_fast_plan
 from agents_app.engine.hooks import StopRun, StreamPhase
 from agents_app.engine.llm import LLMProvider
@@ -55,6 +62,7 @@ from agents_app.models import (
     Step,
     StepStatus,
 )
+from agents_app.orchestration.micro_tool import micro_answer, micro_start
 from agents_app.runs.admission import admit_waiting
 from agents_app.runs.control import engaged_switch
 from agents_app.runs.lease import Lease
@@ -77,6 +85,7 @@ from agents_app.worker.steps import (
     step_at,
     write_steps,
 )
+from tools_app.builtin import MICRO_AGENT_TOOL
 from tools_app.process_registry import get_registry
 from tools_app.registry import ToolRegistry, ToolSpec
 from tools_app.selectors import configured_specs
@@ -539,7 +548,7 @@ class RunExecutor:
         hooks = self.hooks(
             run, step, specs={spec.name: spec for spec in self.specs(run)}, workspace=workspace
         )
-        if resume is not None:
+        if resume is not None and resume.decision != CHILD_ANSWERED:
             hooks.let_through[resume.handle.call_id] = "person"
         shown = [step_at(steps, i) for i in shown_earlier(step.index, step.depends_on)]
         # A plan a person edited is the task as they reshaped it: its steps are told that task.
@@ -577,6 +586,12 @@ class RunExecutor:
                 thinking = "\n\n".join(t for t in wait.progress["thoughts"] if t)
                 park_on_call(w, step, wait, thinking)
             self.parked = True
+            return
+        except AwaitChild as wait:
+            # A micro agent answers the call (orchestration.micro_tool): the run parks while
+            # it works, or, refused, goes on with the reason as the call's answer.
+            with self.lock() as w:
+                self.parked = micro_start(self, w, step, wait)
             return
         finally:
             hooks.flush_tokens()
@@ -643,8 +658,11 @@ class RunExecutor:
                     self.open = None
 
     def decided(self, step: Step) -> Resume | None:
-        """How to continue a step parked on an approval, once a person decided it (None: the
-        approval is gone or undecided, and the step starts again like an interrupted one)."""
+        """How to continue a step parked on an approval, once a person decided it, or on a
+        micro agent, once it ended (None: the approval is gone or undecided, or the child
+        works still, and the step starts again like an interrupted one)."""
+        if "child_call_id" in step.progress:
+            return self.answered_by_child(step)
         approval = Approval.objects.filter(pk=step.progress.get("approval_id")).first()
         if approval is None or approval.tool_call_id is None:
             return None
@@ -661,6 +679,20 @@ class RunExecutor:
         )
         note = "It timed out waiting for a decision." if approval.expired else ""
         return Resume(step.progress, decision, arguments, handle, note)
+
+    def answered_by_child(self, step: Step) -> Resume | None:
+        progress = step.progress
+        result = micro_answer(progress)
+        if result is None:
+            return None
+        arguments = progress["child_arguments"]
+        handle = ToolCallHandle(
+            progress["child_call_id"],
+            time.monotonic(),
+            MICRO_AGENT_TOOL,
+            arguments_sha256(arguments),
+        )
+        return Resume(progress, CHILD_ANSWERED, arguments, handle, result=result)
 
 
 # --- the loop -------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ from tests.support.api import assert_error
 
 TOOLS = "/api/v1/tools"
 HEALTH = "/api/v1/health"
-BUILTIN = {"read_file", "write_file", "list_files", "http_get", "finish_task"}
+BUILTIN = {"read_file", "write_file", "list_files", "http_get", "finish_task", "start_micro_agent"}
 
 
 def builtin_tools(client, **query) -> dict[str, dict]:

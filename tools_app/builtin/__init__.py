@@ -1,6 +1,7 @@
-"""The builtin tools: files confined to the run's workspace, a guarded HTTP GET, and finish_task."""
+"""The builtin tools: files confined to the run's workspace, a guarded HTTP GET, finish_task and
+start_micro_agent."""
 
-from tools_app.builtin.control import FinishTaskTool
+from tools_app.builtin.control import MICRO_AGENT_TOOL, FinishTaskTool, MicroAgentTool
 from tools_app.builtin.files import (
     LIST_MAX_ENTRIES,
     WORKSPACE_RULE,
@@ -23,10 +24,12 @@ __all__ = [
     "HTTP_REDIRECT_STATUSES",
     "HTTP_RESPONSE_HEADERS",
     "LIST_MAX_ENTRIES",
+    "MICRO_AGENT_TOOL",
     "WORKSPACE_RULE",
     "FinishTaskTool",
     "HttpGetTool",
     "ListFilesTool",
+    "MicroAgentTool",
     "ReadFileTool",
     "WriteFileTool",
     "register_builtin_tools",
@@ -49,5 +52,6 @@ def register_builtin_tools(
             max_bytes=http_max_bytes, timeout=http_timeout, allow_private=http_allow_private
         ),
         FinishTaskTool(),
+        MicroAgentTool(),
     ):
         registry.register(tool)

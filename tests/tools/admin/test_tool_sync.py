@@ -138,6 +138,7 @@ def test_builtin_tools_get_rows_staff_can_override(db):
         "http_get",
         "list_files",
         "read_file",
+        "start_micro_agent",
         "write_file",
     }
     read = Tool.objects.get(name="read_file")

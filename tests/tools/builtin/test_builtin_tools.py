@@ -10,7 +10,14 @@ from tools_app.process_registry import get_registry
 from tools_app.registry import ToolContext, ToolRegistry, ToolResult
 
 FILE_MAX_BYTES = 64
-BUILTIN_NAMES = ["finish_task", "http_get", "list_files", "read_file", "write_file"]
+BUILTIN_NAMES = [
+    "finish_task",
+    "http_get",
+    "list_files",
+    "read_file",
+    "start_micro_agent",
+    "write_file",
+]
 
 
 @pytest.fixture
@@ -389,7 +396,10 @@ def test_it_finds_tools_by_domain(registry):
         "write_file",
     ]
     assert [t.spec.name for t in registry.for_domain("web")] == ["http_get"]
-    assert [t.spec.name for t in registry.for_domain("control")] == ["finish_task"]
+    assert [t.spec.name for t in registry.for_domain("control")] == [
+        "finish_task",
+        "start_micro_agent",
+    ]
 
 
 def test_it_names_the_available_tools_when_one_is_not_found(registry, context):
