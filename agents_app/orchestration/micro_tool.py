@@ -13,7 +13,7 @@ from django.conf import settings
 
 from agents_app.engine.executor import AwaitChild
 from agents_app.models import Run, RunStatus, Step
-from agents_app.orchestration.children import delegated_before, spawn_child, tree_usage
+from agents_app.orchestration.children import WORKING, delegated_before, spawn_child, tree_usage
 from agents_app.orchestration.head_node import micro_tools
 from agents_app.runs.recipes import RecipeContext
 from agents_app.runs.writer import RunWriter
@@ -65,6 +65,17 @@ def micro_start(ex: RecipeContext, w: RunWriter, step: Step, wait: AwaitChild) -
     )
     step.progress = {**progress, "child_id": child.pk}
     step.save(update_fields=["progress"])
+    w.transition(RunStatus.WAITING_CHILDREN)
+    return True
+
+
+def micro_wait(w: RunWriter, progress: dict[str, Any]) -> bool:
+    """Park the run again, in `w`'s transaction, while the micro agent its step waits for
+    works still (the run was paused and resumed meanwhile): True. Read under the run's lock,
+    so a child ending now finds it parked and queues it (children.hand_back)."""
+    child_id = progress.get("child_id")
+    if child_id is None or not Run.objects.filter(pk=child_id, status__in=WORKING).exists():
+        return False
     w.transition(RunStatus.WAITING_CHILDREN)
     return True
 

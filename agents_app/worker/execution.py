@@ -62,7 +62,7 @@ from agents_app.models import (
     Step,
     StepStatus,
 )
-from agents_app.orchestration.micro_tool import micro_answer, micro_start
+from agents_app.orchestration.micro_tool import micro_answer, micro_start, micro_wait
 from agents_app.runs.admission import admit_waiting
 from agents_app.runs.control import engaged_switch
 from agents_app.runs.lease import Lease
@@ -540,6 +540,11 @@ class RunExecutor:
         if self.started_next is step:
             self.started_next = None  # started by the last step's end
         else:
+            if step.progress and "child_id" in step.progress:
+                with self.lock() as w:
+                    self.parked = micro_wait(w, step.progress)
+                if self.parked:
+                    return  # its micro agent works still
             resume = self.decided(step) if step.progress else None
             with self.lock() as w:
                 self.start_step(w, step, resume)

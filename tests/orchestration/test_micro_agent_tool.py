@@ -10,7 +10,7 @@ import pytest
 from agents_app.contracts.services import agent_create, agent_start, agent_stop
 from agents_app.conversations.services import conversation_create, message_post
 from agents_app.models import Run, ToolCall
-from agents_app.runs.services import run_cancel
+from agents_app.runs.services import run_cancel, run_pause, run_resume
 from agents_app.worker.execution import execute_run
 from tests.support.runs import make_run
 from tests.support.script import json_reply, messages_text, plan_reply, step, tool_call, verdict
@@ -217,3 +217,38 @@ def test_stopping_a_contract_agent_cancels_its_micro_agent(
     child.refresh_from_db()
     assert run.status == "cancelled"
     assert child.status == "cancelled"
+
+
+def test_a_parent_paused_and_resumed_while_its_micro_agent_works_waits_for_it_again(
+    owner, queued_runs
+):
+    tools = registry()
+    provider = ScriptedProvider(
+        [
+            REVIEWER,
+            PLAN,
+            {
+                "match": "AGENTDESK:STEP 0",
+                "replies": [micro_call(), {"content": f"The reviewer says {FOUND}."}],
+            },
+            {"match": "AGENTDESK:VERIFY", "replies": [verdict(True, FOUND, evidence=[1])]},
+        ]
+    )
+    run = deliver(make_run(owner, "Get the notes reviewed", fast_path=False).pk, provider, tools)
+    child = micro_child_of(run)
+    queued_runs.clear()
+    run_pause(run=run, actor=owner, interface="api")
+    run_resume(run=run, actor=owner, interface="api")
+    asked = len(provider.requests)
+
+    run = deliver(run.pk, provider, tools)
+
+    # Not started again: it waits for the micro agent it has.
+    assert run.status == "waiting_children" and len(provider.requests) == asked
+    assert Run.objects.filter(parent=run).count() == 1
+    queued_runs[:] = [q for q in queued_runs if q != run.pk]
+    deliver(child.pk, provider, tools)
+    drain(queued_runs, provider, tools)
+    run.refresh_from_db()
+    assert run.status == "succeeded", (run.error_code, run.error_message)
+    answered_call(run)
