@@ -44,8 +44,13 @@ class TimelineEntry:
 
 
 def in_a_tree(run: Run) -> bool:
-    """A head node (a kind that delegates) or a run below one."""
-    return recipe_for(run.kind).delegates or run.root_id is not None
+    """A head node (a kind that delegates), a run below one, or a run whose step started a
+    micro agent (it parked while the agent worked: a run that never parked is spared the
+    query)."""
+    if recipe_for(run.kind).delegates or run.root_id is not None:
+        return True
+    parked = run.parked_at is not None or bool(run.parked_seconds)
+    return parked and Run.objects.filter(parent_id=run.pk).exists()
 
 
 def who(run: Run) -> str:

@@ -65,7 +65,9 @@ def answered_call(run: Run) -> ToolCall:
     return call
 
 
-def test_a_tasks_step_starts_a_micro_agent_parks_and_goes_on_with_its_result(owner, queued_runs):
+def test_a_tasks_step_starts_a_micro_agent_parks_and_goes_on_with_its_result(
+    owner, owner_session, queued_runs
+):
     tools = registry()
     provider = ScriptedProvider(
         [
@@ -96,6 +98,9 @@ def test_a_tasks_step_starts_a_micro_agent_parks_and_goes_on_with_its_result(own
     # The parent's step heard the child's result as its call's answer.
     last = [r for r in provider.requests if "AGENTDESK:STEP 0" in messages_text(r.messages)][-1]
     assert json.loads(last.messages[-1]["content"])["result"] == FOUND
+    # The run's page shows its tree: the task and, under it, the micro agent.
+    html = owner_session.get(f"/runs/{run.pk}/").content.decode()
+    assert f'id="team-run-{run.pk}"' in html and f'id="team-run-{child.pk}"' in html
 
 
 def test_a_chat_answer_starts_a_micro_agent_and_answers_with_its_result(owner, llm, queued_runs):
