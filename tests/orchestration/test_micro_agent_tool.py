@@ -257,3 +257,34 @@ def test_a_parent_paused_and_resumed_while_its_micro_agent_works_waits_for_it_ag
     run.refresh_from_db()
     assert run.status == "succeeded", (run.error_code, run.error_message)
     answered_call(run)
+
+
+def test_the_same_task_given_to_a_second_micro_agent_is_refused_as_a_repeat(owner, queued_runs):
+    tools = registry()
+    provider = ScriptedProvider(
+        [
+            REVIEWER,
+            PLAN,
+            {
+                "match": "AGENTDESK:STEP 0",
+                # The same task again, asked otherwise (the very same call is not made twice).
+                "replies": [
+                    micro_call(),
+                    tool_call(
+                        "start_micro_agent", task="Review the notes in notes.txt", persona="Other."
+                    ),
+                    {"content": f"Reviewed: {FOUND}."},
+                ],
+            },
+            {"match": "AGENTDESK:VERIFY", "replies": [verdict(True, FOUND, evidence=[1])]},
+        ]
+    )
+    run = deliver(make_run(owner, "Get the notes reviewed", fast_path=False).pk, provider, tools)
+    drain(queued_runs, provider, tools)
+
+    run.refresh_from_db()
+    assert run.status == "succeeded", (run.error_code, run.error_message)
+    assert Run.objects.filter(parent=run).count() == 1
+    first, second = ToolCall.objects.filter(run=run, tool="start_micro_agent").order_by("pk")
+    assert first.status == "succeeded"
+    assert second.status == "failed" and "same task" in second.error
