@@ -33,6 +33,11 @@ from tools_app.registry import ApprovalLevel
 def _request(w: RunWriter, approval: Approval) -> None:
     """The parking common to calls and plans: run state, event, audit, webhooks, expiry."""
     w.transition(RunStatus.WAITING_APPROVAL, approval_id=approval.pk)
+    _announce(w, approval)
+
+
+def _announce(w: RunWriter, approval: Approval) -> None:
+    """The approval's event, audit row, webhooks and expiry."""
     payload = approval_payload(approval)
     w.event(EventType.APPROVAL_REQUIRED, payload)
     audit_record(
@@ -73,6 +78,21 @@ def _new_approval(w: RunWriter, **fields: Any) -> Approval:
 
 def park_on_call(w: RunWriter, step: Step, wait: AwaitApproval, thinking: str) -> Approval:
     """Park the run before a call that needs a person; the step resumes from `wait.progress`."""
+    approval = _call_approval(w, step, wait, thinking)
+    _request(w, approval)
+    return approval
+
+
+def hold_on_call(w: RunWriter, step: Step, wait: AwaitApproval, thinking: str) -> Approval:
+    """Park only the step before a call that needs a person (its siblings of a parallel plan
+    go on: worker.parallel parks the run once none can run): the Approval, announced, and the
+    step's progress to resume from."""
+    approval = _call_approval(w, step, wait, thinking)
+    _announce(w, approval)
+    return approval
+
+
+def _call_approval(w: RunWriter, step: Step, wait: AwaitApproval, thinking: str) -> Approval:
     ask: Ask = wait.ask
     reasoning = "\n\n".join(part for part in (step.reasoning, thinking) if part)
     approval = _new_approval(
@@ -91,8 +111,13 @@ def park_on_call(w: RunWriter, step: Step, wait: AwaitApproval, thinking: str) -
     step.progress = {**wait.progress, "approval_id": approval.pk}
     step.save(update_fields=["progress"])
     ToolCall.objects.filter(pk=wait.handle.call_id).update(status=ToolCallStatus.WAITING_APPROVAL)
-    _request(w, approval)
     return approval
+
+
+def park_again(w: RunWriter, approval: Approval) -> None:
+    """Park the run on an approval already announced (a step of a parallel plan held on it
+    while its siblings ran)."""
+    w.transition(RunStatus.WAITING_APPROVAL, approval_id=approval.pk)
 
 
 def park_on_plan(w: RunWriter, plan: Plan) -> Approval:

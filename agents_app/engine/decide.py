@@ -2,7 +2,10 @@
 
 Pure: no I/O. The driver loads a RunState, asks `next_action`, performs it, commits, repeats;
 a crash anywhere replays nothing, because the next delivery reads the same rows and decides
-the same thing.
+the same thing. The next action is one step, except for a plan whose steps name everything
+they need (`RunState.parallel`): then it is every step that can run now (PARALLEL), which the
+driver runs side by side, starting their dependents as they end, and decides again once none
+can run (agents_app.worker.parallel).
 """
 
 from collections.abc import Iterable, Iterator
@@ -37,6 +40,9 @@ class ActionKind(StrEnum):
     EXECUTE = "execute"  # one step
     DELEGATE = "delegate"  # a head node: every step that can start, each to a child run
     WAIT = "wait"  # a head node whose children work: park until one ends
+    # A plan whose steps name every step they need (`parallel`): every step that can run,
+    # at once, each in a thread of the worker holding the lease (worker.parallel).
+    PARALLEL = "parallel"
     BEGIN_VERIFY = "begin_verify"  # running → verifying
     VERIFY = "verify"
     CANCEL = "cancel"
@@ -127,6 +133,11 @@ class RunState:
     # Its steps are done by child runs (a team's head node): a running step is a child at
     # work, and every step that can start starts at once.
     delegates: bool = False
+    # Its plan says its steps' depends_on are complete (the planner's `parallel`): a step
+    # needs nothing but them, so the steps that need nothing unfinished run side by side. A
+    # plan that does not say so runs its steps one after another, in index order, as a step
+    # may use what any earlier one found without naming it.
+    parallel: bool = False
 
 
 @dataclass(frozen=True)
@@ -135,6 +146,17 @@ class Action:
     step_index: int | None = None
     skip: tuple[int, ...] = ()
     delegate: tuple[int, ...] = ()
+    parallel: tuple[int, ...] = ()
+
+
+def ready_steps(steps: StepBoard) -> tuple[int, ...]:
+    """The steps not done whose dependencies all completed, in index order: those that can
+    run now (a running one was interrupted, or waits for a person, and continues)."""
+    return tuple(
+        s.index
+        for s in steps.open_steps()
+        if all(steps.status_of(d) == StepStatus.COMPLETED for d in s.depends_on)
+    )
 
 
 def next_action(state: RunState) -> Action:
@@ -171,6 +193,13 @@ def next_action(state: RunState) -> Action:
         if steps.done < len(steps):
             return Action(ActionKind.WAIT)
         return Action(ActionKind.BEGIN_VERIFY)  # every step done
+    if state.parallel:
+        # Dependencies point backwards: the first open step is ready, or blocked (skipped
+        # above), so nothing ready means every step is done.
+        ready = ready_steps(steps)
+        if ready:
+            return Action(ActionKind.PARALLEL, parallel=ready)
+        return Action(ActionKind.BEGIN_VERIFY)
     for step in steps.open_steps():
         if all(steps.status_of(d) == StepStatus.COMPLETED for d in step.depends_on):
             return Action(ActionKind.EXECUTE, step_index=step.index)

@@ -43,7 +43,8 @@ def plan_schema(tool_names: list[str], max_steps: int) -> dict[str, Any]:
     return {
         "type": "object",
         "properties": {
-            "steps": {"type": "array", "items": step, "minItems": 1, "maxItems": max_steps}
+            "steps": {"type": "array", "items": step, "minItems": 1, "maxItems": max_steps},
+            "parallel": {"type": "boolean"},
         },
         "required": ["steps"],
         "additionalProperties": False,

@@ -42,11 +42,13 @@ def plan_messages(
         "AGENTDESK:PLAN\nYou are the planner of an autonomous agent. Break the user's task into "
         f"at most {max_steps} concrete steps, in the order they must run. Each step names the tools "
         "it must use (only names from the list below; an empty list for pure reasoning) and may "
-        "depend on earlier steps by their 0-based index. The last step should call finish_task "
+        'depend on earlier steps by their 0-based index. Say "parallel": true when every step\'s '
+        "depends_on lists all the steps whose results it needs: steps that need nothing "
+        "unfinished then run at the same time. The last step should call finish_task "
         "with the final answer when that tool is available.\n\nTools:\n"
         + tool_catalog(tools)
         + '\n\nAnswer with JSON only: {"steps": [{"objective": str, "tool_names": [str], '
-        '"reasoning": str, "depends_on": [int]}]}'
+        '"reasoning": str, "depends_on": [int]}], "parallel": bool}'
     )
     user = f"Task: {task}{_context_block(context)}"
     if history:

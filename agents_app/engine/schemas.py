@@ -21,6 +21,11 @@ class PlanOutput(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     steps: list[PlannedStep] = Field(min_length=1)
+    parallel: bool = Field(
+        default=False,
+        description="True when each step's depends_on lists every step it needs: the steps "
+        "that need nothing unfinished then run at the same time.",
+    )
 
 
 class VerificationOutput(BaseModel):

@@ -164,7 +164,8 @@ def progress_of(run: Run, step_statuses: list[str]) -> Progress:
         percent = 100
     else:
         percent = round(100 * done / total) if total else 0
-    running = next((i for i, s in enumerate(step_statuses) if s == StepStatus.RUNNING), None)
+    # Several at once: the steps of a parallel plan running side by side (worker.parallel).
+    running = [i + 1 for i, s in enumerate(step_statuses) if s == StepStatus.RUNNING]
     if run.status == RunStatus.QUEUED:
         label = "Waiting for a worker"
     elif run.status == RunStatus.PLANNING:
@@ -175,8 +176,11 @@ def progress_of(run: Run, step_statuses: list[str]) -> Progress:
         label = f"{done} of {total} steps completed · waiting for your approval"
     elif run.status == RunStatus.PAUSED:
         label = f"{done} of {total} steps completed · paused by the kill switch"
-    elif running is not None:
-        label = f"Step {running + 1} of {total}"
+    elif len(running) > 1:
+        numbers = ", ".join(str(n) for n in running[:-1]) + f" and {running[-1]}"
+        label = f"Steps {numbers} of {total} running side by side"
+    elif running:
+        label = f"Step {running[0]} of {total}"
     elif run.is_terminal:
         label = " · ".join([*_step_outcomes(step_statuses), str(run.status)])
     else:

@@ -5,6 +5,7 @@ commits except the lease, so any worker can continue a run where another one sto
 """
 
 import logging
+import threading
 import time
 from collections.abc import Callable
 from contextlib import nullcontext
@@ -15,7 +16,7 @@ from django.conf import settings
 from django.db import DatabaseError, close_old_connections
 from django.utils import timezone
 
-from agents_app.approvals.parking import park_on_call, park_on_plan
+from agents_app.approvals.parking import hold_on_call, park_on_call, park_on_plan
 from agents_app.conversations.condense import context_window
 from agents_app.core.audit import arguments_sha256
 from agents_app.core.errors import DomainError, ErrorCode
@@ -77,6 +78,7 @@ from agents_app.worker.hooks import (
     read_control_flags,
 )
 from agents_app.worker.llm import as_itself, phase_providers, provider_for_run
+from agents_app.worker.parallel import run_side_by_side
 from agents_app.worker.steps import (
     STEP_STARTED,
     STEP_WRITTEN_AT_ITS_END,
@@ -164,6 +166,9 @@ class RunExecutor:
         self.halted: bool | None = None
         self.loaded = False  # `run` was read by load (else it was given, read with the lease)
         self._specs: list[ToolSpec] | None = None
+        # In a thread running one step of a parallel plan (worker.parallel): that step's
+        # branch, whose own pending writes and watch its commits and hooks use.
+        self._branch = threading.local()
         # The step the last step's end started (`start_next`), until it executes, and the
         # rows it was decided from.
         self.started_next: Step | None = None
@@ -180,7 +185,20 @@ class RunExecutor:
             ActionKind.VERIFY: self.perform_verify,
             ActionKind.DELEGATE: self.perform_delegate,
             ActionKind.WAIT: self.perform_wait,
+            ActionKind.PARALLEL: self.perform_parallel,
         }
+
+    @property
+    def branch(self) -> Any:
+        """This thread's branch of a parallel plan (worker.parallel.Branch), or None."""
+        return getattr(self._branch, "value", None)
+
+    def enter(self, branch: Any) -> None:
+        """This thread runs one step of a parallel plan, as `branch`, until `leave`."""
+        self._branch.value = branch
+
+    def leave(self) -> None:
+        self._branch.value = None
 
     def provider_for(self, phase: ModelPhase) -> LLMProvider:
         """The provider of one phase of the run (worker.llm.phase_providers)."""
@@ -207,11 +225,18 @@ class RunExecutor:
             return nullcontext(self.open)
         # Every commit follows a decision, made from what load() read.
         assert self.run is not None
+        if self.branch is not None:
+            return self.branch.commit(self.run, self.lease, fenced=fenced)
         return committing(self.run, self.lease, self.pending, fenced=fenced)
 
     def hooks(self, run: Run, step: Step | None = None, **options: Any) -> DatabaseHooks:
         """The engine's hooks for one phase, sharing this worker's run, pending writes and
-        watch."""
+        watch (in a step of a parallel plan, that step's own: worker.parallel.Branch)."""
+        branch = self.branch
+        if branch is not None:
+            return DatabaseHooks(
+                run, self.lease, step, pending=branch.pending, watch=branch.watch, **options
+            )
         return DatabaseHooks(
             run, self.lease, step, pending=self.pending, watch=self.watch, **options
         )
@@ -237,6 +262,7 @@ class RunExecutor:
             pause_requested=rows.run.pause_requested,
             steps=board_of(rows.steps),
             delegates=recipe_for(rows.run.kind).delegates,
+            parallel=is_parallel(rows.plan),
         )
 
     def step_once(self) -> bool:
@@ -340,6 +366,9 @@ class RunExecutor:
     def perform_execute(self, action: Action, rows: RunRows) -> None:
         self.execute(rows, rows.steps[action.step_index], direct=is_fast_plan(rows.plan.raw))
 
+    def perform_parallel(self, action: Action, rows: RunRows) -> None:
+        run_side_by_side(self, action.parallel, rows)
+
     def perform_begin_verify(self, action: Action, rows: RunRows) -> None:
         with self.lock() as w:
             w.transition(RunStatus.VERIFYING)
@@ -431,7 +460,13 @@ class RunExecutor:
         with self.lock(fenced=start and not run.task.approve_plan) as w:
             if start:
                 w.transition(RunStatus.PLANNING)
-            raw = fast_plan_raw(output) if fast else output.model_dump()
+            # `parallel` is kept only when said: a plan of steps one after another reads as
+            # it did before plans could say it.
+            raw = (
+                fast_plan_raw(output)
+                if fast
+                else output.model_dump(exclude=None if output.parallel else {"parallel"})
+            )
             plan, steps = new_plan(
                 w,
                 previous=previous,
@@ -457,7 +492,7 @@ class RunExecutor:
                 ),
             )
             # The first step starts with its plan, as each step's end starts the next.
-            started = self.start_next(w, steps)
+            started = self.start_next(w, steps, parallel=is_parallel(plan))
             if started is not None:
                 write_steps([started], STEP_STARTED)
         rows.plan, rows.steps = plan, steps
@@ -494,7 +529,7 @@ class RunExecutor:
             ),
         )
 
-    def start_next(self, w: Any, steps: list[Step]) -> Step | None:
+    def start_next(self, w: Any, steps: list[Step], *, parallel: bool) -> Step | None:
         """At a step's end (or a plan's), in its transaction: when the next decision will be
         to execute a step that has not started, start it now (one commit a step fewer); when
         it will be to begin verifying, the run is verifying from this commit on. The run's
@@ -513,6 +548,7 @@ class RunExecutor:
             pause_requested=run.pause_requested,
             steps=board_of(steps),
             delegates=recipe_for(run.kind).delegates,
+            parallel=parallel,
         )
         action = next_action(state)
         if action.kind == ActionKind.BEGIN_VERIFY:
@@ -555,7 +591,13 @@ class RunExecutor:
         )
         if resume is not None and resume.decision != CHILD_ANSWERED:
             hooks.let_through[resume.handle.call_id] = "person"
-        shown = [step_at(steps, i) for i in shown_earlier(step.index, step.depends_on)]
+        # A step of a parallel plan is shown only the steps it needs: the others may be
+        # running beside it.
+        parallel = is_parallel(rows.plan)
+        shown_indices = (
+            sorted(step.depends_on) if parallel else shown_earlier(step.index, step.depends_on)
+        )
+        shown = [step_at(steps, i) for i in shown_indices]
         # A plan a person edited is the task as they reshaped it: its steps are told that task.
         edit = edit_in(rows.plan.version, rows.plan.raw) if rows.plan is not None else None
         earlier = [(s.index, s.objective, s.status, s.output or s.error) for s in shown]
@@ -587,14 +629,24 @@ class RunExecutor:
                 error_retries=recipe.error_retries(),
             )
         except AwaitApproval as wait:
+            branch = self.branch
             with self.lock() as w:
                 thinking = "\n\n".join(t for t in wait.progress["thoughts"] if t)
+                if branch is not None:
+                    # Only this step waits; the run parks once none of its steps can run.
+                    hold_on_call(w, step, wait, thinking)
+                    return
                 park_on_call(w, step, wait, thinking)
             self.parked = True
             return
         except AwaitChild as wait:
             # A micro agent answers the call (orchestration.micro_tool): the run parks while
-            # it works, or, refused, goes on with the reason as the call's answer.
+            # it works, or, refused, goes on with the reason as the call's answer. In a step of
+            # a parallel plan, once its siblings ended (worker.parallel).
+            branch = self.branch
+            if branch is not None:
+                branch.child = (step, wait)
+                return
             with self.lock() as w:
                 self.parked = micro_start(self, w, step, wait)
             return
@@ -652,7 +704,8 @@ class RunExecutor:
                     status=RunStatus.RUNNING,
                 ),
             )
-            started = self.start_next(w, steps)
+            # A step of a parallel plan starts none: its fan decides what runs next.
+            started = None if parallel else self.start_next(w, steps, parallel=False)
             # The step's outcome and the next step's start in one statement.
             write_steps([step] if started is None else [step, started], STEP_WRITTEN_AT_ITS_END)
             if judged and w.run.status == RunStatus.VERIFYING:
@@ -698,6 +751,11 @@ class RunExecutor:
             arguments_sha256(arguments),
         )
         return Resume(progress, CHILD_ANSWERED, arguments, handle, result=result)
+
+
+def is_parallel(plan: Plan | None) -> bool:
+    """Whether `plan` said its steps' depends_on are complete (engine.decide.RunState)."""
+    return plan is not None and bool(plan.raw.get("parallel"))
 
 
 # --- the loop -------------------------------------------------------------------------------

@@ -54,3 +54,30 @@ def test_a_paused_run_waits_but_can_still_be_cancelled():
     assert next_action(RunState("paused")).kind == "none"
     assert next_action(RunState("paused", halted=True)).kind == "none"
     assert next_action(RunState("paused", cancel_requested=True)).kind == "cancel"
+
+
+def test_a_parallel_plan_runs_every_step_whose_dependencies_completed_at_once():
+    plan = steps(("pending", []), ("running", []), ("pending", []), ("pending", [0, 1, 2]))
+    action = next_action(RunState("running", steps=plan, parallel=True))
+    assert (action.kind, action.parallel) == ("parallel", (0, 1, 2))
+
+
+def test_a_parallel_plan_s_dependent_waits_for_every_step_it_needs():
+    plan = steps(("completed", []), ("completed", []), ("running", []), ("pending", [0, 1, 2]))
+    action = next_action(RunState("running", steps=plan, parallel=True))
+    assert (action.kind, action.parallel) == ("parallel", (2,))
+    done = steps(*[("completed", [])] * 3, ("pending", [0, 1, 2]))
+    assert next_action(RunState("running", steps=done, parallel=True)).parallel == (3,)
+
+
+def test_a_parallel_plan_verifies_once_every_step_is_done_and_skips_what_cannot_run():
+    plan = steps(("failed", []), ("completed", []), ("pending", [0]))
+    assert next_action(RunState("running", steps=plan, parallel=True)).skip == (2,)
+    done = steps(("completed", []), ("skipped", []))
+    assert next_action(RunState("running", steps=done, parallel=True)).kind == "begin_verify"
+
+
+def test_a_plan_that_does_not_say_parallel_runs_one_step_at_a_time():
+    plan = steps(("pending", []), ("pending", []), ("pending", []))
+    action = next_action(RunState("running", steps=plan))
+    assert (action.kind, action.step_index) == ("execute", 0)

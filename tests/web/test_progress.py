@@ -27,6 +27,12 @@ from tests.support.runs import add_plan, complete_step, end, make_run
         ("succeeded", ["completed", "skipped"], 100, "1 completed · 1 skipped · succeeded"),
         ("running", ["completed", "running", "pending"], 33, "Step 2 of 3"),
         (
+            "running",
+            ["running", "completed", "running", "running", "pending"],
+            20,
+            "Steps 1, 3 and 4 of 5 running side by side",
+        ),
+        (
             "waiting_approval",
             ["completed", "pending"],
             50,
