@@ -88,7 +88,8 @@ class RunPageConsumer(RunConsumer):
 
     async def connect(self) -> None:
         await super().connect()
-        if self.run is not None and in_a_tree(self.run):
+        # in_a_tree may ask the database (a run that parked: did it start a micro agent?).
+        if self.run is not None and await database_sync_to_async(in_a_tree)(self.run):
             self.tree = tree_group(self.run.tree_root_id)
             await self.channel_layer.group_add(self.tree, self.channel_name)
             await self.run_tree({})  # whatever changed since the page was rendered
