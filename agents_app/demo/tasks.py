@@ -76,6 +76,8 @@ _CAPABILITIES = {
     "http_get": "HTTP_GET",
 }
 _DOMAINS = {"http_get": "web"}
+# The actions that need no other's result.
+_INDEPENDENT = frozenset({"list_files", "read_file", "http_get"})
 
 
 @dataclass(frozen=True)
@@ -203,17 +205,23 @@ def plan_reply(task: str, messages: list[dict[str, Any]]) -> dict[str, Any]:
             reasoning = "Nothing here needs a tool but a look at the workspace; then answer."
             steps = [Action("list_files"), Action("")] if "list_files" in offered else [Action("")]
     steps = steps[:max_steps]
+    # Looks, reads and fetches need nothing of each other: they run side by side. A write (it
+    # may write what came before) or an answer in prose (it says what came before) waits.
+    side_by_side = len(steps) > 1 and all(a.tool in _INDEPENDENT for a in steps)
     plan = {
         "steps": [
             {
                 "objective": action.objective,
                 "tool_names": [action.tool] if action.tool else [],
                 "reasoning": "",
-                "depends_on": [index - 1] if index else [],
+                "depends_on": [] if side_by_side or not index else [index - 1],
             }
             for index, action in enumerate(steps)
-        ]
+        ],
+        "parallel": side_by_side,
     }
+    if side_by_side:
+        reasoning += " They need nothing of each other, so they run side by side."
     return {"reasoning": reasoning, "content": json.dumps(plan)}
 
 

@@ -180,6 +180,29 @@ def test_a_fetch_task_waits_for_approval_then_summarises_the_page(owner, site, d
 @pytest.mark.parametrize(
     "words",
     [
+        "List the files and read notes.md",
+        "Read notes.md and list the files",
+        "Show the files, then read notes.md",
+    ],
+)
+def test_independent_steps_run_side_by_side(owner, settings, words):
+    run = run_create(task=Task.objects.create(owner=owner, text=words))
+    workspace = settings.WORKSPACE_ROOT / f"run-{run.pk}"
+    workspace.mkdir(parents=True)
+    (workspace / "notes.md").write_text("remember the milk\n")
+    execute(run.pk)
+    run.refresh_from_db()
+
+    assert run.status == "succeeded", (run.error_code, run.error_message)
+    assert run.plans.get().raw["parallel"] is True
+    assert sorted(made(run)) == [("list_files", "succeeded"), ("read_file", "succeeded")]
+    seqs = list(RunEvent.objects.filter(run=run).order_by("seq").values_list("seq", flat=True))
+    assert seqs == list(range(1, len(seqs) + 1))
+
+
+@pytest.mark.parametrize(
+    "words",
+    [
         "Make the first plan fail so I see a replan",
         "Show me a replan",
         "Let the first attempt fail",
