@@ -203,6 +203,27 @@ def test_independent_steps_run_side_by_side(owner, settings, words):
 @pytest.mark.parametrize(
     "words",
     [
+        "List the files and fetch {site}",
+        "Fetch {site} and list the files",
+        "Show the files, then download {site}",
+    ],
+)
+def test_a_list_runs_beside_a_fetch_that_waits_for_approval(owner, site, demo, words):
+    run = task_run(owner, words.format(site=site))
+
+    assert run.status == "waiting_approval"
+    assert run.plans.get().raw["parallel"] is True
+    assert ("list_files", "succeeded") in made(run)  # done while the fetch waited
+    approve(run, demo)
+
+    run.refresh_from_db()
+    assert run.status == "succeeded", (run.error_code, run.error_message)
+    assert sorted(made(run)) == [("http_get", "succeeded"), ("list_files", "succeeded")]
+
+
+@pytest.mark.parametrize(
+    "words",
+    [
         "Make the first plan fail so I see a replan",
         "Show me a replan",
         "Let the first attempt fail",
