@@ -433,6 +433,22 @@ HTTP_TOOL_MAX_BYTES = env_int("HTTP_TOOL_MAX_BYTES", 1_000_000, minimum=1)
 HTTP_TOOL_TIMEOUT = env_float("HTTP_TOOL_TIMEOUT", 15.0, minimum=0.1)
 HTTP_TOOL_ALLOW_PRIVATE = env_bool("HTTP_TOOL_ALLOW_PRIVATE", False)
 FILE_TOOL_MAX_BYTES = env_int("FILE_TOOL_MAX_BYTES", 1_000_000, minimum=1)
+# The code tools (run_python, run_command, git, git_commit) run in bubblewrap
+# (tools_app/sandbox.py): the binary, the programs run_command may start (looked up in /usr/bin),
+# the limits of one call, and how many sandboxes may run at once over every process sharing
+# SANDBOX_SLOT_DIR (one lock file per slot).
+SANDBOX_BWRAP = env_str("SANDBOX_BWRAP", "bwrap")
+SANDBOX_COMMANDS = [
+    c.strip() for c in env_str("SANDBOX_COMMANDS", "python3,make").split(",") if c.strip()
+]
+SANDBOX_WALL_SECONDS = env_float("SANDBOX_WALL_SECONDS", 60.0, minimum=0.1)
+SANDBOX_CPU_SECONDS = env_int("SANDBOX_CPU_SECONDS", 30, minimum=1)
+SANDBOX_MEMORY_MB = env_int("SANDBOX_MEMORY_MB", 1024, minimum=64)
+SANDBOX_PROCESSES = env_int("SANDBOX_PROCESSES", 64, minimum=1)
+SANDBOX_OUTPUT_BYTES = env_int("SANDBOX_OUTPUT_BYTES", 64 * 1024, minimum=1)
+SANDBOX_FILE_MB = env_int("SANDBOX_FILE_MB", 64, minimum=1)
+SANDBOX_MAX_RUNNING = env_int("SANDBOX_MAX_RUNNING", 4, minimum=1)
+SANDBOX_SLOT_DIR = BASE_DIR / env_str("SANDBOX_SLOT_DIR", str(VAR_DIR / "sandbox-slots"))
 MCP_CONFIG_PATH = BASE_DIR / env_str("MCP_CONFIG_PATH", "mcp_config.json")
 
 # --- MCP servers ------------------------------------------------------------------

@@ -8,7 +8,18 @@ from tests.support.api import assert_error
 
 TOOLS = "/api/v1/tools"
 HEALTH = "/api/v1/health"
-BUILTIN = {"read_file", "write_file", "list_files", "http_get", "finish_task", "start_micro_agent"}
+BUILTIN = {
+    "read_file",
+    "write_file",
+    "list_files",
+    "http_get",
+    "finish_task",
+    "start_micro_agent",
+    "run_python",
+    "run_command",
+    "git",
+    "git_commit",
+}
 
 
 def builtin_tools(client, **query) -> dict[str, dict]:

@@ -1,6 +1,7 @@
-"""The builtin tools: files confined to the run's workspace, a guarded HTTP GET, finish_task and
-start_micro_agent."""
+"""The builtin tools: files confined to the run's workspace, a guarded HTTP GET, finish_task,
+start_micro_agent, and code run in the sandbox (run_python, run_command, git, git_commit)."""
 
+from tools_app.builtin.code import GitCommitTool, GitTool, RunCommandTool, RunPythonTool
 from tools_app.builtin.control import MICRO_AGENT_TOOL, FinishTaskTool, MicroAgentTool
 from tools_app.builtin.files import (
     LIST_MAX_ENTRIES,
@@ -17,6 +18,7 @@ from tools_app.builtin.http import (
     HttpGetTool,
 )
 from tools_app.registry import ToolRegistry
+from tools_app.sandbox import Sandbox, sandbox_from_settings
 
 __all__ = [
     "HTTP_MAX_REDIRECTS",
@@ -27,10 +29,14 @@ __all__ = [
     "MICRO_AGENT_TOOL",
     "WORKSPACE_RULE",
     "FinishTaskTool",
+    "GitCommitTool",
+    "GitTool",
     "HttpGetTool",
     "ListFilesTool",
     "MicroAgentTool",
     "ReadFileTool",
+    "RunCommandTool",
+    "RunPythonTool",
     "WriteFileTool",
     "register_builtin_tools",
 ]
@@ -43,7 +49,17 @@ def register_builtin_tools(
     http_max_bytes: int,
     http_timeout: float,
     http_allow_private: bool,
+    sandbox: Sandbox | None = None,
+    commands: tuple[str, ...] | None = None,
 ) -> None:
+    """Register every builtin tool. The code tools use `sandbox` and the `commands` allowed to
+    run_command, both from settings (SANDBOX_*) when not given."""
+    if sandbox is None:
+        sandbox = sandbox_from_settings()
+    if commands is None:
+        from django.conf import settings
+
+        commands = tuple(settings.SANDBOX_COMMANDS)
     for tool in (
         ReadFileTool(max_bytes=file_max_bytes),
         WriteFileTool(max_bytes=file_max_bytes),
@@ -53,5 +69,9 @@ def register_builtin_tools(
         ),
         FinishTaskTool(),
         MicroAgentTool(),
+        RunPythonTool(sandbox),
+        RunCommandTool(sandbox, allowed=commands),
+        GitTool(sandbox),
+        GitCommitTool(sandbox),
     ):
         registry.register(tool)

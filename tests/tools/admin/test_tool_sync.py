@@ -135,9 +135,13 @@ def test_builtin_tools_get_rows_staff_can_override(db):
 
     assert {r.name for r in rows} == {
         "finish_task",
+        "git",
+        "git_commit",
         "http_get",
         "list_files",
         "read_file",
+        "run_command",
+        "run_python",
         "start_micro_agent",
         "write_file",
     }

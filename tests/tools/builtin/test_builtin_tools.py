@@ -12,9 +12,13 @@ from tools_app.registry import ToolContext, ToolRegistry, ToolResult
 FILE_MAX_BYTES = 64
 BUILTIN_NAMES = [
     "finish_task",
+    "git",
+    "git_commit",
     "http_get",
     "list_files",
     "read_file",
+    "run_command",
+    "run_python",
     "start_micro_agent",
     "write_file",
 ]
@@ -399,6 +403,12 @@ def test_it_finds_tools_by_domain(registry):
     assert [t.spec.name for t in registry.for_domain("control")] == [
         "finish_task",
         "start_micro_agent",
+    ]
+    assert [t.spec.name for t in registry.for_domain("code")] == [
+        "git",
+        "git_commit",
+        "run_command",
+        "run_python",
     ]
 
 
