@@ -2,7 +2,7 @@
 
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -63,11 +63,13 @@ class ToolSpec:
 
 @dataclass(frozen=True)
 class ToolContext:
-    """What a call may use: the run's own workspace, and how long it has."""
+    """What a call may use: the run's own workspace, how long it has, and (from the engine)
+    whether the run was asked to stop meanwhile: a long call checks it now and then."""
 
     run_id: int
     workspace: Path
     timeout: float
+    cancelled: Callable[[], bool] | None = None
 
 
 @dataclass

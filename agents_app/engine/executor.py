@@ -572,9 +572,23 @@ class StepExecution:
         result = self.registry.call(
             name,
             arguments,
-            ToolContext(run_id=self.run_id, workspace=self.workspace, timeout=tool_timeout),
+            ToolContext(
+                run_id=self.run_id,
+                workspace=self.workspace,
+                timeout=tool_timeout,
+                cancelled=self._stop_asked,
+            ),
         )
         return self._take_result(name, call, arguments, handle, result)
+
+    def _stop_asked(self) -> bool:
+        """Whether the run must stop (Cancel, Stop, its time up, its lease lost), as a tool
+        in the middle of a long call asks it (a sandbox): the next checkpoint says why."""
+        try:
+            self.hooks.poll()
+        except StopRun:
+            return True
+        return False
 
     def _take_result(
         self,

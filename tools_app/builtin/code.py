@@ -66,6 +66,7 @@ class SandboxTool(Tool):
 
     def __init__(self, sandbox: Sandbox, spec: ToolSpec) -> None:
         self.sandbox = sandbox
+        spec = replace(spec, timeout=sandbox.limits.wall_seconds)
         reason = sandbox.unavailable_reason()
         if reason:
             spec = replace(spec, description=f"Unavailable: {reason}. {spec.description}")
@@ -75,7 +76,17 @@ class SandboxTool(Tool):
         self, argv: list[str], context: ToolContext, env: dict[str, str] | None = None
     ) -> ToolResult:
         try:
-            outcome = self.sandbox.run(argv, workspace=context.workspace, env=env)
+            outcome = self.sandbox.run(
+                argv,
+                workspace=context.workspace,
+                env=env,
+                # Never past what the run has left.
+                limits=replace(
+                    self.sandbox.limits,
+                    wall_seconds=min(self.sandbox.limits.wall_seconds, context.timeout),
+                ),
+                cancelled=context.cancelled,
+            )
         except SandboxUnavailable as exc:
             raise ToolError(f"The sandbox is unavailable, so nothing was run: {exc}") from None
         except SandboxBusy as exc:

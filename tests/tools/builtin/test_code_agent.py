@@ -1,14 +1,19 @@
 """Issue 34's scenario against the real sandbox: an agent (the scripted model) writes mathx.py
 and its tests, runs them, reads the failure, fixes the code, sees them pass, and git shows the
-change. The run goes through the engine in-process with the builtin tools."""
+change; and a Cancel ends a sandbox mid-call. The run goes through the engine in-process with
+the builtin tools."""
+
+import threading
+import time
 
 import pytest
 
 from agents_app.models import RunEvent
 from agents_app.runs.lifecycle import workspace_for
+from agents_app.runs.services import run_cancel
 from agents_app.worker.execution import execute_run
 from tests.support.runs import allow_every_call, make_run
-from tests.support.sandbox import working_sandbox
+from tests.support.sandbox import sandbox_processes, working_sandbox
 from tests.support.script import tool_call
 from tests.support.scripted_provider import ScriptedProvider
 from tools_app.builtin import register_builtin_tools
@@ -88,3 +93,27 @@ def test_an_agent_writes_code_runs_its_tests_fixes_it_and_commits(owner, registr
     assert "-    return a - b" in diff and "+    return a + b" in diff
     assert outputs[10]["stdout"] == "Fix add\nAdd mathx with its tests\n"
     assert (workspace_for(run) / "mathx.py").read_text() == FIXED
+
+
+def test_cancelling_the_run_ends_its_running_sandbox_within_a_second(owner, registry):
+    allow_every_call(owner)
+    run = make_run(owner, "Sleep a while in python", fast_path=True)
+    sleeping = tool_call("run_python", code="import time; time.sleep(30)  # cancel me")
+    provider = ScriptedProvider([{"match": "AGENTDESK:DIRECT", "replies": [sleeping]}])
+    worker = threading.Thread(
+        target=execute_run, args=(run.pk,), kwargs={"provider": provider, "registry": registry}
+    )
+    worker.start()
+    deadline = time.monotonic() + 10
+    while not sandbox_processes("# cancel me") and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert sandbox_processes("# cancel me"), "the sandbox never started"
+
+    asked = time.monotonic()
+    run_cancel(run=run, actor=owner, interface="web")
+    worker.join(timeout=10)
+
+    assert time.monotonic() - asked < 1.0
+    assert sandbox_processes("# cancel me") == []
+    run.refresh_from_db()
+    assert run.status == "cancelled", (run.error_code, run.error_message)
