@@ -243,11 +243,14 @@ def limits_argv(limits: Limits) -> list[str]:
 
 
 def _hand_to_sandbox(workspace: Path) -> None:
-    """Make the workspace the sandbox user's, without following a symlink anywhere."""
-    os.lchown(workspace, SANDBOX_UID, SANDBOX_UID)
-    for top, dirs, files in os.walk(workspace):
+    """Make the workspace the sandbox user's, without following a symlink anywhere. By
+    directory descriptors (`os.fwalk`): another sandbox over the same workspace (a parallel
+    step) could swap a directory for a link to /etc between a listing and a chown by path."""
+    os.chown(workspace, SANDBOX_UID, SANDBOX_UID, follow_symlinks=False)
+    for _top, dirs, files, top_fd in os.fwalk(workspace, follow_symlinks=False):
         for name in dirs + files:
-            os.lchown(os.path.join(top, name), SANDBOX_UID, SANDBOX_UID)
+            with contextlib.suppress(FileNotFoundError):  # gone meanwhile
+                os.chown(name, SANDBOX_UID, SANDBOX_UID, dir_fd=top_fd, follow_symlinks=False)
 
 
 def _data_fd(text: str) -> int:

@@ -286,3 +286,29 @@ def test_a_git_hook_and_fsmonitor_in_the_workspaces_config_do_not_run(registry, 
         assert result.ok and result.content["exit_code"] == 0, result.content
 
     assert not (workspace / "ran").exists()
+
+
+def test_links_in_the_workspace_do_not_hand_their_targets_to_the_sandbox(
+    registry, context, tmp_path
+):
+    victim = tmp_path / "victim"
+    (victim / "inner").mkdir(parents=True)
+    (victim / "file.txt").write_text("root's")
+    context.workspace.mkdir(parents=True)
+    (context.workspace / "to-file").symlink_to(victim / "file.txt")
+    (context.workspace / "to-dir").symlink_to(victim)
+
+    said = attempt(
+        registry,
+        context,
+        "for path in ('to-file', 'to-dir/file.txt'):\n"
+        "    try:\n"
+        "        open(path, 'a').write('x'); print('REACHED', path)\n"
+        "    except OSError as e:\n"
+        "        print('BLOCKED', e)\n",
+    )
+
+    assert "REACHED" not in said and said.count("BLOCKED") == 2
+    for path in (victim, victim / "inner", victim / "file.txt"):
+        assert path.stat().st_uid == os.getuid()
+    assert (victim / "file.txt").read_text() == "root's"
