@@ -376,7 +376,9 @@ CONTRACT_MAX_SECONDS = env_int("CONTRACT_MAX_SECONDS", 1800, minimum=1)
 AGENT_LOG_DIR = BASE_DIR / env_str("AGENT_LOG_DIR", str(VAR_DIR / "agent-logs"))
 # With at least this many tools, the model first names the capabilities a task needs and the
 # planner sees only matching tools (seed 000's task analysis).
-AGENT_ANALYSIS_MIN_TOOLS = env_int("AGENT_ANALYSIS_MIN_TOOLS", 10, minimum=1)
+# 14: the ten builtin tools and a few of an MCP server's are offered whole, as the five builtins
+# and the same MCP server were below the earlier 10.
+AGENT_ANALYSIS_MIN_TOOLS = env_int("AGENT_ANALYSIS_MIN_TOOLS", 14, minimum=1)
 # Tasks of at most this many characters run as one step with every tool and a short prompt,
 # without a planner or verifier (0: none; a task's own `fast_path` option wins).
 AGENT_FAST_PATH_MAX_CHARS = env_int(
@@ -437,6 +439,12 @@ FILE_TOOL_MAX_BYTES = env_int("FILE_TOOL_MAX_BYTES", 1_000_000, minimum=1)
 # (tools_app/sandbox.py): the binary, the programs run_command may start (looked up in /usr/bin),
 # the limits of one call, and how many sandboxes may run at once over every process sharing
 # SANDBOX_SLOT_DIR (one lock file per slot).
+# Whether the code tools are offered at all: by default not to the embedded small model, which
+# called git for every task once they were in its list (bench/real_model.py: 3 of 10 done).
+SANDBOX_TOOLS = env_bool("SANDBOX_TOOLS", not LOCAL_MODEL_IN_USE)
+# Whether start_micro_agent is offered: by default not to the embedded small model either, which
+# answered "france" to "What is the capital of France?" once it was in its list.
+MICRO_AGENT_TOOL = env_bool("MICRO_AGENT_TOOL", not LOCAL_MODEL_IN_USE)
 SANDBOX_BWRAP = env_str("SANDBOX_BWRAP", "bwrap")
 SANDBOX_COMMANDS = [
     c.strip() for c in env_str("SANDBOX_COMMANDS", "python3,make").split(",") if c.strip()

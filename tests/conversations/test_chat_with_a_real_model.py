@@ -13,7 +13,8 @@ from agents_app.conversations.transcript import chat_messages
 from agents_app.engine.openai_provider import OpenAICompatibleProvider
 from agents_app.models import Approval, ApprovalStatus, Decision, Run, RunStatus
 from agents_app.worker.execution import execute_run
-from tools_app.process_registry import get_registry
+from tools_app.builtin import register_builtin_tools
+from tools_app.registry import ToolRegistry
 
 pytestmark = [pytest.mark.local_model, pytest.mark.django_db(transaction=True)]
 
@@ -21,12 +22,31 @@ pytestmark = [pytest.mark.local_model, pytest.mark.django_db(transaction=True)]
 ASKS = 5
 
 
+def small_model_tools() -> ToolRegistry:
+    """The builtin tools `go` gives the embedded model (SANDBOX_TOOLS and MICRO_AGENT_TOOL off
+    with LOCAL_MODEL): not the code tools, not start_micro_agent."""
+    registry = ToolRegistry()
+    register_builtin_tools(
+        registry,
+        file_max_bytes=1_000_000,
+        http_max_bytes=1_000_000,
+        http_timeout=15.0,
+        http_allow_private=False,
+        code_tools=False,
+        micro_agent_tool=False,
+    )
+    return registry
+
+
+SMALL_MODEL_TOOLS = small_model_tools()
+
+
 def answer(run: Run, provider: OpenAICompatibleProvider, owner) -> Run:
     """Execute the turn until it ends. The model may call a tool that waits for a person
     (a clean-clone run saw SmolLM2 write one): each such call is denied, as a person may,
     and the turn goes on without it."""
     for _ in range(ASKS):
-        execute_run(run.pk, provider=provider, registry=get_registry())
+        execute_run(run.pk, provider=provider, registry=SMALL_MODEL_TOOLS)
         run.refresh_from_db()
         pending = Approval.objects.filter(run=run, status=ApprovalStatus.PENDING)
         if run.status != RunStatus.WAITING_APPROVAL or not pending.exists():

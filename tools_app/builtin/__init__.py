@@ -51,9 +51,19 @@ def register_builtin_tools(
     http_allow_private: bool,
     sandbox: Sandbox | None = None,
     commands: tuple[str, ...] | None = None,
+    code_tools: bool | None = None,
+    micro_agent_tool: bool | None = None,
 ) -> None:
     """Register every builtin tool. The code tools use `sandbox` and the `commands` allowed to
-    run_command, both from settings (SANDBOX_*) when not given."""
+    run_command, both from settings (SANDBOX_*) when not given; `code_tools` False (default:
+    SANDBOX_TOOLS) leaves them out, `micro_agent_tool` False (MICRO_AGENT_TOOL)
+    start_micro_agent."""
+    from django.conf import settings
+
+    if code_tools is None:
+        code_tools = settings.SANDBOX_TOOLS
+    if micro_agent_tool is None:
+        micro_agent_tool = settings.MICRO_AGENT_TOOL
     if sandbox is None:
         sandbox = sandbox_from_settings()
     if commands is None:
@@ -68,10 +78,16 @@ def register_builtin_tools(
             max_bytes=http_max_bytes, timeout=http_timeout, allow_private=http_allow_private
         ),
         FinishTaskTool(),
-        MicroAgentTool(),
-        RunPythonTool(sandbox),
-        RunCommandTool(sandbox, allowed=commands),
-        GitTool(sandbox),
-        GitCommitTool(sandbox),
+        *((MicroAgentTool(),) if micro_agent_tool else ()),
+        *(
+            (
+                RunPythonTool(sandbox),
+                RunCommandTool(sandbox, allowed=commands),
+                GitTool(sandbox),
+                GitCommitTool(sandbox),
+            )
+            if code_tools
+            else ()
+        ),
     ):
         registry.register(tool)

@@ -1,4 +1,7 @@
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import jsonschema
@@ -10,6 +13,7 @@ from tools_app.process_registry import get_registry
 from tools_app.registry import ToolContext, ToolRegistry, ToolResult
 
 FILE_MAX_BYTES = 64
+CODE_TOOLS = {"git", "git_commit", "run_command", "run_python"}
 BUILTIN_NAMES = [
     "finish_task",
     "git",
@@ -410,6 +414,50 @@ def test_it_finds_tools_by_domain(registry):
         "run_command",
         "run_python",
     ]
+
+
+def test_without_sandbox_tools_the_code_tools_are_not_registered_at_all(settings):
+    settings.SANDBOX_TOOLS = False
+    registry = ToolRegistry()
+    register_builtin_tools(
+        registry, file_max_bytes=1, http_max_bytes=1, http_timeout=1.0, http_allow_private=False
+    )
+
+    names = sorted(t.spec.name for t in registry.all())
+    assert names == [n for n in BUILTIN_NAMES if n not in CODE_TOOLS]
+    assert registry.for_domain("code") == []
+
+
+def test_without_the_micro_agent_tool_start_micro_agent_is_not_registered(settings):
+    settings.MICRO_AGENT_TOOL = False
+    registry = ToolRegistry()
+    register_builtin_tools(
+        registry, file_max_bytes=1, http_max_bytes=1, http_timeout=1.0, http_allow_private=False
+    )
+
+    names = sorted(t.spec.name for t in registry.all())
+    assert names == [n for n in BUILTIN_NAMES if n != "start_micro_agent"]
+
+
+def test_the_embedded_small_model_is_not_offered_the_code_or_micro_agent_tools_unless_asked():
+    # config/settings.py: SANDBOX_TOOLS defaults to "not LOCAL_MODEL_IN_USE".
+    def sandbox_tools(**env: str) -> str:
+        code = (
+            "from django.conf import settings; "
+            "print(settings.SANDBOX_TOOLS, settings.MICRO_AGENT_TOOL)"
+        )
+        environment = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings", **env}
+        environment.pop("LLM_BASE_URL", None)
+        ran = subprocess.run(
+            [sys.executable, "-c", f"import django; django.setup(); {code}"],
+            env=environment, capture_output=True, text=True, check=True,
+        )  # fmt: skip
+        return ran.stdout.strip()
+
+    assert sandbox_tools(LOCAL_MODEL="") == "True True"
+    assert sandbox_tools(LOCAL_MODEL="model.gguf") == "False False"
+    assert sandbox_tools(LOCAL_MODEL="model.gguf", SANDBOX_TOOLS="true") == "True False"
+    assert sandbox_tools(LOCAL_MODEL="model.gguf", MICRO_AGENT_TOOL="true") == "False True"
 
 
 def test_it_names_the_available_tools_when_one_is_not_found(registry, context):
