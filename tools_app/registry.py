@@ -46,6 +46,9 @@ class ToolSpec:
     # Its call is answered by a child run the worker starts (the micro agent tool), not by
     # `run`: the step parks at it and goes on with the child's result (engine AwaitChild).
     child_run: bool = False
+    # It runs what it is given in the sandbox (tools_app/sandbox.py), confined to the run's
+    # workspace: its own approval level decides, which staff may lower below code execution's.
+    sandboxed: bool = False
 
     def as_dict(self) -> dict[str, Any]:
         return {

@@ -67,7 +67,10 @@ def classify_call(
         if raised is not None and RISK_ORDER.index(raised[0]) > RISK_ORDER.index(risk):
             risk = raised[0]
             reasons.append(f"argument '{key}' {raised[1]}")
-    level = higher(spec.approval_level, RISK_LEVEL[risk], LEVEL_ORDER)
+    # A sandboxed tool's code runs confined to the workspace: its own level (manual unless
+    # staff lowered it) decides, not the floor of code that runs unconfined.
+    floor = spec.approval_level if spec.sandboxed else RISK_LEVEL[risk]
+    level = higher(spec.approval_level, floor, LEVEL_ORDER)
     if level != spec.approval_level:
         reasons.append(f"{risk} calls need at least '{RISK_LEVEL[risk]}'")
     return Classification(risk=risk, level=level, reasons=tuple(reasons))

@@ -5,6 +5,7 @@ dashboard uses `progress_by_run`."""
 
 import json
 import re
+import shlex
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
@@ -150,6 +151,23 @@ class Progress:
     done: int
     total: int
     label: str
+
+
+# Arguments that are code or a command to run: the dialog shows each whole, as it would run.
+CODE_ARGUMENTS = ("code", "argv", "command", "cmd", "script", "args")
+
+
+def code_to_run(arguments: dict[str, Any]) -> list[tuple[str, str]]:
+    """(name, text) of each argument that is code or a command, written out in full: a
+    snippet with its own lines, an argv as the command line it makes."""
+    shown = []
+    for name in CODE_ARGUMENTS:
+        value = arguments.get(name)
+        if isinstance(value, str) and value.strip():
+            shown.append((name, value))
+        elif isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+            shown.append((name, shlex.join(value)))
+    return shown
 
 
 def progress_of(run: Run, step_statuses: list[str]) -> Progress:
@@ -335,6 +353,7 @@ def approval_context(
         "approval_is_plan": is_plan,
         "approval_plan_steps": [s if isinstance(s, dict) else {"objective": s} for s in steps],
         "approval_arguments": json.dumps(approval.arguments, indent=2, ensure_ascii=False),
+        "approval_code": [] if is_plan else code_to_run(approval.arguments),
         "approval_arguments_text": (
             arguments_text
             if arguments_text is not None

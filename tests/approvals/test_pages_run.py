@@ -1,6 +1,7 @@
 """Approvals on the run page: the pending call's card and dialog, brought and removed live."""
 
 import json
+from html import escape
 
 import pytest
 
@@ -53,6 +54,22 @@ def test_a_manual_call_offers_no_rule_to_remember(owner, owner_session, registry
 
     assert 'name="remember"' not in html
     assert "it asks every time" in html
+
+
+def test_code_to_run_is_shown_whole_as_it_runs_above_the_arguments(owner, owner_session, registry):
+    run, _, approval = parked(owner, registry)
+    code = "import math\n\nprint(math.pi)  # <b>not markup</b>\n" + "x = 1\n" * 300
+    Approval.objects.filter(pk=approval.pk).update(
+        tool="run_python", arguments={"code": code, "argv": ["python3", "-m", "unittest", "a b"]}
+    )
+
+    html = owner_session.get(f"/runs/{run.pk}/").content.decode()
+
+    shown = html.split('<pre class="approval-code"><code>')
+    assert len(shown) == 3  # the code, then the command line
+    assert shown[1].split("</code></pre>")[0] == escape(code)
+    assert shown[2].split("</code></pre>")[0] == "python3 -m unittest &#x27;a b&#x27;"
+    assert "Code it runs" in html and html.index("approval-code") < html.index("approval-arguments")
 
 
 def test_a_plan_approval_shows_the_steps_and_offers_approve_edit_reject_or_cancel(

@@ -107,6 +107,7 @@ def _spec(name: str, description: str, schema: dict[str, Any], **rest: Any) -> T
         description=description,
         input_schema={"type": "object", "additionalProperties": False, **schema},
         domain="code",
+        sandboxed=True,
         **rest,
     )
 

@@ -11,9 +11,11 @@ import pytest
 
 from tests.support.sandbox import sandbox_processes, working_sandbox
 from tools_app.builtin import GitCommitTool, GitTool, RunCommandTool, RunPythonTool
+from tools_app.models import Tool, ToolSource
 from tools_app.registry import ToolContext, ToolRegistry, ToolResult
 from tools_app.risk import classify_call
 from tools_app.sandbox import Limits, Sandbox
+from tools_app.selectors import configured_specs
 
 CODE_TOOLS = ("run_python", "run_command", "git", "git_commit")
 
@@ -130,6 +132,19 @@ def test_run_python_and_run_command_ask_a_person_and_git_reads_do_not(registry, 
     assert level("git", subcommand="status") == "auto"
     assert level("git", subcommand="diff") == "auto"
     assert level("git_commit", message="x") == "moderate"
+
+
+@pytest.mark.django_db
+def test_staff_may_lower_a_code_tool_the_sandbox_confines_but_not_unconfined_code(registry):
+    Tool.objects.update_or_create(
+        name="run_python", defaults={"source": ToolSource.BUILTIN, "approval_level": "auto"}
+    )
+    specs = {spec.name: spec for spec in configured_specs(registry)}
+
+    assert classify_call(specs["run_python"], {"code": "print(1)"}).level == "auto"
+    # A tool that is not sandboxed still needs a person for code, whatever its own level.
+    unconfined = replace(specs["run_python"], sandboxed=False)
+    assert classify_call(unconfined, {"code": "print(1)"}).level == "manual"
 
 
 def test_a_call_past_the_time_limit_fails_naming_it(tmp_path, context):
