@@ -8,6 +8,7 @@ import time
 
 import pytest
 
+from agents_app.conversations.services import conversation_create, conversation_stop, message_post
 from agents_app.models import RunEvent
 from agents_app.runs.lifecycle import workspace_for
 from agents_app.runs.services import run_cancel
@@ -115,5 +116,30 @@ def test_cancelling_the_run_ends_its_running_sandbox_within_a_second(owner, regi
 
     assert time.monotonic() - asked < 1.0
     assert sandbox_processes("# cancel me") == []
+    run.refresh_from_db()
+    assert run.status == "cancelled", (run.error_code, run.error_message)
+
+
+def test_stopping_a_chat_answer_ends_its_running_sandbox_within_a_second(owner, registry, llm):
+    allow_every_call(owner)
+    chat = conversation_create(owner=owner, interface="web")
+    _, run = message_post(conversation=chat, actor=owner, interface="web", text="Sleep a while")
+    sleeping = tool_call("run_python", code="import time; time.sleep(30)  # stop me")
+    provider = ScriptedProvider([{"match": "AGENTDESK:CHAT", "replies": [sleeping]}])
+    worker = threading.Thread(
+        target=execute_run, args=(run.pk,), kwargs={"provider": provider, "registry": registry}
+    )
+    worker.start()
+    deadline = time.monotonic() + 10
+    while not sandbox_processes("# stop me") and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert sandbox_processes("# stop me"), "the sandbox never started"
+
+    asked = time.monotonic()
+    conversation_stop(conversation=chat, actor=owner, interface="web")
+    worker.join(timeout=10)
+
+    assert time.monotonic() - asked < 1.0
+    assert sandbox_processes("# stop me") == []
     run.refresh_from_db()
     assert run.status == "cancelled", (run.error_code, run.error_message)
