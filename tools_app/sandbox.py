@@ -36,7 +36,7 @@ import shutil
 import signal
 import stat
 import subprocess
-import threading
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -445,7 +445,9 @@ def _probe(bwrap: str) -> str:
         return f"bubblewrap ('{bwrap}') is not installed"
     if not os.path.exists("/usr/bin/prlimit"):
         return "prlimit (util-linux) is not in /usr/bin"
-    probe = Path(f"/tmp/agentdesk-sandbox-probe-{os.getpid()}-{threading.get_ident()}")
+    # A fresh private directory: a guessable /tmp name could be another user's link, whose
+    # target the sandbox's hand-over would then give to uid 65534.
+    probe = Path(tempfile.mkdtemp(prefix="agentdesk-sandbox-probe-"))
     try:
         outcome = _run(
             found, ["/usr/bin/true"], probe, {}, Limits(wall_seconds=PROBE_TIMEOUT), None

@@ -84,7 +84,8 @@ def _probe(
     url = base_url.rstrip("/") + "/models"
     try:
         answer = httpx.get(url, headers=headers, timeout=timeout, follow_redirects=False)
-    except httpx.HTTPError as exc:
+    except (httpx.HTTPError, httpx.InvalidURL) as exc:
+        # InvalidURL is no HTTPError: a malformed base URL is a broken connection, not a crash.
         reason = f"cannot reach the LLM server at {base_url}: {exc.__class__.__name__}: {exc}"
         return CheckOutcome(name, False, redact(reason, [key]))
     if answer.status_code in (401, 403):

@@ -54,3 +54,14 @@ def test_no_configured_llm_is_not_configured(settings):
     settings.LLM_BASE_URL = ""
 
     assert llm_state(default_connection_checked()) == LLMState.NOT_CONFIGURED
+
+
+@pytest.mark.django_db
+def test_a_malformed_base_url_is_down_with_its_reason_not_a_crash(settings):
+    settings.LLM_BASE_URL = "http://[::1/v1"  # an unclosed IPv6 bracket: httpx.InvalidURL
+    settings.LLM_MODEL = "scripted"
+
+    connection = default_connection_checked()
+
+    assert llm_state(connection) == LLMState.DOWN
+    assert "InvalidURL" in connection.last_error
