@@ -1,6 +1,7 @@
 """The file tools: read, write and list, each confined to the run's workspace."""
 
 import os
+import stat
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -159,7 +160,14 @@ class WriteFileTool(Tool):
             raise ToolError(f"'{requested}' is a directory; give a file path")
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            with path.open("ab" if append else "wb") as handle:
+            # Sandboxed code may have left a FIFO or a link here: never follow the link, never
+            # wait for a reader (a FIFO without one fails at once), write only a regular file.
+            flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK
+            flags |= os.O_APPEND if append else os.O_TRUNC
+            descriptor = os.open(path, flags, 0o644)
+            with os.fdopen(descriptor, "wb") as handle:
+                if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                    raise ToolError(f"'{requested}' is not a regular file")
                 handle.write(data)
         except OSError as exc:
             raise ToolError(f"Could not write '{requested}': {exc.strerror or exc}") from None

@@ -495,3 +495,19 @@ def test_it_rejects_arguments_that_do_not_fit_the_schema(registry, context, name
 
 def test_the_default_registry_has_the_builtin_tools():
     assert get_registry().names() == BUILTIN_NAMES
+
+
+def test_write_file_refuses_a_fifo_at_once_and_never_follows_a_link(registry, context, workspace):
+    # What sandboxed code (run_python) may leave in a workspace for the root-side tools.
+    workspace.mkdir(parents=True)
+    os.mkfifo(workspace / "report.md")
+    outside = workspace.parent / "outside.txt"
+    outside.write_text("untouched")
+    (workspace / "link.txt").symlink_to(outside)
+
+    fifo = call(registry, context, "write_file", path="report.md", content="x")
+    linked = call(registry, context, "write_file", path="link.txt", content="x")
+
+    assert not fifo.ok and "Could not write 'report.md'" in fifo.error
+    assert not linked.ok
+    assert outside.read_text() == "untouched"
