@@ -7,15 +7,14 @@ pictures are the README's (AGENTDESK_UPDATE_SCREENSHOTS=1)."""
 import os
 import re
 import signal
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
 from tests.browser.conftest import VIEWPORT
 from tests.support.browser import WAIT_MS, expect
 from tests.support.go import ADMIN_PASSWORD, START_TIMEOUT, STOP_TIMEOUT, RunningGo, go_environment
+from tests.support.site import PAGE, page_served
 
 pytestmark = [
     pytest.mark.integration,
@@ -29,31 +28,14 @@ pytestmark = [
     ),
 ]
 
-PAGE = "Hello from a page the demo fetched."
 CONTRACT = "Write the list of files in the workspace to status.md"
 TEAM_TASK = "Write a short report on what is in the workspace"
 
 
-class _Site(BaseHTTPRequestHandler):
-    def do_GET(self) -> None:
-        body = PAGE.encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "text/plain; charset=utf-8")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, format: str, *args: object) -> None:
-        pass
-
-
 @pytest.fixture(scope="module")
 def site() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Site)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/hello"
-    server.shutdown()
-    server.server_close()
+    with page_served() as url:
+        yield url
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,7 @@ is a case here; every answer carries the demo's signature."""
 
 import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 
 import pytest
 
@@ -22,25 +22,11 @@ from agents_app.demo.server import DemoServer
 from agents_app.models import Approval, Run, RunEvent, Task, ToolCall
 from agents_app.runs.services import run_create
 from agents_app.worker.execution import execute_run
+from tests.support.site import PAGE, page_served
 from tools_app.builtin import register_builtin_tools
 from tools_app.registry import ToolRegistry
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-PAGE = "Hello from a page the demo fetched."
-
-
-class _Site(BaseHTTPRequestHandler):
-    def do_GET(self) -> None:
-        body = PAGE.encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "text/plain; charset=utf-8")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, format: str, *args: object) -> None:
-        pass
 
 
 def _serve(server: ThreadingHTTPServer) -> Iterator[ThreadingHTTPServer]:
@@ -59,8 +45,8 @@ def demo_server() -> Iterator[DemoServer]:
 
 @pytest.fixture(scope="module")
 def site() -> Iterator[str]:
-    for server in _serve(ThreadingHTTPServer(("127.0.0.1", 0), _Site)):
-        yield f"http://127.0.0.1:{server.server_address[1]}/hello"
+    with page_served() as url:
+        yield url
 
 
 def _tools() -> ToolRegistry:

@@ -5,9 +5,7 @@ the demo's own server (`python -m agents_app.demo.server`) as `go` starts it."""
 
 import os
 import sys
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
@@ -20,6 +18,7 @@ from agents_app.tasks import execute_run
 from config.embedded import DEMO_MODEL_ARGS
 from tests.support.processes import ManagedProcess, free_port, port_open
 from tests.support.runs import make_run
+from tests.support.site import PAGE, page_served
 from tests.support.waiting import wait_for, wait_for_run
 from tests.support.workspaces import write_files
 
@@ -28,30 +27,11 @@ pytestmark = pytest.mark.integration
 # The demo model as `go` starts it (config.embedded.DEMO_MODEL_ARGS).
 DEMO_COMMAND = [sys.executable, *DEMO_MODEL_ARGS]
 
-PAGE = "Hello from a page the demo fetched."
-
-
-class Site(BaseHTTPRequestHandler):
-    def do_GET(self) -> None:
-        body = PAGE.encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "text/plain; charset=utf-8")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, format: str, *args: object) -> None:
-        pass
-
 
 @pytest.fixture(scope="module")
 def site() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Site)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/hello"
-    server.shutdown()
-    server.server_close()
+    with page_served() as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
