@@ -52,6 +52,17 @@ def _sentence(text: str) -> str:
     return text if text.endswith((".", "!", "?")) else f"{text}."
 
 
+def _note_and_steps(edit: PlanEdit) -> list[str]:
+    """The person's note, if any, and their steps numbered from 1 with their tools."""
+    lines = [f"Their note: {edit.note}"] if edit.note else []
+    lines.append("Their steps:")
+    for number, (objective, tools) in enumerate(edit.steps, start=1):
+        lines.append(
+            f"  {number}. {objective}" + (f" (tools: {', '.join(tools)})" if tools else "")
+        )
+    return lines
+
+
 def edit_notice(edit: PlanEdit, original: str) -> str:
     """What the verifier reads after the run's work: who reshaped the task, their note and
     steps, what was first asked, and that the reshaped task is the one to judge."""
@@ -60,13 +71,7 @@ def edit_notice(edit: PlanEdit, original: str) -> str:
         f"(plan v{edit.version}); the task above is their plan. Judge the task as they "
         "reshaped it: what their edit took out of it is no longer asked for.",
     ]
-    if edit.note:
-        lines.append(f"Their note: {edit.note}")
-    lines.append("Their steps:")
-    for number, (objective, tools) in enumerate(edit.steps, start=1):
-        lines.append(
-            f"  {number}. {objective}" + (f" (tools: {', '.join(tools)})" if tools else "")
-        )
+    lines += _note_and_steps(edit)
     lines.append(f"What was first asked: {original}")
     return "\n".join(lines)
 
@@ -78,11 +83,5 @@ def planner_notice(edit: PlanEdit) -> str:
         f"{edit.by} reshaped the task when they edited plan v{edit.version} at its approval: "
         "plan for the task as they reshaped it, not for what their edit took out.",
     ]
-    if edit.note:
-        lines.append(f"Their note: {edit.note}")
-    lines.append("Their steps:")
-    for number, (objective, tools) in enumerate(edit.steps, start=1):
-        lines.append(
-            f"  {number}. {objective}" + (f" (tools: {', '.join(tools)})" if tools else "")
-        )
+    lines += _note_and_steps(edit)
     return "\n".join(lines)
