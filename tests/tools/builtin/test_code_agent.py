@@ -96,50 +96,52 @@ def test_an_agent_writes_code_runs_its_tests_fixes_it_and_commits(owner, registr
     assert (workspace_for(run) / "mathx.py").read_text() == FIXED
 
 
-def test_cancelling_the_run_ends_its_running_sandbox_within_a_second(owner, registry):
-    allow_every_call(owner)
-    run = make_run(owner, "Sleep a while in python", fast_path=True)
-    sleeping = tool_call("run_python", code="import time; time.sleep(30)  # cancel me")
-    provider = ScriptedProvider([{"match": "AGENTDESK:DIRECT", "replies": [sleeping]}])
+def stopped_within_a_second(run, marker: str, phase: str, registry, stop) -> None:
+    """The run's model calls run_python for 30 s (the code marked `marker`); once its sandbox
+    is up, `stop()` must end the call and the run within a second, leaving no process."""
+    sleeping = tool_call("run_python", code=f"import time; time.sleep(30)  {marker}")
+    provider = ScriptedProvider([{"match": phase, "replies": [sleeping]}])
     worker = threading.Thread(
         target=execute_run, args=(run.pk,), kwargs={"provider": provider, "registry": registry}
     )
     worker.start()
     deadline = time.monotonic() + 10
-    while not sandbox_processes("# cancel me") and time.monotonic() < deadline:
+    while not sandbox_processes(marker) and time.monotonic() < deadline:
         time.sleep(0.01)
-    assert sandbox_processes("# cancel me"), "the sandbox never started"
+    assert sandbox_processes(marker), "the sandbox never started"
 
     asked = time.monotonic()
-    run_cancel(run=run, actor=owner, interface="web")
+    stop()
     worker.join(timeout=10)
 
     assert time.monotonic() - asked < 1.0
-    assert sandbox_processes("# cancel me") == []
+    assert sandbox_processes(marker) == []
     run.refresh_from_db()
     assert run.status == "cancelled", (run.error_code, run.error_message)
+
+
+def test_cancelling_the_run_ends_its_running_sandbox_within_a_second(owner, registry):
+    allow_every_call(owner)
+    run = make_run(owner, "Sleep a while in python", fast_path=True)
+
+    stopped_within_a_second(
+        run,
+        "# cancel me",
+        "AGENTDESK:DIRECT",
+        registry,
+        lambda: run_cancel(run=run, actor=owner, interface="web"),
+    )
 
 
 def test_stopping_a_chat_answer_ends_its_running_sandbox_within_a_second(owner, registry, llm):
     allow_every_call(owner)
     chat = conversation_create(owner=owner, interface="web")
     _, run = message_post(conversation=chat, actor=owner, interface="web", text="Sleep a while")
-    sleeping = tool_call("run_python", code="import time; time.sleep(30)  # stop me")
-    provider = ScriptedProvider([{"match": "AGENTDESK:CHAT", "replies": [sleeping]}])
-    worker = threading.Thread(
-        target=execute_run, args=(run.pk,), kwargs={"provider": provider, "registry": registry}
+
+    stopped_within_a_second(
+        run,
+        "# stop me",
+        "AGENTDESK:CHAT",
+        registry,
+        lambda: conversation_stop(conversation=chat, actor=owner, interface="web"),
     )
-    worker.start()
-    deadline = time.monotonic() + 10
-    while not sandbox_processes("# stop me") and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert sandbox_processes("# stop me"), "the sandbox never started"
-
-    asked = time.monotonic()
-    conversation_stop(conversation=chat, actor=owner, interface="web")
-    worker.join(timeout=10)
-
-    assert time.monotonic() - asked < 1.0
-    assert sandbox_processes("# stop me") == []
-    run.refresh_from_db()
-    assert run.status == "cancelled", (run.error_code, run.error_message)
