@@ -40,6 +40,16 @@ def micro_start(ex: RecipeContext, w: RunWriter, step: Step, wait: AwaitChild) -
     """Start the micro agent `wait`'s call asks for, in `w`'s transaction, and park the run:
     True. A refused one is kept in the step's progress as the call's answer and the run goes
     on: False. Either way the step resumes from its progress (micro_answer)."""
+    started = micro_spawn(ex, w, step, wait)
+    if started:
+        w.transition(RunStatus.WAITING_CHILDREN)
+    return started
+
+
+def micro_spawn(ex: RecipeContext, w: RunWriter, step: Step, wait: AwaitChild) -> bool:
+    """micro_start without the parking: the caller parks the run once (the steps of a
+    parallel plan that called for micro agents: worker.parallel starts them all, then parks).
+    True when the micro agent started, False when it was refused."""
     run = w.run
     arguments = wait.arguments
     text = str(arguments.get("task", ""))
@@ -65,7 +75,6 @@ def micro_start(ex: RecipeContext, w: RunWriter, step: Step, wait: AwaitChild) -
     )
     step.progress = {**progress, "child_id": child.pk}
     step.save(update_fields=["progress"])
-    w.transition(RunStatus.WAITING_CHILDREN)
     return True
 
 
@@ -73,11 +82,17 @@ def micro_wait(w: RunWriter, progress: dict[str, Any]) -> bool:
     """Park the run again, in `w`'s transaction, while the micro agent its step waits for
     works still (the run was paused and resumed meanwhile): True. Read under the run's lock,
     so a child ending now finds it parked and queues it (children.hand_back)."""
-    child_id = progress.get("child_id")
-    if child_id is None or not Run.objects.filter(pk=child_id, status__in=WORKING).exists():
+    if not micro_working(progress):
         return False
     w.transition(RunStatus.WAITING_CHILDREN)
     return True
+
+
+def micro_working(progress: dict[str, Any]) -> bool:
+    """Whether the micro agent a step's `progress` waits for works still. Asked under the
+    run's lock before parking on it: a child that ends after finds the run parked."""
+    child_id = progress.get("child_id")
+    return child_id is not None and Run.objects.filter(pk=child_id, status__in=WORKING).exists()
 
 
 def micro_answer(progress: dict[str, Any]) -> ToolResult | None:

@@ -63,20 +63,20 @@ from agents_app.models import (
     Step,
     StepStatus,
 )
-from agents_app.orchestration.micro_tool import micro_answer, micro_start, micro_wait
+from agents_app.orchestration.micro_tool import (
+    micro_answer,
+    micro_start,
+    micro_wait,
+    micro_working,
+)
 from agents_app.runs.admission import admit_waiting
 from agents_app.runs.control import engaged_switch
 from agents_app.runs.lease import Lease
 from agents_app.runs.lifecycle import finish, new_plan, skip_step, workspace_for
 from agents_app.runs.recipes import RunRows, recipe_for
 from agents_app.runs.writer import LeaseLost, locked_run, read_again
-from agents_app.worker.hooks import (
-    DatabaseHooks,
-    PendingWrites,
-    ToolCallHandle,
-    committing,
-    read_control_flags,
-)
+from agents_app.worker.commits import PendingWrites, Turn, committing, read_control_flags
+from agents_app.worker.hooks import DatabaseHooks, ToolCallHandle
 from agents_app.worker.llm import as_itself, phase_providers, provider_for_run
 from agents_app.worker.parallel import run_side_by_side
 from agents_app.worker.steps import (
@@ -162,6 +162,8 @@ class RunExecutor:
         self.run: Run | None = run  # as read after the lease was taken, with its task
         self.rows: RunRows | None = None
         self.pending = PendingWrites()
+        # Every commit of this worker holds it; a parallel plan's steps share it (Turn).
+        self.turn = Turn(self.pending)
         self.watch = Watch(run_id)
         self.halted: bool | None = None
         self.loaded = False  # `run` was read by load (else it was given, read with the lease)
@@ -227,18 +229,18 @@ class RunExecutor:
         assert self.run is not None
         if self.branch is not None:
             return self.branch.commit(self.run, self.lease, fenced=fenced)
-        return committing(self.run, self.lease, self.pending, fenced=fenced)
+        return committing(self.run, self.lease, self.pending, fenced=fenced, turn=self.turn)
 
     def hooks(self, run: Run, step: Step | None = None, **options: Any) -> DatabaseHooks:
-        """The engine's hooks for one phase, sharing this worker's run, pending writes and
-        watch (in a step of a parallel plan, that step's own: worker.parallel.Branch)."""
+        """The engine's hooks for one phase, sharing this worker's run, pending writes, watch
+        and turn (in a step of a parallel plan, that step's own pending writes and watch:
+        worker.parallel.Branch)."""
         branch = self.branch
+        pending, watch = self.pending, self.watch
         if branch is not None:
-            return DatabaseHooks(
-                run, self.lease, step, pending=branch.pending, watch=branch.watch, **options
-            )
+            pending, watch = branch.pending, branch.watch
         return DatabaseHooks(
-            run, self.lease, step, pending=self.pending, watch=self.watch, **options
+            run, self.lease, step, pending=pending, watch=watch, turn=self.turn, **options
         )
 
     def state_of(self, rows: RunRows, *, fresh: bool) -> RunState:
@@ -576,11 +578,10 @@ class RunExecutor:
         if self.started_next is step:
             self.started_next = None  # started by the last step's end
         else:
-            if step.progress and "child_id" in step.progress:
-                with self.lock() as w:
-                    self.parked = micro_wait(w, step.progress)
-                if self.parked:
-                    return  # its micro agent works still
+            if step.progress and "child_id" in step.progress and self.waits_for_child(step):
+                return  # its micro agent works still
+            if step.progress and "approval_id" in step.progress and self.skipped(step):
+                return
             resume = self.decided(step) if step.progress else None
             with self.lock() as w:
                 self.start_step(w, step, resume)
@@ -714,6 +715,33 @@ class RunExecutor:
                     recipe.verify(self, rows, fast=True)
                 finally:
                     self.open = None
+
+    def waits_for_child(self, step: Step) -> bool:
+        """Whether the micro agent `step` called for works still (the run was paused and
+        resumed meanwhile, or a decision on a sibling queued it): the run parks again, at once
+        or, in a step of a parallel plan, once no sibling runs (worker.parallel)."""
+        branch = self.branch
+        if branch is not None:
+            if not micro_working(step.progress):
+                return False
+            branch.child = (step, None)
+            return True
+        with self.lock() as w:
+            self.parked = micro_wait(w, step.progress)
+        return self.parked
+
+    def skipped(self, step: Step) -> bool:
+        """Whether a person skipped the call `step` stopped at while the run did not wait for
+        them (its siblings of a parallel plan ran, or it was paused): then the step is
+        skipped now, as approvals.decisions skips one when the run waited."""
+        approval = Approval.objects.filter(pk=step.progress["approval_id"]).only("status").first()
+        if approval is None or approval.status != ApprovalStatus.SKIPPED:
+            return False
+        with self.lock() as w:
+            step.progress = None
+            step.save(update_fields=["progress"])
+            skip_step(w, step, "skipped at an approval")
+        return True
 
     def decided(self, step: Step) -> Resume | None:
         """How to continue a step parked on an approval, once a person decided it, or on a

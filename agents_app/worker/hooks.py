@@ -1,17 +1,12 @@
 """DatabaseHooks: the engine's window on the world, backed by the run's rows.
 
-What the engine reports is written at the step's next commit, not each on its own: a model
-call's tokens, a tool call's result, their events and audit rows wait in `PendingWrites` until
-the next commit of this worker (before the next tool call, or the step's end, or whatever the
-executor commits next), which writes them first, in the order they were heard. A tool call's
-row is written, and committed, before the call. A worker that dies in between loses what it
-heard since its last commit, as it loses the action in flight: the step is run again.
+What the engine reports waits in the worker's PendingWrites and is written by its next commit
+(worker.commits). A tool call's row is written, and committed, before the call. Every commit
+holds the worker's Turn, which a parallel plan's steps share (worker.parallel).
 """
 
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -33,12 +28,11 @@ from agents_app.core.event_payloads import (
 )
 from agents_app.core.events import EventType, publish, run_group
 from agents_app.core.inputs import storable, storable_text
-from agents_app.core.secrecy import StreamRedactor, redact_all
+from agents_app.core.secrecy import StreamRedactor
 from agents_app.core.watch import Watch
 from agents_app.engine.hooks import StopRun, StreamPhase
 from agents_app.engine.llm import RetryNotice, Usage
 from agents_app.models import (
-    AuditEvent,
     AuditInterface,
     ConversationEntry,
     DoubleTexting,
@@ -52,89 +46,13 @@ from agents_app.models import (
 from agents_app.orchestration.children import tree_usage
 from agents_app.runs.lease import Lease
 from agents_app.runs.recipes import recipe_for
-from agents_app.runs.writer import RunWriter, fenced_run, locked_run
-from agents_app.worker.connections import give_back
+from agents_app.worker.commits import PendingWrites, Turn, committing, read_control_flags
 from tools_app.registry import ToolResult, ToolSpec
 
 TOKEN_FLUSH_CHARS = 64
 TOKEN_FLUSH_SECONDS = 0.1
 # While the model streams, the run's row is read at most this often (for a cancel).
 POLL_SECONDS = 0.25
-
-
-def read_control_flags(run: Run) -> None:
-    """Bring `run`'s cancel_requested and pause_requested up to date from its row (a person's
-    flags: core.watch says when they may have moved)."""
-    flags = Run.objects.filter(pk=run.pk).values("cancel_requested", "pause_requested").first()
-    for name, value in (flags or {}).items():
-        setattr(run, name, value)
-
-
-@dataclass
-class PendingWrites:
-    """What a worker heard since its last commit and writes with its next one: model calls'
-    usage (tokens, `llm_usage` events, audit rows) and tool calls' results (the call's row,
-    `tool_result` events, audit rows)."""
-
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    usage: list[tuple[LlmUsagePayload, AuditEvent]] = field(default_factory=list)
-    # (tool call id, the row's fields, the event's payload, the audit row)
-    results: list[tuple[int, dict[str, Any], ToolResultPayload, AuditEvent]] = field(
-        default_factory=list
-    )
-
-    def apply(self, w: RunWriter, *, usage: bool) -> None:
-        """Write it in `w`'s transaction: the results, and the usage too unless `usage` is
-        False (a tool call's row is committed before the call with the results heard so far;
-        the usage waits for the step's end, tokens, events and audit rows together, so the
-        accounting stays whole whatever becomes of the worker). `clear` once it committed."""
-        audit = []
-        for call_id, fields, payload, row in self.results:
-            # A tool's result and error are text from outside (core.secrecy); the event's
-            # payload is redacted by the writer.
-            rows.update(ToolCall, call_id, **redact_all(fields))
-            w.event(EventType.TOOL_RESULT, payload)
-            audit.append(row)
-        if usage:
-            if self.prompt_tokens or self.completion_tokens:
-                w.set(
-                    prompt_tokens=w.run.prompt_tokens + self.prompt_tokens,
-                    completion_tokens=w.run.completion_tokens + self.completion_tokens,
-                )
-            for payload, row in self.usage:
-                w.event(EventType.LLM_USAGE, payload)
-                audit.append(row)
-        rows.insert(audit)
-
-    def clear(self, *, usage: bool) -> None:
-        self.results.clear()
-        if usage:
-            self.prompt_tokens = self.completion_tokens = 0
-            self.usage.clear()
-
-
-@contextmanager
-def committing(
-    run: Run,
-    lease: Lease,
-    pending: PendingWrites,
-    *,
-    usage: bool = True,
-    fenced: bool,
-) -> Iterator[RunWriter]:
-    """One commit of the worker holding `run`: the row read again under its lock (the lease
-    checked, `run` brought up to date), what is pending written first (its usage only with
-    `usage`), then the caller's changes. `fenced` (a tool call's row, a step's end): the row is
-    not read first; the commit ends with the fenced UPDATE (runs.writer.FencedWriter), which
-    changes no status. The flags read with the row leave the control counters' baseline as it
-    is: a counter that moved since the last look then costs one more read, never a miss."""
-    lock = fenced_run(run, lease.token) if fenced else locked_run(run.pk, lease.token, run=run)
-    with lock as w:
-        pending.apply(w, usage=usage)
-        yield w
-    pending.clear(usage=usage)
-    give_back()  # what follows a commit is a wait: a tool, the model, the next delivery
 
 
 @dataclass(frozen=True)
@@ -160,11 +78,13 @@ class DatabaseHooks:
         workspace: Path | None = None,
         pending: PendingWrites | None = None,
         watch: Watch | None = None,
+        turn: Turn | None = None,
     ):
         # The worker's run, kept up to date by every commit through `commit` (its executor
-        # shares the object, the pending writes and the watch).
+        # shares the object, the pending writes, the watch and the turn).
         self.run = run
         self.pending = pending if pending is not None else PendingWrites()
+        self.turn = turn if turn is not None else Turn(self.pending)
         self.watch = watch if watch is not None else Watch(run.pk)
         self.run_id = run.pk
         self.owner_id = run.owner_id
@@ -201,13 +121,18 @@ class DatabaseHooks:
         self._reasoning: dict[str, list[str]] = {}
 
     def commit(self, *, usage: bool = True, fenced: bool = False) -> Any:
-        """A commit of this worker: what is pending first, then the caller's changes."""
-        return committing(self.run, self.lease, self.pending, usage=usage, fenced=fenced)
+        """A commit of this worker, holding its turn: what is pending first, then the
+        caller's changes."""
+        return committing(
+            self.run, self.lease, self.pending, usage=usage, fenced=fenced, turn=self.turn
+        )
 
     def checkpoint(self) -> None:
         self.flush_tokens(ended=False)
         if self.lease.lost.is_set():
             raise StopRun(ErrorCode.LEASE_LOST)
+        # A step beside others stops before its next call once their tokens passed the budget.
+        self.within_token_budget()
         if timezone.now() >= self.deadline:
             raise StopRun(ErrorCode.EXECUTION_TIMEOUT, f"the run exceeded {self.limit_seconds:g} s")
         if self.cancel_requested():
@@ -264,19 +189,26 @@ class DatabaseHooks:
             details=call,
         )
         pending.usage.append((call, row))
+        self.within_token_budget()
         run = self.run
-        used = run.total_tokens + pending.prompt_tokens + pending.completion_tokens
+        if run.root_id is not None:
+            # The tree's usage is read from the rows: this run's share goes in first.
+            with self.commit():
+                pass
+            self.tree_within_budget(run.root_id, "tokens")
+
+    def within_token_budget(self) -> None:
+        """The run's tokens, written and heard by any of its steps, within its budget. Raises
+        DomainError BUDGET_EXCEEDED."""
+        run = self.run
+        with self.turn:
+            used = run.total_tokens + self.turn.unwritten_tokens()
         if used > run.max_tokens:
             raise DomainError(
                 ErrorCode.BUDGET_EXCEEDED,
                 f"The run used {used} LLM tokens; its budget is {run.max_tokens}",
                 {"budget": "tokens", "used": used, "limit": run.max_tokens},
             )
-        if run.root_id is not None:
-            # The tree's usage is read from the rows: this run's share goes in first.
-            with self.commit():
-                pass
-            self.tree_within_budget(run.root_id, "tokens")
 
     def tree_within_budget(self, root_id: int, budget: str) -> None:
         """A child spends its tree's root's budget: the whole tree's tokens or tool calls may

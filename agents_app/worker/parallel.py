@@ -11,33 +11,41 @@ per thread), closed when its step ends.
 
 When a step ends, the steps that depended on it start if they can. A step that needs a person
 parks alone (approvals.parking.hold_on_call): its siblings go on, and the run parks, holding
-nothing, only when no step can run and one still waits for a decision. Its decision queues the
-run again, and that step continues where it stopped. A cancel, a pause or the kill switch lets
-no new step start; the steps running stop at their own checkpoints (a cancel) or finish (a
-pause), then the next decision ends or parks the run.
+nothing, only when no step can run and one still waits for a decision. A decision made while
+its siblings run is seen at once (approvals.decisions signals the run): the step continues
+where it stopped, or is skipped. Otherwise the decision queues the run again. A cancel (a
+person's, or one decided at an approval), a pause or the kill switch lets no new step start;
+the steps running stop at their own checkpoints (a cancel) or finish (a pause), then the next
+decision ends or parks the run.
+
+A step that calls for a micro agent, or finds the one it called for working still, ends its
+thread there, its usage written; once no sibling runs, every micro agent asked for starts and
+the run parks while any of them works (orchestration.micro_tool): parking earlier would hand
+the lease back under the siblings' feet.
 """
 
+import contextlib
 import contextvars
-import threading
 from collections.abc import Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from django.db import connections
+from django.db import DatabaseError, connections
 
 from agents_app.approvals.parking import park_again
 from agents_app.core.watch import Watch
 from agents_app.engine.decide import ready_steps
 from agents_app.engine.executor import AwaitChild
 from agents_app.engine.hooks import StopRun
-from agents_app.models import Approval, ApprovalStatus, Run, Step
-from agents_app.orchestration.micro_tool import micro_start
+from agents_app.models import Approval, ApprovalStatus, Run, RunStatus, Step
+from agents_app.orchestration.micro_tool import micro_spawn, micro_working
 from agents_app.runs.control import engaged_switch
 from agents_app.runs.lease import Lease
 from agents_app.runs.recipes import RunRows
 from agents_app.runs.writer import LeaseLost, RunWriter
-from agents_app.worker.hooks import PendingWrites, committing, read_control_flags
+from agents_app.worker.commits import PendingWrites, Turn, committing, read_control_flags
+from agents_app.worker.hooks import POLL_SECONDS
 from agents_app.worker.steps import board_of
 
 if TYPE_CHECKING:
@@ -49,19 +57,20 @@ STEPS_AT_ONCE = 8
 
 class Branch:
     """What the thread running one step has of its own: what its hooks heard since its last
-    commit, its look at the run's flags, the micro agent it calls for; and the turn to commit
-    it shares with its siblings."""
+    commit, its look at the run's flags, the micro agent it calls for (or waits for); and the
+    turn to commit it shares with its siblings (worker.commits.Turn)."""
 
-    def __init__(self, run_id: int, turn: threading.Lock):
+    def __init__(self, run_id: int, turn: Turn):
         self.pending = PendingWrites()
         self.watch = Watch(run_id)
         self.turn = turn
-        # The step's call for a micro agent, started once its siblings ended.
-        self.child: tuple[Step, AwaitChild] | None = None
+        # The step's call for a micro agent, started once its siblings ended; or (None) the
+        # micro agent it called for earlier, working still.
+        self.child: tuple[Step, AwaitChild | None] | None = None
 
     @contextmanager
     def commit(self, run: Run, lease: Lease, *, fenced: bool) -> Iterator[RunWriter]:
-        with self.turn, committing(run, lease, self.pending, fenced=fenced) as w:
+        with committing(run, lease, self.pending, fenced=fenced, turn=self.turn) as w:
             yield w
 
 
@@ -76,10 +85,12 @@ class _SideBySide:
     def __init__(self, executor: "RunExecutor", rows: RunRows):
         self.executor = executor
         self.rows = rows
-        self.turn = threading.Lock()
+        self.turn = executor.turn
+        # A decision on a held step, or a cancel, while the steps run: looked at when it moved.
+        self.watch = Watch(executor.run_id)
         self.running: dict[Future[Any], int] = {}
         self.errors: list[BaseException] = []
-        self.children: list[tuple[Step, AwaitChild]] = []
+        self.children: list[tuple[Step, AwaitChild | None]] = []
 
     def run(self, first: tuple[int, ...]) -> None:
         run = self.rows.run
@@ -89,12 +100,14 @@ class _SideBySide:
         ) as pool:
             self.start(pool, self.can_start(first))
             while self.running:
-                ended, _ = wait(self.running, return_when=FIRST_COMPLETED)
+                ended, _ = wait(self.running, timeout=POLL_SECONDS, return_when=FIRST_COMPLETED)
                 for future in ended:
                     del self.running[future]
                     error = future.exception()
                     if error is not None:
                         self.errors.append(error)
+                if not ended and not self.watch.run_moved():
+                    continue  # nothing ended, nobody decided: the steps run on
                 if not self.errors and not self.stopping():
                     with self.turn:
                         board = board_of(self.rows.steps)
@@ -105,7 +118,7 @@ class _SideBySide:
         if self.stopping():
             return
         if self.children:
-            self.start_child(*min(self.children, key=lambda c: c[0].index))
+            self.park_for_children()
             return
         self.park_if_waiting()
 
@@ -132,15 +145,32 @@ class _SideBySide:
     def execute(self, index: int) -> None:
         executor = self.executor
         branch = Branch(executor.run_id, self.turn)
+        self.turn.join(branch.pending)
         executor.enter(branch)
         try:
             executor.execute(self.rows, self.rows.steps[index], direct=False)
+        except BaseException:
+            # Its own error says what went wrong; what it heard is kept if it still can be.
+            with contextlib.suppress(LeaseLost, DatabaseError):
+                self.write_heard(branch)
+            raise
+        else:
+            self.write_heard(branch)
             if branch.child is not None:
                 with self.turn:
                     self.children.append(branch.child)
         finally:
             executor.leave()
+            self.turn.leave(branch.pending)
             connections.close_all()  # this thread's own
+
+    def write_heard(self, branch: Branch) -> None:
+        """What the step's hooks heard that none of its commits wrote (it stopped at a call for
+        a micro agent, or was cut short): its model calls' usage, its calls' results. Written
+        before its thread ends, or it would be lost with the branch."""
+        if branch.pending:
+            with branch.commit(self.rows.run, self.executor.lease, fenced=True):
+                pass
 
     def stopping(self) -> bool:
         """A cancel, a pause or the kill switch: no step starts; the next decision acts."""
@@ -156,13 +186,22 @@ class _SideBySide:
                     return error
         return self.errors[0]
 
-    def start_child(self, step: Step, wait: AwaitChild) -> None:
-        """A step called for a micro agent: started now that no sibling runs, parking the run
-        while it works (orchestration.micro_tool). One at a time: another step that called
-        for one meanwhile asks again when the run comes back (it runs again, as after an
-        interruption)."""
+    def park_for_children(self) -> None:
+        """Steps called for micro agents, or wait for ones working still: now that no sibling
+        runs, each one asked for starts, and the run parks while any of them works (the last
+        to end queues it again: orchestration.children.hand_back). Whether they work is asked
+        under the run's lock, so one ending meanwhile finds the run parked. None working (each
+        refused, or ended meanwhile): the next decision runs their steps on."""
         with self.executor.lock() as w:
-            self.executor.parked = micro_start(self.executor, w, step, wait)
+            working = False
+            for step, wait in sorted(self.children, key=lambda child: child[0].index):
+                if wait is None:
+                    working = micro_working(step.progress) or working
+                else:
+                    working = micro_spawn(self.executor, w, step, wait) or working
+            if working:
+                w.transition(RunStatus.WAITING_CHILDREN)
+                self.executor.parked = True
 
     def park_if_waiting(self) -> None:
         """No step can run: if one waits for a person, the run parks on the oldest approval

@@ -1,0 +1,144 @@
+"""A worker's commits: what its hooks heard since the last one (PendingWrites), written first
+by the next (`committing`), and the turn the commits of one run's parallel steps take (Turn).
+
+What the engine reports is written at the step's next commit, not each on its own: a model
+call's tokens, a tool call's result, their events and audit rows wait in `PendingWrites` until
+the next commit of this worker (before the next tool call, or the step's end, or whatever the
+executor commits next), which writes them first, in the order they were heard. A worker that
+dies in between loses what it heard since its last commit, as it loses the action in flight:
+the step is run again.
+"""
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass, field
+from typing import Any
+
+from agents_app.core import rows
+from agents_app.core.event_payloads import LlmUsagePayload, ToolResultPayload
+from agents_app.core.events import EventType
+from agents_app.core.secrecy import redact_all
+from agents_app.models import AuditEvent, Run, ToolCall
+from agents_app.runs.lease import Lease
+from agents_app.runs.writer import RunWriter, fenced_run, locked_run
+from agents_app.worker.connections import give_back
+
+
+def read_control_flags(run: Run) -> None:
+    """Bring `run`'s cancel_requested and pause_requested up to date from its row (a person's
+    flags: core.watch says when they may have moved)."""
+    flags = Run.objects.filter(pk=run.pk).values("cancel_requested", "pause_requested").first()
+    for name, value in (flags or {}).items():
+        setattr(run, name, value)
+
+
+@dataclass
+class PendingWrites:
+    """What a worker heard since its last commit and writes with its next one: model calls'
+    usage (tokens, `llm_usage` events, audit rows) and tool calls' results (the call's row,
+    `tool_result` events, audit rows)."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    usage: list[tuple[LlmUsagePayload, AuditEvent]] = field(default_factory=list)
+    # (tool call id, the row's fields, the event's payload, the audit row)
+    results: list[tuple[int, dict[str, Any], ToolResultPayload, AuditEvent]] = field(
+        default_factory=list
+    )
+
+    @property
+    def tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    def __bool__(self) -> bool:
+        return bool(self.tokens or self.usage or self.results)
+
+    def apply(self, w: RunWriter, *, usage: bool) -> None:
+        """Write it in `w`'s transaction: the results, and the usage too unless `usage` is
+        False (a tool call's row is committed before the call with the results heard so far;
+        the usage waits for the step's end, tokens, events and audit rows together, so the
+        accounting stays whole whatever becomes of the worker). `clear` once it committed."""
+        audit = []
+        for call_id, fields, payload, row in self.results:
+            # A tool's result and error are text from outside (core.secrecy); the event's
+            # payload is redacted by the writer.
+            rows.update(ToolCall, call_id, **redact_all(fields))
+            w.event(EventType.TOOL_RESULT, payload)
+            audit.append(row)
+        if usage:
+            if self.prompt_tokens or self.completion_tokens:
+                w.set(
+                    prompt_tokens=w.run.prompt_tokens + self.prompt_tokens,
+                    completion_tokens=w.run.completion_tokens + self.completion_tokens,
+                )
+            for payload, row in self.usage:
+                w.event(EventType.LLM_USAGE, payload)
+                audit.append(row)
+        rows.insert(audit)
+
+    def clear(self, *, usage: bool) -> None:
+        self.results.clear()
+        if usage:
+            self.prompt_tokens = self.completion_tokens = 0
+            self.usage.clear()
+
+
+class Turn:
+    """The turn the commits of one worker's run take, and what its branches heard and have
+    not written yet. A run executed step after step has one branch, its worker's; a parallel
+    plan's steps (worker.parallel) one each, in threads that share the run's row in memory:
+    each commit, whoever makes it (the executor or a step's hooks), holds the turn from the
+    row's read to its pending writes cleared, so the row is written by one commit at a time
+    and a count on it (tool calls made) loses no increment. The budgets are checked holding
+    it too, against the row and every branch's unwritten tokens: they hold for the run, not
+    for each step. Reentrant: a commit inside a commit of the same thread joins it."""
+
+    def __init__(self, *pending: PendingWrites) -> None:
+        self._lock = threading.RLock()
+        self.branches: list[PendingWrites] = list(pending)
+
+    def __enter__(self) -> "Turn":
+        self._lock.acquire()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._lock.release()
+
+    def join(self, pending: PendingWrites) -> None:
+        with self:
+            self.branches.append(pending)
+
+    def leave(self, pending: PendingWrites) -> None:
+        with self:
+            self.branches.remove(pending)
+
+    def unwritten_tokens(self) -> int:
+        """The tokens the branches heard and did not write yet (ask holding the turn)."""
+        return sum(p.tokens for p in self.branches)
+
+
+@contextmanager
+def committing(
+    run: Run,
+    lease: Lease,
+    pending: PendingWrites,
+    *,
+    usage: bool = True,
+    fenced: bool,
+    turn: Turn | None = None,
+) -> Iterator[RunWriter]:
+    """One commit of the worker holding `run`: the row read again under its lock (the lease
+    checked, `run` brought up to date), what is pending written first (its usage only with
+    `usage`), then the caller's changes; holding `turn`, when the run's steps run side by
+    side. `fenced` (a tool call's row, a step's end): the row is not read first; the commit
+    ends with the fenced UPDATE (runs.writer.FencedWriter), which changes no status. The flags
+    read with the row leave the control counters' baseline as it is: a counter that moved
+    since the last look then costs one more read, never a miss."""
+    with turn if turn is not None else nullcontext():
+        lock = fenced_run(run, lease.token) if fenced else locked_run(run.pk, lease.token, run=run)
+        with lock as w:
+            pending.apply(w, usage=usage)
+            yield w
+        pending.clear(usage=usage)
+    give_back()  # what follows a commit is a wait: a tool, the model, the next delivery
