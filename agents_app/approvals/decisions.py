@@ -23,6 +23,7 @@ from agents_app.core.audit import (
 from agents_app.core.errors import DomainError, ErrorCode
 from agents_app.core.event_payloads import PlanCreatedPayload, ReplannedPayload
 from agents_app.core.events import EventType
+from agents_app.core.watch import signal_run
 from agents_app.engine.plan_edits import EDITED
 from agents_app.engine.schemas import PlanOutput
 from agents_app.models import (
@@ -40,7 +41,7 @@ from agents_app.models import (
     ToolCall,
     ToolCallStatus,
 )
-from agents_app.runs.lifecycle import finish, run_enqueue, skip_step
+from agents_app.runs.lifecycle import cancel_request, finish, run_enqueue, skip_step
 from agents_app.runs.writer import locked_run
 from tools_app import registry
 from tools_app.models import Tool
@@ -229,14 +230,15 @@ def approval_decide(
         )
         if remember:
             _remember(approval, remember, actor, interface)
+        cancelled = (
+            f"Cancelled at an approval by {actor.get_username() if actor else 'its timeout'}"
+        )
         if w.run.status != RunStatus.WAITING_APPROVAL:
-            return approval  # the run was stopped meanwhile: nothing to continue
+            _decided_aside(w, decision, cancelled)
+            return approval
         if decision == Decision.CANCEL:
-            who = actor.get_username() if actor else "its timeout"
             w.set(cancel_requested=True)
-            finish(
-                w, RunStatus.CANCELLED, ErrorCode.CANCELLED, f"Cancelled at an approval by {who}"
-            )
+            finish(w, RunStatus.CANCELLED, ErrorCode.CANCELLED, cancelled)
             return approval
         if is_plan and decision == Decision.DENY:
             _replan_for(w, approval, actor, feedback)
@@ -251,6 +253,22 @@ def approval_decide(
         w.transition(RunStatus.RUNNING, approval_id=approval.pk, decision=decision)
         run_enqueue(run_id=w.run.pk)
     return approval
+
+
+def _decided_aside(w: Any, decision: str, cancelled: str) -> None:
+    """A decision on a call its run does not wait for: a step of a parallel plan held alone
+    while its siblings run (the worker holds the run), or a run parked otherwise meanwhile
+    (for a micro agent, paused). A cancel cancels the run: at once when nobody holds it, else
+    at its worker's next checkpoint (its steps stop, the held one is cancelled). Any other
+    decision is the worker's to act on when it comes to the step (worker.execution: a skip
+    skips it, an approval runs the call), told now so that a worker running steps side by
+    side looks at once (worker.parallel). A run stopped meanwhile has nothing to continue."""
+    if w.run.is_terminal:
+        return
+    if decision == Decision.CANCEL:
+        cancel_request(w, cancelled)
+    else:
+        signal_run(w.run.pk)
 
 
 def _who(actor: Any) -> str:

@@ -15,7 +15,12 @@ from django.utils import timezone
 
 from agents_app.core import dispatch, rows
 from agents_app.core.errors import DomainError, ErrorCode
-from agents_app.core.event_payloads import ErrorPayload, PlanCreatedPayload, StepSkippedPayload
+from agents_app.core.event_payloads import (
+    CancelRequestedPayload,
+    ErrorPayload,
+    PlanCreatedPayload,
+    StepSkippedPayload,
+)
 from agents_app.core.events import EventType
 from agents_app.core.secrecy import redact, redact_all
 from agents_app.models import (
@@ -88,6 +93,20 @@ def skip_step(w: RunWriter, step: Step, reason: str) -> None:
     step.finished_at = timezone.now()
     step.save(update_fields=["status", "error", "finished_at"])
     w.event(EventType.STEP_SKIPPED, StepSkippedPayload(index=step.index, reason=reason))
+
+
+def cancel_request(w: RunWriter, message: str = "Cancelled by request") -> bool:
+    """Ask the locked run to stop, in `w`'s transaction (its cancel_requested, and the event
+    once). Nobody executes a run queued or parked without a lease: it ends now, cancelled with
+    `message` (True). One a worker holds ends at that worker's next checkpoint (False)."""
+    run = w.run
+    if not run.cancel_requested:
+        w.set(cancel_requested=True)
+        w.event(EventType.CANCEL_REQUESTED, CancelRequestedPayload())
+    if run.status in (RunStatus.QUEUED, *PARKED_STATUSES) and not run.lease_owner:
+        finish(w, RunStatus.CANCELLED, ErrorCode.CANCELLED, message)
+        return True
+    return False
 
 
 def finish(

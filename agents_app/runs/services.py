@@ -25,7 +25,7 @@ from agents_app.core.audit import (
     audit_record,
 )
 from agents_app.core.errors import DomainError, ErrorCode
-from agents_app.core.event_payloads import CancelRequestedPayload, RunQueuedPayload
+from agents_app.core.event_payloads import RunQueuedPayload
 from agents_app.core.events import EventType
 from agents_app.core.inputs import STORED_INT_MAX, json_problem, text_problem
 from agents_app.models import (
@@ -39,7 +39,7 @@ from agents_app.models import (
 )
 from agents_app.runs.admission import admission_check, run_admit
 from agents_app.runs.control import refuse_while_halted
-from agents_app.runs.lifecycle import finish, run_enqueue
+from agents_app.runs.lifecycle import cancel_request, run_enqueue
 from agents_app.runs.recipes import recipe_for
 from agents_app.runs.writer import RunWriter, locked_run
 
@@ -254,22 +254,8 @@ def run_cancel(*, run: Run, actor: Any, interface: str) -> Run:
                 f"Run {run.pk} already finished ({status_before})",
                 {"status": status_before},
             )
-        if not w.run.cancel_requested:
-            w.set(cancel_requested=True)
-            w.event(EventType.CANCEL_REQUESTED, CancelRequestedPayload())
-        # Nobody is executing a queued or paused run: it ends now, not at a checkpoint.
-        ended_at_once = (
-            w.run.status
-            in (
-                RunStatus.QUEUED,
-                RunStatus.PAUSED,
-                RunStatus.WAITING_APPROVAL,
-                RunStatus.WAITING_CHILDREN,
-            )
-            and not w.run.lease_owner
-        )
-        if ended_at_once:
-            finish(w, RunStatus.CANCELLED, ErrorCode.CANCELLED, "Cancelled by request")
+        # Nobody is executing a queued or parked run: it ends now, not at a checkpoint.
+        ended_at_once = cancel_request(w)
         audit_record(
             action=RUN_CANCEL,
             interface=interface,
