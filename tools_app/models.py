@@ -437,6 +437,14 @@ class CapabilityOrigin(models.TextChoices):
     STAFF = "staff", "edited by staff"
 
 
+class PinStatus(models.TextChoices):
+    """Whether an MCP tool is the version staff approved (its pin), or its server now offers
+    another one that waits for staff's review (withheld from every model meanwhile)."""
+
+    PINNED = "pinned"
+    CHANGED = "changed", "changed — needs review"
+
+
 CAPABILITY_NAME = re.compile(r"^[A-Z][A-Z0-9_]*\Z")
 validate_domain = RegexValidator(
     r"^[a-z0-9][a-z0-9_-]*\Z", "Use lower-case letters, digits, '_' and '-', e.g. file_operations."
@@ -457,8 +465,23 @@ class Tool(models.Model):
         editable=False,
         help_text="The tool's own name on its MCP server.",
     )
+    # An MCP tool's description, input schema and annotations are the pinned version: what
+    # staff approved (or what its server first offered), never overwritten by discovery.
     description = models.TextField(blank=True, editable=False)
     input_schema = models.JSONField(default=dict, blank=True, editable=False)
+    annotations = models.JSONField(default=dict, blank=True, editable=False)
+    # sha256 of the canonical JSON of name, description, input_schema and annotations
+    # (tools_app.mcp.pins); blank for builtin tools. Approval rules are bound to it.
+    pinned_sha256 = models.CharField(max_length=64, blank=True, editable=False)
+    pin_status = models.CharField(
+        max_length=10, choices=PinStatus.choices, default=PinStatus.PINNED, editable=False
+    )
+    # What the server offers now when it differs from the pin, waiting for review.
+    pending_description = models.TextField(blank=True, editable=False)
+    pending_input_schema = models.JSONField(default=dict, blank=True, editable=False)
+    pending_annotations = models.JSONField(default=dict, blank=True, editable=False)
+    pending_sha256 = models.CharField(max_length=64, blank=True, editable=False)
+    changed_at = models.DateTimeField(null=True, blank=True, editable=False)
     capabilities = models.JSONField(default=list, blank=True)
     domain = models.CharField(max_length=50, blank=True, validators=[validate_domain])
     side_effects = models.CharField(
@@ -503,6 +526,10 @@ class Tool(models.Model):
         return self.name
 
     @property
+    def needs_review(self) -> bool:
+        return self.pin_status == PinStatus.CHANGED
+
+    @property
     def capabilities_inferred(self) -> bool:
         return self.capabilities_origin == CapabilityOrigin.INFERRED
 
@@ -536,4 +563,5 @@ class Tool(models.Model):
             timeout=self.server.call_timeout if self.server_id else DEFAULT_CALL_TIMEOUT,
             source=self.source,
             waits=self.waits,
+            pinned_sha256=self.pinned_sha256,
         )

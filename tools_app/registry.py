@@ -49,6 +49,8 @@ class ToolSpec:
     # It runs what it is given in the sandbox (tools_app/sandbox.py), confined to the run's
     # workspace: its own approval level decides, which staff may lower below code execution's.
     sandboxed: bool = False
+    # An MCP tool's pin (tools_app.mcp.pins): the version this spec describes; blank: builtin.
+    pinned_sha256: str = ""
 
     def as_dict(self) -> dict[str, Any]:
         return {

@@ -13,14 +13,16 @@ _TOOLS = Prepared(lambda: Tool.objects.all(), samples=())
 
 def configured_specs(registry: ToolRegistry) -> list[ToolSpec]:
     """The registry's tools with staff's edits applied (capabilities, domain, approval level)
-    and the tools staff disabled left out. A tool without a row yet is taken as registered."""
+    and the tools staff disabled left out, as are MCP tools changed since their pin (until
+    staff approve the new version, no model is offered them: tools_app.mcp.pins). A tool
+    without a row yet is taken as registered."""
     rows = {row.name: row for row in _TOOLS.rows()}
     specs = []
     for tool in registry.all():
         row = rows.get(tool.spec.name)
         if row is None:
             specs.append(tool.spec)
-        elif row.enabled:
+        elif row.enabled and not row.needs_review:
             specs.append(
                 replace(
                     tool.spec,
@@ -43,7 +45,8 @@ def tool_catalog(
 ) -> list[dict[str, Any]]:
     """Every usable tool for people and clients: the builtin ones from the code, and the MCP
     tools the workers discovered (from their rows, with their server's status). A server's
-    last error is staff's to read; others get "" (it may quote the server's output)."""
+    last error is staff's to read; others get "" (it may quote the server's output). An MCP
+    tool changed since its pin is listed to staff only, with its pin saying so."""
     staff = bool(getattr(user, "is_staff", False))
     builtin = [
         {**spec.as_dict(), "server": None}
@@ -58,10 +61,12 @@ def tool_catalog(
                 "status": row.server.status,
                 "last_error": row.server.last_error if staff else "",
             },
+            "pin": {"status": row.pin_status, "sha256": row.pinned_sha256},
         }
         for row in Tool.objects.filter(
             source=ToolSource.MCP, enabled=True, server__enabled=True
         ).select_related("server")
+        if staff or not row.needs_review
     ]
     tools = sorted(builtin + remote, key=lambda t: t["name"])
     if capability:

@@ -24,6 +24,13 @@ Actions so far (a new act adds its name here and calls audit_record; no migratio
 - `mcp_server.check` (admin): target the server; details status, error.
 - `mcp_server.import` (admin): target each server named in the file; details file, change
   created | updated | unchanged.
+- `mcp_tool.changed` (worker): an MCP tool's server offers a version other than its pin; the
+  tool waits for staff's review; target the tool; details pinned_sha256, offered_sha256,
+  fields (description, input_schema, annotations: those that differ).
+- `mcp_tool.restored` (worker): the server offers the pinned version again; details
+  pinned_sha256, withdrawn_sha256.
+- `mcp_tool.pin_approve` (admin or api): staff approved the version a changed tool offers;
+  target the tool; details old_sha256, new_sha256, derived (the fields derived anew).
 - `webhook.create` / `webhook.delete`: target the URL; details webhook_id, events.
 - `approval.request` (worker): a call (or plan) waits for a person; target the tool ("plan");
   details approval_id, kind, tool_call_id, arguments_sha256, risk, level, expires_at.
@@ -81,6 +88,9 @@ MCP_SERVER_ENABLE = "mcp_server.enable"
 MCP_SERVER_DISABLE = "mcp_server.disable"
 MCP_SERVER_CHECK = "mcp_server.check"
 MCP_SERVER_IMPORT = "mcp_server.import"
+MCP_TOOL_CHANGED = "mcp_tool.changed"
+MCP_TOOL_RESTORED = "mcp_tool.restored"
+MCP_TOOL_PIN_APPROVE = "mcp_tool.pin_approve"
 WEBHOOK_CREATE = "webhook.create"
 WEBHOOK_DELETE = "webhook.delete"
 APPROVAL_REQUEST = "approval.request"

@@ -271,8 +271,26 @@ class MCPTool(Tool):
         self.remote_name = remote_name
 
     def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
+        if refusal := pin_refusal(self.spec):
+            raise ToolError(refusal)
         timeout = min(self.spec.timeout, context.timeout)
         return self.pool.call(self.server_id, self.remote_name, arguments, timeout)
+
+
+def pin_refusal(spec: ToolSpec) -> str:
+    """Why a call of this MCP tool may not go to its server now, or "": it must still be the
+    version it was offered as (tools_app.mcp.pins). A step planned before its server changed
+    it, or a spec registered before staff approved another version, is refused."""
+    from tools_app.models import PinStatus, Tool
+
+    pin = Tool.objects.filter(name=spec.name).values_list("pin_status", "pinned_sha256").first()
+    if pin is None:
+        return f"{spec.name} is no longer offered by its server"
+    if pin[0] != PinStatus.PINNED:
+        return f"{spec.name} changed on its server and waits for staff to review it"
+    if pin[1] != spec.pinned_sha256:
+        return f"{spec.name} was approved in another version; it is offered again shortly"
+    return ""
 
 
 class MCPPool:
@@ -295,6 +313,8 @@ class MCPPool:
         self.loop = asyncio.new_event_loop()
         self.connections: dict[int, ServerConnection] = {}
         self.tool_names: dict[int, set[str]] = {}
+        # Per server, the pins its registered tools were last taken with (store.pin_marks).
+        self.pins: dict[int, tuple | None] = {}
         self._first_sync = threading.Event()
         self._thread = threading.Thread(target=self._run_loop, name="mcp-pool", daemon=True)
         self._supervisor: asyncio.Future | None = None
@@ -328,7 +348,8 @@ class MCPPool:
             await asyncio.sleep(self.poll_interval)
 
     async def sync_servers(self) -> None:
-        """Start, restart and stop connections to match the enabled servers in the database."""
+        """Start, restart and stop connections to match the enabled servers in the database;
+        register the tools of a connected server again when their pins moved."""
         wanted = await asyncio.to_thread(self.store.enabled_servers)
         seen = set()
         for server_id, version, config in wanted:
@@ -348,11 +369,30 @@ class MCPPool:
         for server_id in set(self.connections) - seen:
             await self.connections.pop(server_id).close()
             self._unregister(server_id)
+        await self.refresh_pins()
+
+    async def refresh_pins(self) -> None:
+        """A check elsewhere found a tool changed, or staff approved its new version: the
+        tools of this process's live sessions follow their rows (tools_app.mcp.pins)."""
+        marks = await asyncio.to_thread(self.store.pin_marks)
+        for server_id, connection in list(self.connections.items()):
+            if not connection.ready.is_set() or server_id not in self.tool_names:
+                continue
+            mark = marks.get(server_id, ())
+            if self.pins.get(server_id) == mark:
+                continue
+            specs = await asyncio.to_thread(self.store.offered_specs, server_id)
+            self._register(connection, specs)
+            self.pins[server_id] = mark
 
     async def connected(self, connection: ServerConnection, tools: list[DiscoveredTool]) -> None:
         specs = await asyncio.to_thread(
             self.store.record_active, connection.server_id, connection.config, tools
         )
+        self._register(connection, specs)
+        self.pins.pop(connection.server_id, None)  # registered again from the rows next poll
+
+    def _register(self, connection: ServerConnection, specs: list[tuple[str, ToolSpec]]) -> None:
         self._unregister(connection.server_id)
         for remote_name, spec in specs:
             self.registry.register(MCPTool(spec, self, connection.server_id, remote_name))

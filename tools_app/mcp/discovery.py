@@ -10,6 +10,7 @@ from typing import Any
 
 from django.db import transaction
 
+from tools_app.mcp.pins import pin_new, pin_observe
 from tools_app.models import (
     CAPABILITY_NAME,
     TOOL_NAME_MAX,
@@ -204,33 +205,68 @@ def _offered(tool: Any) -> OfferedTool | None:
     )
 
 
-def _describe(row: Tool, offered: OfferedTool) -> list[str]:
-    """Refresh what the server owns on `row`; returns the fields that changed."""
-    if offered.capabilities:
+def _derived(
+    name: str, offered: OfferedTool | None, description: str, schema: Any, annotations: Any
+) -> dict[str, Any]:
+    """Capabilities, domain and side effects derived from one version of a tool (declared by
+    its server, or inferred from its name, description, schema and annotations)."""
+    if offered is not None and offered.capabilities:
         capabilities, domain = set(offered.capabilities), offered.domain
         origin = CapabilityOrigin.DECLARED
         if not domain:
-            domain = infer_capabilities(row.name, offered.description, offered.input_schema)[1]
+            domain = infer_capabilities(name, description, schema)[1]
     else:
-        capabilities, domain = infer_capabilities(
-            row.name, offered.description, offered.input_schema
-        )
+        capabilities, domain = infer_capabilities(name, description, schema)
         origin = CapabilityOrigin.INFERRED
-    values: dict[str, Any] = {
-        "remote_name": offered.name,
-        "description": offered.description,
-        "input_schema": offered.input_schema,
+    return {
+        "capabilities": sorted(capabilities),
+        "domain": domain,
+        "side_effects": infer_side_effects(capabilities, annotations or {}),
+        "capabilities_origin": origin,
     }
-    if row.capabilities_origin != CapabilityOrigin.STAFF:
-        values |= {
-            "capabilities": sorted(capabilities),
-            "domain": domain,
-            "side_effects": infer_side_effects(capabilities, offered.annotations),
-            "capabilities_origin": origin,
-        }
+
+
+def derived_fields(row: Tool) -> list[str]:
+    """Derive capabilities, domain and side effects again from the row's pinned version
+    (after staff approved a new one), unless staff set them. Returns the fields changed."""
+    if row.capabilities_origin == CapabilityOrigin.STAFF:
+        return []
+    values = _derived(row.name, None, row.description, row.input_schema, row.annotations)
+    if row.capabilities_origin == CapabilityOrigin.DECLARED:
+        values.pop("capabilities_origin")  # declared ones stay until the next discovery
+        values.pop("capabilities")
+    return _apply(row, values)
+
+
+def _apply(row: Tool, values: dict[str, Any]) -> list[str]:
     changed = [name for name, value in values.items() if getattr(row, name) != value]
     for name in changed:
         setattr(row, name, values[name])
+    return changed
+
+
+def _describe(row: Tool, offered: OfferedTool) -> list[str]:
+    """Refresh what the server owns on `row`, through its pin (tools_app.mcp.pins): a new tool
+    is pinned as offered; a known one whose version differs from its pin keeps the pin and is
+    marked changed, and nothing is derived from the version that waits for review. Returns
+    the fields that changed."""
+    version = {
+        "description": offered.description,
+        "input_schema": offered.input_schema,
+        "annotations": offered.annotations,
+    }
+    changed = _apply(row, {"remote_name": offered.name})
+    if row.pk is None:
+        pin_new(row, **version)
+        current = True
+    else:
+        fields, current = pin_observe(row, **version)
+        changed += fields
+    if current and row.capabilities_origin != CapabilityOrigin.STAFF:
+        changed += _apply(
+            row,
+            _derived(row.name, offered, row.description, row.input_schema, row.annotations),
+        )
     return changed
 
 

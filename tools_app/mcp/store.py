@@ -8,7 +8,7 @@ from django.db import close_old_connections, connection, transaction
 
 from agents_app.core.events import publish
 from tools_app.mcp.discovery import sync_server_tools
-from tools_app.models import MCPServer, ServerConfigError, ServerStatus
+from tools_app.models import MCPServer, PinStatus, ServerConfigError, ServerStatus, Tool
 from tools_app.registry import ToolSpec
 
 MCP_STATUS_GROUP = "mcp.servers"
@@ -55,7 +55,8 @@ class DatabaseStore:
         self, server_id: int, config: Any, tools: list[Any]
     ) -> list[tuple[str, ToolSpec]]:
         """Sync the discovered tools and mark the server active. Returns (remote name, spec) of
-        the enabled tools, as staff configured them."""
+        the enabled tools as staff configured them, in their pinned version; a tool changed
+        since its pin is left out until staff approve its new version."""
         with transaction.atomic():
             server = MCPServer.objects.get(pk=server_id)
             rows = sync_server_tools(
@@ -72,7 +73,33 @@ class DatabaseStore:
             )
             server.mark(ServerStatus.ACTIVE, tool_count=len(rows))
         notify(server_id)
-        return [(row.remote_name, row.tool_spec()) for row in rows if row.enabled]
+        return [
+            (row.remote_name, row.tool_spec())
+            for row in rows
+            if row.enabled and not row.needs_review
+        ]
+
+    @in_own_connection
+    def pin_marks(self) -> dict[int, tuple]:
+        """Per server, its tools' names, pins and review states: when they move (staff
+        approved a version, a check found a change), the pool registers the tools again."""
+        marks: dict[int, list] = {}
+        for server_id, *mark in (
+            Tool.objects.filter(server__enabled=True)
+            .order_by("name")
+            .values_list("server_id", "name", "pinned_sha256", "pin_status")
+        ):
+            marks.setdefault(server_id, []).append(tuple(mark))
+        return {server_id: tuple(mark) for server_id, mark in marks.items()}
+
+    @in_own_connection
+    def offered_specs(self, server_id: int) -> list[tuple[str, ToolSpec]]:
+        """(remote name, spec) of the server's enabled tools in their pinned version, those
+        waiting for review left out."""
+        rows = Tool.objects.filter(
+            server_id=server_id, enabled=True, pin_status=PinStatus.PINNED
+        ).select_related("server")
+        return [(row.remote_name, row.tool_spec()) for row in rows]
 
     @in_own_connection
     def record_broken(self, server_id: int, error: str, stderr: str) -> None:

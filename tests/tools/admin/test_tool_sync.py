@@ -6,8 +6,10 @@ import pytest
 from mcp.types import Tool as MCPTool
 from mcp.types import ToolAnnotations
 
+from agents_app.core.errors import DomainError, ErrorCode
 from tools_app.builtin import register_builtin_tools
 from tools_app.mcp.discovery import sync_builtin_tools, sync_server_tools
+from tools_app.mcp.pins import tool_pin_approve
 from tools_app.models import CapabilityOrigin, ServerStatus, Tool, ToolSource
 from tools_app.registry import ApprovalLevel, ToolRegistry
 
@@ -37,7 +39,7 @@ def test_discovered_tools_get_namespaced_rows_with_inferred_capabilities(make_se
     assert server.tool_count == 2
 
 
-def test_rediscovery_updates_the_description_but_keeps_staff_edits(make_server):
+def test_a_changed_description_waits_for_review_and_its_approval_keeps_staff_edits(make_server):
     server = make_server("files")
     sync_server_tools(server, [READ])
     Tool.objects.filter(name="files.read_file").update(
@@ -53,18 +55,28 @@ def test_rediscovery_updates_the_description_but_keeps_staff_edits(make_server):
     )
 
     row = Tool.objects.get(name="files.read_file")
+    assert (row.description, row.pending_description) == ("Read a file.", "Read a text file.")
+    assert row.needs_review  # issue 35: a tool is the version approved, until staff review
+    row = tool_pin_approve(
+        tool_id=row.pk, expected_sha256=row.pending_sha256, actor=None, interface="admin"
+    )
     assert row.description == "Read a text file."
     assert row.input_schema == {"type": "object"}
     assert (row.capabilities, row.domain) == (["SECRET_STUFF"], "secrets")
     assert (row.enabled, row.approval_level) == (False, ApprovalLevel.MANUAL)
 
 
-def test_inferred_capabilities_follow_a_changed_description(make_server):
+def test_inferred_capabilities_follow_a_changed_description_once_staff_approve_it(make_server):
     server = make_server("misc")
     sync_server_tools(server, [{"name": "frob", "description": "Does things."}])
 
     sync_server_tools(server, [{"name": "frob", "description": "Fetch a URL."}])
 
+    row = Tool.objects.get(name="misc.frob")
+    assert row.capabilities == ["GENERAL"]  # nothing is derived from an unreviewed version
+    tool_pin_approve(
+        tool_id=row.pk, expected_sha256=row.pending_sha256, actor=None, interface="admin"
+    )
     assert Tool.objects.get(name="misc.frob").capabilities == ["WEB_FETCH"]
 
 
@@ -176,3 +188,25 @@ def test_a_row_becomes_the_registry_spec_with_staff_edits_applied(make_server):
     assert (spec.name, spec.source, spec.timeout) == ("files.read_file", "mcp", 12.5)
     assert spec.capabilities == frozenset({"READ", "FILE_READ"})
     assert spec.approval_level == ApprovalLevel.AUTO
+
+
+def test_approving_a_version_other_than_the_one_pending_is_a_conflict(make_server):
+    server = make_server("files")
+    sync_server_tools(server, [READ])
+    sync_server_tools(server, [{**READ, "description": "Read a text file."}])
+    row = Tool.objects.get(name="files.read_file")
+
+    with pytest.raises(DomainError) as refused:
+        tool_pin_approve(tool_id=row.pk, expected_sha256="0" * 64, actor=None, interface="admin")
+
+    assert refused.value.code == ErrorCode.CONFLICT
+    assert Tool.objects.get(name="files.read_file").description == "Read a file."
+
+
+def test_a_builtin_tool_has_no_pin_to_approve(db):
+    row = Tool.objects.create(name="a_builtin_of_this_test", source=ToolSource.BUILTIN)
+
+    with pytest.raises(DomainError) as refused:
+        tool_pin_approve(tool_id=row.pk, expected_sha256="", actor=None, interface="admin")
+
+    assert refused.value.code == ErrorCode.NOT_FOUND
