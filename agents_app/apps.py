@@ -9,6 +9,7 @@ class AgentsAppConfig(AppConfig):
         from django.contrib.auth.signals import user_logged_out
         from django.db.models.signals import post_delete, post_save
 
+        from agents_app.approvals.pins import approvals_expire_for_tool, rules_follow_rehash
         from agents_app.contracts.recipe import CONTRACT
         from agents_app.conversations.recipe import CHAT
         from agents_app.core import checks  # noqa: F401  registers the system checks
@@ -17,6 +18,7 @@ class AgentsAppConfig(AppConfig):
         from agents_app.orchestration.recipes import CHILD, MICRO, TEAM
         from agents_app.runs.recipes import register
         from agents_app.runs.task_recipe import TASK
+        from tools_app.mcp.pins import tool_changed, tool_rehashed
 
         # The one table where the kinds of run meet (runs.recipes): each kind's recipe lives
         # in its own package; the worker, a run's end and the pages ask it.
@@ -35,3 +37,6 @@ class AgentsAppConfig(AppConfig):
         post_save.connect(api_key_saved, sender=ApiKey, dispatch_uid="api-key-saved")
         post_delete.connect(api_key_deleted, sender=ApiKey, dispatch_uid="api-key-deleted")
         user_logged_out.connect(session_logged_out, dispatch_uid="session-logged-out")
+        # An MCP tool changed on its server, or its pin was completed (tools_app.mcp.pins).
+        tool_changed.connect(approvals_expire_for_tool, dispatch_uid="tool-changed-expire")
+        tool_rehashed.connect(rules_follow_rehash, dispatch_uid="tool-rehashed-rules")

@@ -19,6 +19,7 @@ from agents_app.models import (
     ApprovalRule,
     UserPreferences,
 )
+from tools_app.mcp.pins import tool_pinned_sha256
 from tools_app.registry import ApprovalLevel, ToolSpec
 from tools_app.risk import Classification, classify_call
 
@@ -53,8 +54,13 @@ def approval_policy(owner_id: int, spec: ToolSpec, arguments: dict[str, Any], wo
         return None, "yolo"
     if classification.level == ApprovalLevel.MANUAL:
         return Ask(classification, "manual: this call always asks", spec.input_schema), ""
-    rules = ApprovalRule.objects.filter(owner_id=owner_id, tool=spec.name)
-    if rules.filter(arguments_sha256__in=["", arguments_sha256(arguments)]).exists():
+    # A rule lets through only the version of the tool it was made for (tools_app.mcp.pins).
+    version = tool_pinned_sha256(spec.name)
+    rules = ApprovalRule.objects.filter(owner_id=owner_id, tool=spec.name, tool_sha256=version)
+    if (
+        version is not None
+        and rules.filter(arguments_sha256__in=["", arguments_sha256(arguments)]).exists()
+    ):
         return None, "rule"
     return Ask(classification, "moderate: no rule of yours allows it", spec.input_schema), ""
 

@@ -22,6 +22,7 @@ from agents_app.models import (
     ApprovalRule,
     UserPreferences,
 )
+from tools_app.mcp.pins import tool_pinned_sha256
 
 
 @transaction.atomic
@@ -37,7 +38,12 @@ def rule_create(
             ErrorCode.VALIDATION_ERROR, "`arguments` must be a JSON object", {"field": "arguments"}
         )
     digest = arguments_sha256(arguments) if arguments is not None else ""
-    existing = ApprovalRule.objects.filter(owner_id=owner_id, tool=tool, arguments_sha256=digest)
+    # Bound to the version of the tool a person saw (an MCP tool's pin): a tool its server
+    # changed since is another tool, which no rule made for this one lets through.
+    version = tool_pinned_sha256(tool) or ""
+    existing = ApprovalRule.objects.filter(
+        owner_id=owner_id, tool=tool, tool_sha256=version, arguments_sha256=digest
+    )
     if existing.exists():
         return existing.get()
     try:
@@ -45,6 +51,7 @@ def rule_create(
             rule = ApprovalRule.objects.create(
                 owner_id=owner_id,
                 tool=tool,
+                tool_sha256=version,
                 arguments_sha256=digest,
                 arguments=arguments,
                 created_via=interface,
@@ -56,7 +63,12 @@ def rule_create(
         interface=interface,
         actor=actor,
         target=tool,
-        details={"rule_id": rule.pk, "exact": bool(digest), "arguments_sha256": digest},
+        details={
+            "rule_id": rule.pk,
+            "exact": bool(digest),
+            "arguments_sha256": digest,
+            "tool_sha256": version,
+        },
     )
     return rule
 

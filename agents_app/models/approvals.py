@@ -129,7 +129,9 @@ class Approval(models.Model):
 
 class ApprovalRule(models.Model):
     """A user's standing permission: every call of `tool` (empty `arguments_sha256`), or one
-    exact call of it, runs without asking while its level is `moderate`."""
+    exact call of it, runs without asking while its level is `moderate`, and while the tool
+    is the version the rule was made for (`tool_sha256`, an MCP tool's pin; blank for a
+    builtin tool: tools_app.mcp.pins)."""
 
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="approval_rules"
@@ -139,6 +141,11 @@ class ApprovalRule(models.Model):
         max_length=64, blank=True, help_text="Empty: any call of the tool."
     )
     arguments = models.JSONField(null=True, blank=True, help_text="The exact call, for people.")
+    tool_sha256 = models.CharField(
+        max_length=64,
+        blank=True,
+        help_text="The pinned version of the MCP tool it was made for; blank: a builtin tool.",
+    )
     created_via = models.CharField(max_length=10, choices=AuditInterface.choices)
     created_at = models.DateTimeField(default=timezone.now)
 
@@ -146,7 +153,8 @@ class ApprovalRule(models.Model):
         ordering = ["tool", "-created_at"]
         constraints = [
             models.UniqueConstraint(
-                fields=["owner", "tool", "arguments_sha256"], name="approval_rule_unique"
+                fields=["owner", "tool", "tool_sha256", "arguments_sha256"],
+                name="approval_rule_unique_per_version",
             )
         ]
 
