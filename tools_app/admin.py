@@ -23,6 +23,7 @@ from agents_app.core.audit import (
     AuditInterface,
     audit_record,
 )
+from tools_app.admin_pins import PinReviewAdmin
 from tools_app.mcp.checks import servers_check
 from tools_app.mcp.config import (
     ImportResult,
@@ -371,18 +372,20 @@ class ToolForm(forms.ModelForm):
 
 
 @admin.register(Tool)
-class ToolAdmin(admin.ModelAdmin):
+class ToolAdmin(PinReviewAdmin):
     form = ToolForm
     list_display = [
         "name",
         "source",
         "server",
+        "pin_badge",
         "enabled",
         "effective_approval",
         "capability_list",
         "domain",
     ]
     list_filter = [
+        "pin_status",
         "source",
         "enabled",
         "waits",
@@ -401,10 +404,14 @@ class ToolAdmin(admin.ModelAdmin):
         "effective_approval",
         "capabilities_origin",
         "schema_block",
+        "pin_badge",
+        "pinned_sha256",
+        "annotations",
         "updated_at",
     ]
     fieldsets = [
         (None, {"fields": ["name", "source", "server", "description"]}),
+        ("Pinned version", {"fields": ["pin_badge", "pinned_sha256", "annotations"]}),
         ("For agents", {"fields": ["enabled", "approval_level", "effective_approval", "waits"]}),
         (
             "Capabilities (seed 000 discovery)",

@@ -22,6 +22,8 @@ NPM_PACKAGES = [
 LOOPBACK = Path(__file__).with_name("loopback.cjs")
 ECHO_SERVER = Path(__file__).with_name("echo_mcp_server.py")
 LEAKY_SERVER = Path(__file__).with_name("leaky_mcp_server.py")
+# A server whose tool changes between two checks (issue 35's pinned tools).
+SHIFTY_SERVER = Path(__file__).with_name("shifty_mcp_server.py")
 VENV_BIN = Path(sys.executable).parent
 
 
