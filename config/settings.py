@@ -436,9 +436,11 @@ HTTP_TOOL_TIMEOUT = env_float("HTTP_TOOL_TIMEOUT", 15.0, minimum=0.1)
 HTTP_TOOL_ALLOW_PRIVATE = env_bool("HTTP_TOOL_ALLOW_PRIVATE", False)
 FILE_TOOL_MAX_BYTES = env_int("FILE_TOOL_MAX_BYTES", 1_000_000, minimum=1)
 # The code tools (run_python, run_command, git, git_commit) run in bubblewrap
-# (tools_app/sandbox.py): the binary, the programs run_command may start (looked up in /usr/bin),
-# the limits of one call, and how many sandboxes may run at once over every process sharing
-# SANDBOX_SLOT_DIR (one lock file per slot).
+# (tools_app/sandbox/): the binary, the programs run_command may start (looked up in /usr/bin),
+# the limits of one call, how many sandboxes may run at once over every process sharing
+# SANDBOX_SLOT_DIR (one lock file per slot), how long a call waits for a free one (never past
+# its wall time; Cancel and Stop end the wait), and how many files and directories of the
+# workspace are handed to the sandbox's user before a call (a larger workspace is refused).
 # Whether the code tools are offered at all: by default not to the embedded small model, which
 # called git for every task once they were in its list (bench/real_model.py: 3 of 10 done).
 SANDBOX_TOOLS = env_bool("SANDBOX_TOOLS", not LOCAL_MODEL_IN_USE)
@@ -457,6 +459,8 @@ SANDBOX_OUTPUT_BYTES = env_int("SANDBOX_OUTPUT_BYTES", 64 * 1024, minimum=1)
 SANDBOX_FILE_MB = env_int("SANDBOX_FILE_MB", 64, minimum=1)
 SANDBOX_MAX_RUNNING = env_int("SANDBOX_MAX_RUNNING", 4, minimum=1)
 SANDBOX_SLOT_DIR = BASE_DIR / env_str("SANDBOX_SLOT_DIR", str(VAR_DIR / "sandbox-slots"))
+SANDBOX_SLOT_WAIT_SECONDS = env_float("SANDBOX_SLOT_WAIT_SECONDS", 30.0, minimum=0.0)
+SANDBOX_WORKSPACE_ENTRIES = env_int("SANDBOX_WORKSPACE_ENTRIES", 20_000, minimum=1)
 MCP_CONFIG_PATH = BASE_DIR / env_str("MCP_CONFIG_PATH", "mcp_config.json")
 
 # --- MCP servers ------------------------------------------------------------------

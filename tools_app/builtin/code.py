@@ -22,7 +22,9 @@ from tools_app.sandbox import (
     WORKSPACE,
     Sandbox,
     SandboxBusy,
+    SandboxCancelled,
     SandboxUnavailable,
+    WorkspaceTooLarge,
 )
 
 CODE_MAX_CHARS = 100_000
@@ -91,6 +93,13 @@ class SandboxTool(Tool):
             raise ToolError(f"The sandbox is unavailable, so nothing was run: {exc}") from None
         except SandboxBusy as exc:
             raise ToolError(f"Nothing was run: {exc}; try again later") from None
+        except SandboxCancelled as exc:
+            raise ToolError(f"Nothing was run: {exc}") from None
+        except WorkspaceTooLarge as exc:
+            raise ToolError(
+                f"Nothing was run: {exc}; remove files the task does not need "
+                "(SANDBOX_WORKSPACE_ENTRIES sets the most)"
+            ) from None
         content = outcome.as_dict()
         if outcome.killed in ("time limit", "cancelled"):
             return ToolResult(

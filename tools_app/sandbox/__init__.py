@@ -2,8 +2,8 @@
 
 One idea per module: `mounts` (what the sandbox sees, and how root hands bubblewrap the
 workspace), `limits` (what a call may use), `handover` (the workspace given to the sandbox's
-user), `slots` (the machine-wide cap on sandboxes at once), `run` (starting, reading and
-ending one command), `probe` (whether it can run here).
+user, bounded), `slots` (the machine-wide cap on sandboxes at once, and the bounded wait for
+one), `run` (starting, reading and ending one command), `probe` (whether it can run here).
 
 Why bubblewrap is started as uid 65534 when the worker is root: the kernel exempts processes
 whose real uid on the machine is 0 from RLIMIT_NPROC, and bubblewrap started by root maps the
@@ -14,7 +14,12 @@ process limit (set inside the sandbox, so counted in its own user namespace) hol
 from collections.abc import Callable
 from pathlib import Path
 
-from tools_app.sandbox.errors import SandboxBusy, SandboxUnavailable
+from tools_app.sandbox.errors import (
+    SandboxBusy,
+    SandboxCancelled,
+    SandboxUnavailable,
+    WorkspaceTooLarge,
+)
 from tools_app.sandbox.limits import Limits, limits_argv
 from tools_app.sandbox.mounts import COMMAND_DIRS, PATH, SANDBOX_UID, WORKSPACE, bwrap_argv
 from tools_app.sandbox.probe import probe
@@ -30,21 +35,35 @@ __all__ = [
     "Outcome",
     "Sandbox",
     "SandboxBusy",
+    "SandboxCancelled",
     "SandboxUnavailable",
+    "WorkspaceTooLarge",
     "bwrap_argv",
     "limits_argv",
     "sandbox_from_settings",
 ]
 
+SLOT_WAIT_SECONDS = 30.0
+
 
 class Sandbox:
-    """One configuration of the sandbox: the bubblewrap binary, the limits and the slots."""
+    """One configuration of the sandbox: the bubblewrap binary, the limits, the slots and how
+    long a call waits for one."""
 
-    def __init__(self, *, bwrap: str = "bwrap", limits: Limits, slots: int, slot_dir: Path) -> None:
+    def __init__(
+        self,
+        *,
+        bwrap: str = "bwrap",
+        limits: Limits,
+        slots: int,
+        slot_dir: Path,
+        slot_wait: float = SLOT_WAIT_SECONDS,
+    ) -> None:
         self.bwrap = bwrap
         self.limits = limits
         self.slots = slots
         self.slot_dir = Path(slot_dir)
+        self.slot_wait = slot_wait
 
     def unavailable_reason(self) -> str:
         """Why the sandbox cannot run here ("" when it can): probed once per binary."""
@@ -59,13 +78,16 @@ class Sandbox:
         limits: Limits | None = None,
         cancelled: Callable[[], bool] | None = None,
     ) -> Outcome:
-        """Run `argv` in the sandbox over `workspace`. Raises SandboxUnavailable or
-        SandboxBusy; a command that fails or is killed is an Outcome, not an exception."""
+        """Run `argv` in the sandbox over `workspace`. A free slot is waited for up to
+        `slot_wait` seconds (never past the call's wall time) or until `cancelled` says so.
+        Raises SandboxUnavailable, SandboxBusy, SandboxCancelled or WorkspaceTooLarge, each
+        before anything ran; a command that fails or is killed is an Outcome, not an exception."""
         reason = self.unavailable_reason()
         if reason:
             raise SandboxUnavailable(reason)
         limits = limits or self.limits
-        with Slot(self.slot_dir, self.slots, limits.wall_seconds):
+        wait = min(self.slot_wait, limits.wall_seconds)
+        with Slot(self.slot_dir, self.slots, wait, cancelled):
             return run_sandboxed(self.bwrap, argv, workspace, env or {}, limits, cancelled)
 
 
@@ -77,6 +99,7 @@ def sandbox_from_settings() -> Sandbox:
         bwrap=settings.SANDBOX_BWRAP,
         slots=settings.SANDBOX_MAX_RUNNING,
         slot_dir=Path(settings.SANDBOX_SLOT_DIR),
+        slot_wait=settings.SANDBOX_SLOT_WAIT_SECONDS,
         limits=Limits(
             wall_seconds=settings.SANDBOX_WALL_SECONDS,
             cpu_seconds=settings.SANDBOX_CPU_SECONDS,
@@ -84,5 +107,6 @@ def sandbox_from_settings() -> Sandbox:
             processes=settings.SANDBOX_PROCESSES,
             output_bytes=settings.SANDBOX_OUTPUT_BYTES,
             file_bytes=settings.SANDBOX_FILE_MB * 1024 * 1024,
+            workspace_entries=settings.SANDBOX_WORKSPACE_ENTRIES,
         ),
     )

@@ -7,3 +7,11 @@ class SandboxUnavailable(Exception):
 
 class SandboxBusy(Exception):
     """Every slot stayed taken for as long as the call could wait."""
+
+
+class SandboxCancelled(Exception):
+    """The run was cancelled or stopped before its command started."""
+
+
+class WorkspaceTooLarge(Exception):
+    """The workspace has more entries than can be handed to the sandbox in time."""

@@ -11,6 +11,9 @@ class Limits:
     processes: int = 64
     output_bytes: int = 64 * 1024
     file_bytes: int = 64 * 1024 * 1024
+    # Files and directories of the workspace handed to the sandbox's user before the call: past
+    # this the call fails rather than walk a huge tree (the walk is also bounded by wall_seconds).
+    workspace_entries: int = 20_000
 
 
 def limits_argv(limits: Limits) -> list[str]:

@@ -7,6 +7,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from tools_app.sandbox.errors import SandboxCancelled, WorkspaceTooLarge
 from tools_app.sandbox.limits import Limits
 from tools_app.sandbox.mounts import ROOT_PROGRAMS
 from tools_app.sandbox.run import run_sandboxed
@@ -31,7 +32,7 @@ def probe(bwrap: str) -> str:
         outcome = run_sandboxed(
             found, ["/usr/bin/true"], workspace, {}, Limits(wall_seconds=PROBE_TIMEOUT), None
         )
-    except (OSError, subprocess.SubprocessError) as exc:
+    except (OSError, subprocess.SubprocessError, WorkspaceTooLarge, SandboxCancelled) as exc:
         return f"bubblewrap could not start: {exc}"
     finally:
         shutil.rmtree(workspace, ignore_errors=True)

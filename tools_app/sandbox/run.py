@@ -47,12 +47,18 @@ def run_sandboxed(
     cancelled: Callable[[], bool] | None,
 ) -> Outcome:
     """Run `argv` in bubblewrap over `workspace` (see tools_app.sandbox.mounts for how). Raises
-    OSError where it cannot start."""
+    WorkspaceTooLarge or SandboxCancelled before anything started, OSError where it cannot."""
+    started = time.monotonic()
     workspace.mkdir(parents=True, exist_ok=True)
     workspace = workspace.resolve()
     root = os.geteuid() == 0
     if root:
-        hand_to_sandbox(workspace)
+        hand_to_sandbox(
+            workspace,
+            max_entries=limits.workspace_entries,
+            seconds=limits.wall_seconds,
+            cancelled=cancelled,
+        )
     source = stage_dir() if root else str(workspace)
     prefix = root_prefix(str(workspace), source) if root else []
     data_fds = (data_fd(PASSWD), data_fd(GROUP))
@@ -64,7 +70,6 @@ def run_sandboxed(
         *limits_argv(limits),
         *argv,
     ]
-    started = time.monotonic()
     try:
         process = subprocess.Popen(
             command,

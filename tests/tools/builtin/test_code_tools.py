@@ -207,5 +207,6 @@ def test_past_the_machines_cap_of_sandboxes_a_call_waits_then_fails_saying_so(tm
 
     assert not result.ok
     assert (
-        result.error == "Nothing was run: all 1 sandboxes of this machine are busy; try again later"
+        result.error
+        == "Nothing was run: all 1 sandboxes of this machine stayed busy for 0.3 s; try again later"
     )
