@@ -4,9 +4,21 @@ they are still listed, their description saying why, and every call fails with t
 nothing here ever runs outside the sandbox."""
 
 import shutil
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
+from tools_app.builtin.git_policy import (
+    ALLOWED,
+    GIT,
+    GIT_ENV,
+    GIT_FIXED,
+    REFUSED_EXIT,
+    GitRefused,
+    git_argv,
+    guarded,
+    refusal,
+)
 from tools_app.registry import (
     ApprovalLevel,
     SideEffects,
@@ -39,28 +51,6 @@ SANDBOX_NOTE = (
     "network, nothing of the machine outside /usr is visible, and time, memory, processes and "
     "output are limited. "
 )
-GIT_READ = ("init", "status", "diff", "add", "log")
-GIT_FIXED = [
-    "-c",
-    "core.hooksPath=/dev/null",
-    "-c",
-    "core.fsmonitor=false",
-    "-c",
-    "core.pager=cat",
-    "-c",
-    "user.name=AgentDesk agent",
-    "-c",
-    "user.email=agent@agentdesk.invalid",
-    "-c",
-    "init.defaultBranch=main",
-]
-# git reads no configuration but the repository's own; the rest is fixed above.
-GIT_ENV = {
-    "GIT_CONFIG_NOSYSTEM": "1",
-    "GIT_CONFIG_GLOBAL": "/dev/null",
-    "GIT_TERMINAL_PROMPT": "0",
-    "GIT_PAGER": "cat",
-}
 
 
 class SandboxTool(Tool):
@@ -75,8 +65,14 @@ class SandboxTool(Tool):
         self.spec = spec
 
     def sandboxed(
-        self, argv: list[str], context: ToolContext, env: dict[str, str] | None = None
+        self,
+        argv: list[str],
+        context: ToolContext,
+        env: dict[str, str] | None = None,
+        refused: Callable[[str], str] | None = None,
     ) -> ToolResult:
+        """The command's outcome as the tool's result. `refused` reads a guard's stdout: what
+        it returns (when the exit code says refused) is the call's error."""
         try:
             outcome = self.sandbox.run(
                 argv,
@@ -100,6 +96,10 @@ class SandboxTool(Tool):
                 f"Nothing was run: {exc}; remove files the task does not need "
                 "(SANDBOX_WORKSPACE_ENTRIES sets the most)"
             ) from None
+        if refused is not None and outcome.exit_code == REFUSED_EXIT:
+            reason = refused(outcome.stdout)
+            if reason:
+                raise ToolError(reason)
         content = outcome.as_dict()
         if outcome.killed in ("time limit", "cancelled"):
             return ToolResult(
@@ -202,9 +202,10 @@ class RunCommandTool(SandboxTool):
         return self.sandboxed([found, *rest], context)
 
 
-def _git(subcommand: str, rest: list[str]) -> list[str]:
-    extra = ["--no-ext-diff", "--no-textconv"] if subcommand in ("diff", "log") else []
-    return ["/usr/bin/git", *GIT_FIXED, subcommand, *extra, *rest]
+def _git_checked(tool: SandboxTool, argv: list[str], context: ToolContext) -> ToolResult:
+    """git's `argv` run behind the guard that checks the repository's config (git_policy)."""
+    command, token = guarded(argv)
+    return tool.sandboxed(command, context, GIT_ENV, lambda stdout: refusal(stdout, token))
 
 
 class GitTool(SandboxTool):
@@ -215,10 +216,12 @@ class GitTool(SandboxTool):
                 "git",
                 "Run git in the workspace: init, status, diff, add or log, with optional "
                 "arguments (e.g. ['--stat'], ['-p', '-n', '3'], ['mathx.py']). Commit with "
-                "git_commit. Hooks and fsmonitor never run. " + SANDBOX_NOTE + RESULT_NOTE,
+                "git_commit. Only common options are accepted; git never starts a program of "
+                "the workspace (hooks, filters, diff drivers, pagers, aliases: a repository "
+                "whose config sets one is refused). " + SANDBOX_NOTE + RESULT_NOTE,
                 {
                     "properties": {
-                        "subcommand": {"type": "string", "enum": list(GIT_READ)},
+                        "subcommand": {"type": "string", "enum": list(ALLOWED)},
                         "args": ARGS_SCHEMA,
                     },
                     "required": ["subcommand"],
@@ -230,8 +233,13 @@ class GitTool(SandboxTool):
         )
 
     def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
-        argv = _git(arguments["subcommand"], arguments.get("args", []))
-        return self.sandboxed(argv, context, GIT_ENV)
+        """Runs git as tools_app.builtin.git_policy allows: arguments off its allow-list, or a
+        repository config that names a program, are a ToolError and nothing runs."""
+        try:
+            argv = git_argv(arguments["subcommand"], arguments.get("args", []))
+        except GitRefused as exc:
+            raise ToolError(f"git was not run: {exc}") from None
+        return _git_checked(self, argv, context)
 
 
 class GitCommitTool(SandboxTool):
@@ -242,7 +250,8 @@ class GitCommitTool(SandboxTool):
                 "git_commit",
                 "Commit what is staged in the workspace's git repository (stage with git add), "
                 "or every tracked change with all=true, with the given message. The author is "
-                "AgentDesk's agent; hooks never run. " + SANDBOX_NOTE + RESULT_NOTE,
+                "AgentDesk's agent; hooks, filters and signing programs never run (a repository "
+                "whose config names one is refused). " + SANDBOX_NOTE + RESULT_NOTE,
                 {
                     "properties": {
                         "message": {"type": "string", "minLength": 1, "maxLength": 10_000},
@@ -257,7 +266,7 @@ class GitCommitTool(SandboxTool):
         )
 
     def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
-        rest = ["--no-verify", "-m", arguments["message"]]
+        rest = ["--no-verify", "--no-gpg-sign", "-m", arguments["message"]]
         if arguments.get("all"):
             rest.insert(0, "--all")
-        return self.sandboxed(_git("commit", rest), context, GIT_ENV)
+        return _git_checked(self, [GIT, *GIT_FIXED, "commit", *rest], context)
