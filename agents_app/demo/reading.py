@@ -5,6 +5,8 @@ import json
 import re
 from typing import Any
 
+from agents_app.engine.untrusted import data_of
+
 FINISH = "finish_task"
 # Under every answer a person reads: the demo is no model.
 SIGNATURE = "— AgentDesk's scripted demo, not a model."
@@ -13,7 +15,7 @@ SIGNATURE = "— AgentDesk's scripted demo, not a model."
 _MARKER = re.compile(r"AGENTDESK:(\w+)")
 _TASK_END = (
     r"\n\nContext \(JSON\):|\n\nA previous plan|\n\nEarlier steps:|\n\nWhat was done:"
-    r"|\nContext keys:|\n\nContext:|\n\nAn earlier attempt"
+    r"|\nContext keys:|\n\nContext:|\n\nAn earlier attempt|\n\nTools:\n"
 )
 _TASK = re.compile(rf"Task:\s*(?P<task>.*?)(?:{_TASK_END}|\Z)", re.DOTALL)
 
@@ -62,7 +64,7 @@ def results_of(messages: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]
             asked[call.get("id", "")] = (function.get("name", ""), arguments)
         if message.get("role") == "tool":
             name, arguments = asked.get(message.get("tool_call_id", ""), ("", {}))
-            content = text_of(message)
+            content = data_of(text_of(message))  # the result, out of its data block
             try:
                 result = json.loads(content)
             except ValueError:

@@ -9,6 +9,7 @@ from typing import Any
 from agents_app.core.inputs import storable, storable_text
 from agents_app.engine.hooks import EngineHooks
 from agents_app.engine.llm import LLMError, LLMProvider, LLMRequest, LLMResponse
+from agents_app.engine.untrusted import tool_results_as_data
 
 
 def ask_model(provider: LLMProvider, hooks: EngineHooks, request: LLMRequest) -> LLMResponse:
@@ -19,11 +20,16 @@ def ask_model(provider: LLMProvider, hooks: EngineHooks, request: LLMRequest) ->
     A model may send what no database column takes (JSON's "\\udcff" decodes to a lone
     surrogate; NUL): its text, reasoning, parsed JSON and streamed pieces come back with U+FFFD
     in their place, and its calls' names and ids too. A call's arguments are left as they
-    came: the tool registry refuses them as that call's error, which the model is shown."""
+    came: the tool registry refuses them as that call's error, which the model is shown.
+
+    Every tool message goes out as a data block (engine.untrusted): whatever answered a call,
+    in any kind of run, reaches the model labelled as data. The request's own messages (which
+    a step keeps, and a chat's transcript stores) stay as they were."""
     if request.on_retry is None:
         request.on_retry = getattr(hooks, "on_llm_retry", None)
     sent = replace(
         request,
+        messages=tool_results_as_data(request.messages),
         on_token=_storable_pieces(request.on_token),
         on_reasoning=_storable_pieces(request.on_reasoning),
     )

@@ -9,6 +9,7 @@ import pytest
 
 from agents_app.contracts.services import agent_create, agent_start, agent_stop
 from agents_app.conversations.services import conversation_create, message_post
+from agents_app.engine.untrusted import data_of
 from agents_app.models import Run, ToolCall
 from agents_app.runs.services import run_cancel, run_pause, run_resume
 from agents_app.worker.execution import execute_run
@@ -95,9 +96,11 @@ def test_a_tasks_step_starts_a_micro_agent_parks_and_goes_on_with_its_result(
     assert child.status == "succeeded" and child.final_response == FOUND
     assert run.status == "succeeded", (run.error_code, run.error_message)
     answered_call(run)
-    # The parent's step heard the child's result as its call's answer.
+    # The parent's step heard the child's result as its call's answer, as data (issue 35).
     last = [r for r in provider.requests if "AGENTDESK:STEP 0" in messages_text(r.messages)][-1]
-    assert json.loads(last.messages[-1]["content"])["result"] == FOUND
+    heard = last.messages[-1]["content"]
+    assert heard.startswith("<untrusted-") and 'source="start_micro_agent"' in heard
+    assert json.loads(data_of(heard))["result"] == FOUND
     # The run's page shows its tree: the task and, under it, the micro agent.
     html = owner_session.get(f"/runs/{run.pk}/").content.decode()
     assert f'id="team-run-{run.pk}"' in html and f'id="team-run-{child.pk}"' in html
