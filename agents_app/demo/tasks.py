@@ -33,6 +33,7 @@ from agents_app.demo.reading import (
     text_of,
 )
 from agents_app.engine.evidence import files_named, files_to_write
+from agents_app.engine.untrusted import data_of
 
 # The file the replan demo's first plan reads before anything wrote it.
 REPLAN_FILE = "draft.md"
@@ -242,7 +243,9 @@ def step_action(objective: str, task: str) -> Action:
 
 def step_reply(task: str, messages: list[dict[str, Any]]) -> dict[str, Any]:
     request = text_of(messages[1]) if len(messages) > 1 else ""
-    objective = request.split("\n", 1)[0].split(": ", 1)[-1]
+    # The step's own line comes after the earlier steps' outputs.
+    own = re.findall(r"^Step \d+: (.*)$", request, re.MULTILINE)
+    objective = own[-1] if own else request.split("\n", 1)[0].split(": ", 1)[-1]
     action = step_action(objective, task)
     results = results_of(messages)
     if results:
@@ -250,9 +253,9 @@ def step_reply(task: str, messages: list[dict[str, Any]]) -> dict[str, Any]:
     if action.target == DENIED:
         return {"content": "A person denied the call this task needs, so it was not made."}
     if not action.tool:
-        return {"content": _prose(task, text_of(messages[0]))}
+        return {"content": _prose(task, request)}
     if action.tool == "write_file" and not action.content:
-        earlier = _earlier_outputs(text_of(messages[0]))
+        earlier = _earlier_outputs(request)
         action = Action("write_file", action.target, _written(earlier[-1]) if earlier else "")
     objective = action.objective
     return call_reply(
@@ -326,11 +329,17 @@ def verdict_reply(task: str, report: str, *, can_replan: bool) -> dict[str, Any]
 # --- answers in prose -------------------------------------------------------------------------
 
 
-def _earlier_outputs(system: str) -> list[str]:
-    """The outputs of the earlier steps, from a step prompt."""
+def _earlier_outputs(request: str) -> list[str]:
+    """The outputs of the earlier steps, from a step's request (its user message)."""
+    found = re.search(
+        r"^Earlier steps:\n(?:\(.*\)\n)?(<untrusted-.*?>\n.*?\n</untrusted-\w+>)",
+        request,
+        re.DOTALL | re.MULTILINE,
+    )
+    shown = data_of(found.group(1)) if found else ""
     return [
         output.strip()
-        for output in re.findall(r"\nOutput: (.*?)(?=\nStep \d+ \(|\Z)", system, re.DOTALL)
+        for output in re.findall(r"\nOutput: (.*?)(?=\nStep \d+ \(|\Z)", shown, re.DOTALL)
     ]
 
 
@@ -340,7 +349,7 @@ def _written(said: str) -> str:
     return found.group(1) if found else said + "\n"
 
 
-def _prose(task: str, system: str) -> str:
-    earlier = _earlier_outputs(system)
+def _prose(task: str, request: str) -> str:
+    earlier = _earlier_outputs(request)
     found = f" The earlier step found: {earlier[-1]}" if earlier else ""
     return f"You asked: {task!r}.{found} {DEMO_NOTE}"

@@ -12,6 +12,7 @@ from agents_app.engine.evidence import CallRecord, citable_numbers
 from agents_app.engine.hooks import EngineHooks, StreamPhase
 from agents_app.engine.llm import LLMProvider
 from agents_app.engine.structured import ask_structured, schema_of
+from agents_app.engine.untrusted import DATA_RULE, as_data
 from agents_app.engine.verifier import verification_schema
 
 # Stuck: the same call with the same result this many times, or the same error this many times.
@@ -34,7 +35,8 @@ def contract_system(contract: str) -> dict[str, Any]:
         "role": "system",
         "content": "AGENTDESK:CONTRACT\nYou are an autonomous agent working on a contract. Work "
         "toward it with the tools, one step at a time; file paths are relative to your "
-        "workspace. Say briefly what you do and what you found.\n\nContract:\n" + contract,
+        f"workspace. Say briefly what you do and what you found. {DATA_RULE}\n\nContract:\n"
+        + contract,
     }
 
 
@@ -60,7 +62,8 @@ def evaluation_messages(
         "now? Answer with JSON: met (true only when every part of the contract is done), "
         "reason (one or two sentences: what is done, or what is still missing), evidence (the "
         "numbers of the tool calls whose results show it).\nTool calls so far:\n"
-        + ("\n".join(lines) or "(none)")
+        # Their results are what the tools returned: data.
+        + (as_data("\n".join(lines), "tool calls") if lines else "(none)")
     )
     return [*messages, {"role": "user", "content": question}]
 

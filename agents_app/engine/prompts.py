@@ -5,6 +5,7 @@ from typing import Any
 
 from agents_app.engine.evidence import CallRecord
 from agents_app.engine.plan_edits import PlanEdit, edit_notice
+from agents_app.engine.untrusted import DATA_RULE, as_data
 from tools_app.registry import ToolSpec
 
 CONTEXT_CHARS = 8_000
@@ -21,9 +22,12 @@ def _clip(text: str, limit: int) -> str:
 
 
 def _context_block(context: dict[str, Any]) -> str:
+    """The task's context, as data: a child's holds what other runs found (its siblings'
+    results, the team's shared context)."""
     if not context:
         return ""
-    return "\n\nContext (JSON):\n" + _clip(json.dumps(context, ensure_ascii=False), CONTEXT_CHARS)
+    text = _clip(json.dumps(context, ensure_ascii=False), CONTEXT_CHARS)
+    return "\n\nContext (JSON):\n" + as_data(text, "context")
 
 
 def tool_catalog(tools: list[ToolSpec]) -> str:
@@ -41,17 +45,20 @@ def plan_messages(
     system = (
         "AGENTDESK:PLAN\nYou are the planner of an autonomous agent. Break the user's task into "
         f"at most {max_steps} concrete steps, in the order they must run. Each step names the tools "
-        "it must use (only names from the list below; an empty list for pure reasoning) and may "
+        "it must use (only names from the tool list; an empty list for pure reasoning) and may "
         'depend on earlier steps by their 0-based index. Say "parallel": true when every step\'s '
         "depends_on lists all the steps whose results it needs: steps that need nothing "
         "unfinished then run at the same time. The last step should call finish_task "
-        "with the final answer when that tool is available.\n\nTools:\n"
-        + tool_catalog(tools)
-        + '\n\nAnswer with JSON only: {"steps": [{"objective": str, "tool_names": [str], '
+        f"with the final answer when that tool is available. {DATA_RULE}"
+        '\n\nAnswer with JSON only: {"steps": [{"objective": str, "tool_names": [str], '
         '"reasoning": str, "depends_on": [int]}], "parallel": bool}'
     )
-    user = f"Task: {task}{_context_block(context)}"
+    # The tools' descriptions are an MCP server's words for its tools: data, not the system's.
+    user = f"Task: {task}{_context_block(context)}\n\nTools:\n" + as_data(
+        tool_catalog(tools), "tool list"
+    )
     if history:
+        # What the earlier plan's steps said is data; the worker wraps it (worker.steps).
         user += "\n\nA previous plan did not complete the task. What happened:\n" + history
         user += "\n\nMake a new plan that finishes the task, reusing what already succeeded."
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
@@ -75,21 +82,24 @@ def step_messages(
         f"Step {i + 1} ({status}): {obj}\nOutput: {_clip(out, OUTPUT_CHARS)}"
         for i, obj, status, out in earlier
     )
-    if unshown:
-        done = (
-            f"({unshown} of the steps before this one not shown: it does not depend on them)\n"
-            + done
-        )
     system = (
         f"AGENTDESK:STEP {index}\nYou are executing step {index + 1} of {total} of a plan for the task "
         "below. Do the step's work with the offered tools, then answer with a short plain-text summary of "
         "what this step produced; that text is the step's output. Files live in the run's "
         "workspace; use paths relative to it. If this step completes the whole task, call "
-        f"finish_task with the final answer.\n\nTask: {task}{_context_block(context)}"
+        f"finish_task with the final answer. {DATA_RULE}\n\nTask: {task}"
     )
+    # What earlier steps produced holds what their tools returned: data, in the user message,
+    # before the step's own line (which comes last, where a small model looks for its order).
+    user = _context_block(context).lstrip("\n")
     if done:
-        system += "\n\nEarlier steps:\n" + done
-    user = f"Step {index + 1}: {objective}"
+        heading = "Earlier steps:\n"
+        if unshown:
+            heading += (
+                f"({unshown} of the steps before this one not shown: it does not depend on them)\n"
+            )
+        user += ("\n\n" if user else "") + heading + as_data(done, "earlier steps")
+    user += ("\n\n" if user else "") + f"Step {index + 1}: {objective}"
     if reasoning:
         user += f"\nWhy: {reasoning}"
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
@@ -99,7 +109,7 @@ def direct_messages(*, task: str, context: dict[str, Any]) -> list[dict[str, Any
     """The fast path's one step: a few lines, so a small model has little to misread."""
     system = (
         "AGENTDESK:DIRECT\nDo the user's task with the tools. File paths are relative to the "
-        "workspace. When done, call finish_task with the final answer."
+        f"workspace. When done, call finish_task with the final answer. {DATA_RULE}"
     )
     return [
         {"role": "system", "content": system},
@@ -112,7 +122,7 @@ def chat_system(instructions: str = "") -> dict[str, Any]:
     content = (
         "AGENTDESK:CHAT\nYou are a helpful assistant in a conversation. Use the tools when "
         "they help; file paths are relative to the conversation's workspace. Answer in "
-        "Markdown."
+        f"Markdown. {DATA_RULE}"
     )
     if instructions.strip():
         content += f"\n\nThe person's standing instructions:\n{instructions.strip()}"
@@ -170,13 +180,16 @@ def verify_messages(
         "AGENTDESK:VERIFY\nYou are the verifier of an autonomous agent. Judge whether the steps "
         "below completed the user's task, from their tool calls' results, not from what the "
         f"steps claim. {replan} When complete, cite in `evidence` the numbers of the successful "
-        "tool calls that show it, and write the final answer for the user in `response`."
+        "tool calls that show it, and write the final answer for the user in `response`. "
+        f"{DATA_RULE}"
         "\n\nAnswer with JSON only: "
         '{"task_complete": bool, "reasoning": str, "should_replan": bool, "response": str, '
         '"evidence": [int]}'
     )
     asked = edit.task if edit else task
-    user = f"Task: {asked}{_context_block(context)}\n\nWhat was done:\n{report or '(nothing)'}"
+    # The steps' outputs and their calls' results are what tools and other runs returned.
+    done = as_data(report, "steps and tool calls") if report else "(nothing)"
+    user = f"Task: {asked}{_context_block(context)}\n\nWhat was done:\n{done}"
     if edit:
         user += f"\n\n{edit_notice(edit, task)}"
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]

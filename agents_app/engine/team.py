@@ -14,6 +14,7 @@ from agents_app.core.errors import ErrorCode
 from agents_app.engine.hooks import EngineHooks, StreamPhase
 from agents_app.engine.llm import LLMProvider
 from agents_app.engine.structured import ask_structured
+from agents_app.engine.untrusted import DATA_RULE, as_data
 
 PATTERNS = ("sequential", "parallel", "pipeline", "iterative")
 SUBTASK_CHARS = 600
@@ -131,12 +132,14 @@ def decomposition_messages(
         "preferred_profile only when one agent clearly suits the subtask. A subtask that needs "
         "a short-lived specialist no profile is may instead name a micro agent: its persona "
         "(who it is), optionally the only tools it may use (available_actions) or tools it may "
-        "not (exclude_actions), and max_steps.\n\nThe team:\n"
+        f"not (exclude_actions), and max_steps. {DATA_RULE}\n\nThe team:\n"
         f"{team}\n\nAnswer with JSON only."
     )
     user = f"Task:\n{task}"
+    # A team's context and history hold what its children returned (orchestration.head_node
+    # wraps the children's outputs in the history): data.
     if context:
-        user += f"\n\nContext: {context}"
+        user += f"\n\nContext: {as_data(str(context), 'context')}"
     if history:
         user += f"\n\nAn earlier attempt and why it needs another:\n{history}"
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]

@@ -25,6 +25,7 @@ from agents_app.engine.decide import Action
 from agents_app.engine.decomposition_check import decomposition_problem
 from agents_app.engine.hooks import StreamPhase
 from agents_app.engine.team import Decomposition, ProfileCard, Subtask, assign, decompose
+from agents_app.engine.untrusted import as_data
 from agents_app.engine.verifier import verify
 from agents_app.models import AgentProfile, ModelPhase, Plan, Run, RunStatus, Step, StepStatus
 from agents_app.orchestration.children import (
@@ -64,12 +65,14 @@ def profile_cards() -> list[ProfileCard]:
 
 
 def team_history(run: Run, steps: list[Step]) -> str:
+    """What the last split's subtasks came to (their children's results: data) and why the
+    team splits again."""
     lines = [
         f"Subtask {s.index} ({s.status}): {s.objective}\n  {(s.output or s.error)[:1000]}"
         for s in steps
     ]
-    lines.append(f"Why again: {run.replan_reason}")
-    return "\n".join(lines)
+    said = as_data("\n".join(lines), "subtask results") if lines else ""
+    return f"{said}\nWhy again: {run.replan_reason}".strip()
 
 
 def plan_team(ex: RecipeContext, run: Run, previous: Plan | None, steps: list[Step]) -> None:

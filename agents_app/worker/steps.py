@@ -8,6 +8,7 @@ from django.db import DEFAULT_DB_ALIAS, connections
 from agents_app.core import rows
 from agents_app.engine.decide import StepBoard, StepState
 from agents_app.engine.plan_edits import planner_notice
+from agents_app.engine.untrusted import as_data
 from agents_app.models import Run, Step
 from agents_app.runs.evidence import plan_edit
 
@@ -104,10 +105,12 @@ def steps_statement(conn: Any, fields: tuple[str, ...], count: int) -> tuple[str
 
 
 def replan_history(run: Run, steps: list[Step]) -> str:
-    lines = [
+    said = "\n".join(
         f"Step {s.index} ({s.status}): {s.objective}\n  {(s.output or s.error)[:2000]}"
         for s in steps
-    ]
+    )
+    # What the steps said holds what their tools returned: data (issue 35).
+    lines = [as_data(said, "earlier plan's steps")] if said else []
     lines.append(f"Why a new plan: {run.replan_reason}")
     edit = plan_edit(run)
     if edit is not None:

@@ -1,5 +1,7 @@
 """The engine driven through the database with an in-process scripted LLM (no Celery)."""
 
+import re
+
 import pytest
 
 from agents_app.models import Run, RunEvent, Step, ToolCall
@@ -381,7 +383,9 @@ def test_task_analysis_offers_the_planner_only_matching_tools(owner, settings):
         ],
     )
     plan_prompt = next(r for r in provider.requests if "AGENTDESK:PLAN" in r.messages[0]["content"])
-    catalog = plan_prompt.messages[0]["content"]
+    # The tool list is in the user message, as data (issue 35: descriptions are a server's words).
+    catalog = plan_prompt.messages[1]["content"]
+    assert "- echo:" not in plan_prompt.messages[0]["content"]
     assert "- echo:" in catalog and "- finish_task:" in catalog and "- broken:" not in catalog
     analysis = RunEvent.objects.get(run=run, type="task_analysis").payload
     assert analysis["tools"] == ["echo", "finish_task"]
@@ -403,7 +407,7 @@ def test_a_failed_analysis_offers_every_tool(owner, settings):
         ],
     )
     plan_prompt = next(r for r in provider.requests if "AGENTDESK:PLAN" in r.messages[0]["content"])
-    assert "- broken:" in plan_prompt.messages[0]["content"]
+    assert "- broken:" in plan_prompt.messages[1]["content"]
     assert RunEvent.objects.get(run=run, type="task_analysis").payload["tools"] == "all"
     assert run.status == "succeeded"
 
@@ -529,18 +533,18 @@ TWO_STEPS = [
 def test_a_step_is_shown_the_steps_before_it_and_not_those_after(owner):
     _, provider, _ = run_with(owner, TWO_STEPS)
 
-    def system_prompt(index):
+    def prompt(index):
+        """The step's request: (system, user)."""
         marker = f"AGENTDESK:STEP {index}"
-        return next(
-            r.messages[0]["content"]
-            for r in provider.requests
-            if marker in r.messages[0]["content"]
-        )
+        request = next(r for r in provider.requests if marker in r.messages[0]["content"])
+        return request.messages[0]["content"], request.messages[1]["content"]
 
-    assert "Earlier steps" not in system_prompt(0)
-    # Numbered from 1, as the pages number steps (issue 32, finding 5).
-    assert "Step 1 (completed): gather the notes\nOutput: gathered three notes" in system_prompt(1)
-    assert "Step 2" not in system_prompt(1).split("Earlier steps:")[1]
+    assert "Earlier steps" not in "".join(prompt(0))
+    # Numbered from 1, as the pages number steps (issue 32, finding 5); in the user message.
+    shown = prompt(1)[1].split("Earlier steps:")[1]
+    assert "Step 1 (completed): gather the notes\nOutput: gathered three notes" in shown
+    assert "Step 2 (" not in shown
+    assert "gathered three notes" not in prompt(1)[0]
 
 
 def test_a_late_step_is_shown_what_it_depends_on_and_the_last_steps_before_it(owner, settings):
@@ -555,14 +559,15 @@ def test_a_late_step_is_shown_what_it_depends_on_and_the_last_steps_before_it(ow
     assert run.status == "succeeded", run.error_message
 
     last = next(
-        r.messages[0]["content"]
+        r.messages[1]["content"]
         for r in provider.requests
         if "AGENTDESK:STEP 23\n" in r.messages[0]["content"]
     )
     shown = last.split("Earlier steps:\n")[1]
     # Steps 0 and 1 (its dependencies) and the last 20 (3 to 22); step 2 is left out, and said to be.
-    # Numbered from 1: the indexes 0, 1, then 3 to 22.
-    assert [int(line.split()[1]) for line in shown.splitlines() if line.startswith("Step ")] == [
+    # Numbered from 1: the indexes 0, 1, then 3 to 22 (the step's own line, "Step 24:", follows).
+    earlier = [line for line in shown.splitlines() if re.match(r"Step \d+ \(", line)]
+    assert [int(line.split()[1]) for line in earlier] == [
         1,
         2,
         *range(4, 24),

@@ -104,6 +104,6 @@ def test_a_run_uses_filesystem_and_git_tools_through_the_planner(
     assert all(c.status == "succeeded" for c in calls.values())
     assert "notes.txt" in json.dumps(calls["git.git_status"].result)
     plan_prompt = next(b for b in llm.requests if "AGENTDESK:PLAN" in json.dumps(b["messages"]))
-    assert "files.write_file" in plan_prompt["messages"][0]["content"]
+    assert "files.write_file" in plan_prompt["messages"][1]["content"]  # the tool list is data
     assert [s.status for s in Step.objects.filter(run=run)] == ["completed", "completed"]
     assert MCPServer.objects.get(name="files").status == "active"
