@@ -38,6 +38,7 @@ from agents_app.engine.calls import ask_model
 from agents_app.engine.hooks import EngineHooks
 from agents_app.engine.llm import LLMError, LLMProvider, LLMRequest
 from agents_app.engine.prompts import chat_system
+from agents_app.engine.untrusted import DATA_RULE, as_data, data_of
 from agents_app.models import (
     Conversation,
     ConversationEntry,
@@ -67,7 +68,8 @@ CONDENSE_PROMPT = (
     "- the facts, names, numbers, file paths and decisions worth keeping;\n"
     "- each request the person made, marked DONE (with what came of it) when the assistant "
     "already answered or carried it out, or OPEN when it is still to do.\n"
-    "Requests marked DONE must not be done again. Invent nothing. Answer with the summary only."
+    "Requests marked DONE must not be done again. Invent nothing. Answer with the summary only. "
+    + DATA_RULE
 )
 
 
@@ -250,7 +252,11 @@ def _summarise(
     request = LLMRequest(
         messages=[
             {"role": "system", "content": CONDENSE_PROMPT},
-            {"role": "user", "content": f"The conversation so far:\n\n{text}"},
+            # What the tools returned is in it: the conversation is data to summarise.
+            {
+                "role": "user",
+                "content": "The conversation so far:\n\n" + as_data(text, "conversation"),
+            },
         ],
         timeout=settings.AGENT_STEP_TIMEOUT,
         max_tokens=max_tokens,
@@ -293,7 +299,8 @@ def _line(message: dict[str, Any], cut: int) -> str:
 
     role, content = message["role"], message.get("content") or ""
     if role == "user" and content.startswith(SUMMARY_HEADING):
-        return "Summary of what came before:\n" + content[len(SUMMARY_HEADING) :].strip()
+        said = data_of(content[len(SUMMARY_HEADING) :].strip())
+        return "Summary of what came before:\n" + said
     if role == "user":
         return f"Person: {short(content)}"
     if role == "tool":

@@ -13,6 +13,7 @@ from django.db.models import F
 
 from agents_app.core.events import publish
 from agents_app.engine.executor import Added
+from agents_app.engine.untrusted import as_data
 from agents_app.models import Conversation, ConversationEntry, EntryKind, Run
 from agents_app.runs.recipes import recipe_for
 
@@ -72,14 +73,17 @@ def replay(entries: list[ConversationEntry]) -> list[dict[str, Any]]:
     sent back. A condensation stands for the rows it covers (see conversations.condense): a
     summary is one message where its range begins and the range's rows are left out; a masked
     tool result keeps its place with a one-line note, so its call still has a result. The
-    original rows are never changed."""
+    original rows are never changed. A summary is shown as data; tool results are left as
+    they are here and become data on their way to the model (engine.calls.ask_model)."""
     view = condensed(entries)
     pending = sorted(view.summaries, key=lambda s: s.data["first_seq"])
     messages: list[dict[str, Any]] = []
     open_turn: tuple[int | None, int | None] | None = None
 
     def summary(entry: ConversationEntry) -> None:
-        messages.append({"role": "user", "content": f"{SUMMARY_HEADING}\n{entry.text}"})
+        # A model wrote it from the tools' outputs, which it retells: data, as they were.
+        text = as_data(entry.text, "conversation summary")
+        messages.append({"role": "user", "content": f"{SUMMARY_HEADING}\n{text}"})
 
     for entry in entries:
         while pending and entry.seq is not None and entry.seq >= pending[0].data["first_seq"]:

@@ -11,11 +11,18 @@ from agents_app.conversations.condense import chat_context, context_usage, estim
 from agents_app.conversations.services import conversation_create, message_post
 from agents_app.conversations.transcript import SUMMARY_HEADING, chat_messages, place, replay
 from agents_app.engine.prompts import chat_system
+from agents_app.engine.untrusted import as_data
 from agents_app.models import ConversationEntry, LLMConnection, Run, RunEvent
 from agents_app.worker.execution import execute_run
 from tests.support.scripted_provider import ScriptedProvider
 from tests.support.tools import make_registry
 from tests.support.transcripts import RecordingHooks, exchange
+
+
+def shown(summary: str) -> str:
+    """A summary as a chat answer sends it: a model's retelling of tool output, as data."""
+    return f"{SUMMARY_HEADING}\n{as_data(summary, 'conversation summary')}"
+
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -130,7 +137,7 @@ def test_when_masking_is_not_enough_the_older_turns_are_summarised_by_the_model(
     assert (mark.data["first_seq"], mark.data["last_seq"]) == (1, tromso.seq - 1)
     # The system message, the summary where the older turns were, the recent turns verbatim.
     assert messages[0] == before[0]
-    assert messages[1] == {"role": "user", "content": f"{SUMMARY_HEADING}\n{SUMMARY}"}
+    assert messages[1] == {"role": "user", "content": shown(SUMMARY)}
     recent = next(i for i, m in enumerate(before) if m.get("content") == "weather Tromso?")
     assert messages[2:] == before[recent:]
     assert estimate_tokens(messages) <= 0.8 * WINDOW
@@ -191,7 +198,7 @@ def test_a_later_summary_takes_in_the_earlier_one_and_replaces_it(owner, chat, s
     assert (first.data["first_seq"], second.data["first_seq"]) == (1, 1)
     assert second.data["last_seq"] > first.data["last_seq"]
     summaries = [m["content"] for m in messages if m["content"].startswith(SUMMARY_HEADING)]
-    assert summaries == [f"{SUMMARY_HEADING}\nS2: q0 to q3 DONE."]
+    assert summaries == [shown("S2: q0 to q3 DONE.")]
     assert messages[1]["content"] == summaries[0]
 
 
@@ -359,7 +366,7 @@ def test_replay_puts_a_summary_where_its_rows_were_whatever_its_own_seq(seq):
     rows = sorted([*_rows(), summary], key=lambda e: e.seq)
 
     assert replay(rows) == [
-        {"role": "user", "content": f"{SUMMARY_HEADING}\nS"},
+        {"role": "user", "content": shown("S")},
         {"role": "user", "content": "two"},
         {"role": "assistant", "content": "answer two"},
         {"role": "user", "content": "three"},
@@ -386,7 +393,7 @@ def test_a_later_summary_that_holds_an_earlier_one_replaces_it():
     messages = replay([*_rows(), first, second])
 
     assert messages == [
-        {"role": "user", "content": f"{SUMMARY_HEADING}\nS2"},
+        {"role": "user", "content": shown("S2")},
         {"role": "user", "content": "three"},
     ]
 
@@ -440,7 +447,7 @@ def test_a_long_conversation_answer_sends_the_condensed_transcript_and_counts_th
     summary_request, answer_request = provider.requests
     assert "AGENTDESK:CONDENSE" in summary_request.messages[0]["content"]
     sent = answer_request.messages
-    assert sent[1]["content"] == f"{SUMMARY_HEADING}\n{SUMMARY}"
+    assert sent[1]["content"] == shown(SUMMARY)
     assert sent[-1] == {"role": "user", "content": "last question"}
     assert estimate_tokens(sent) <= 0.8 * WINDOW
     usage = [e.payload for e in RunEvent.objects.filter(run=run, type="llm_usage").order_by("id")]
