@@ -145,6 +145,7 @@ def test_a_hook_path_of_the_workspace_runs_no_hook_on_commit(registry, context):
         ("diff", ["--textconv"], "--textconv"),
         ("log", ["-p", "--ext-diff"], "--ext-diff"),
         ("log", ["-p", "--textconv"], "--textconv"),
+        ("log", ["-p", "-n", "--ext-diff"], "--ext-diff"),
         ("diff", ["-c", "diff.x.command=./mark.sh"], "-c"),
         ("log", ["--exec-path=/workspace"], "--exec-path=/workspace"),
         ("diff", ["--output=/workspace/out"], "--output=/workspace/out"),

@@ -86,7 +86,8 @@ SAFE_KEYS = re.compile(
     r"|log\.(date|decorate|abbrevcommit|showroot|showsignature)"
     r"|commit\.gpgsign|gc\.auto|maintenance\.auto|submodule\.recurse"
 )
-# Options each subcommand accepts (a full match); VALUED take the next argument as their value.
+# Options each subcommand accepts (a full match); VALUED take the next argument as their value,
+# which must match the pattern given.
 _DIFF_OPTIONS = (
     r"-p|--patch|-s|--no-patch|--stat(=\d{1,4}(,\d{1,4})?)?|--numstat|--shortstat|--summary"
     r"|--name-only|--name-status|-U\d{1,4}|--unified=\d{1,4}|-w|--ignore-all-space"
@@ -113,7 +114,7 @@ ALLOWED = {
         r"|--date=(relative|local|iso|iso-strict|rfc|short|raw|human|unix|default)"
     ),
 }
-VALUED = {"log": {"-n"}}
+VALUED = {"log": {"-n": re.compile(r"\d{1,6}")}}
 # status and diff would otherwise run `git status` inside a nested repository.
 SUBCOMMAND_FIXED = {
     "status": ["--ignore-submodules=all"],
@@ -168,18 +169,22 @@ class GitRefused(Exception):
 def git_argv(subcommand: str, rest: list[str]) -> list[str]:
     """git's argv for `subcommand` with the model's `rest`, checked against ALLOWED. Raises
     GitRefused naming the first argument that is not allowed."""
-    allowed, valued = ALLOWED.get(subcommand), VALUED.get(subcommand, set())
+    allowed, valued = ALLOWED.get(subcommand), VALUED.get(subcommand, {})
     if allowed is None:
         raise GitRefused(f"git {subcommand} is not offered")
-    expects_value = paths = False
+    value: re.Pattern | None = None
+    paths = False
     for argument in rest:
-        if paths or expects_value or not argument.startswith("-"):
-            expects_value = False
+        if value is not None:
+            if not value.fullmatch(argument):
+                raise GitRefused(f"the argument '{argument}' is not a value git {subcommand} takes")
+            value = None
+        elif paths or not argument.startswith("-"):
             continue
-        if argument == "--":
+        elif argument == "--":
             paths = True
         elif argument in valued:
-            expects_value = True
+            value = valued[argument]
         elif not allowed.fullmatch(argument):
             raise GitRefused(
                 f"the argument '{argument}' is not allowed for git {subcommand} "
