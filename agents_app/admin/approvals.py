@@ -182,7 +182,7 @@ class ApprovalRuleAdmin(admin.ModelAdmin):
 
     @admin.display(description="scope")
     def scope(self, obj: ApprovalRule) -> str:
-        return "exact call" if obj.is_exact else "every call"
+        return obj.scope
 
     @admin.display(description="arguments")
     def arguments_block(self, obj: ApprovalRule) -> str:

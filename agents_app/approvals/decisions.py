@@ -13,6 +13,7 @@ from django.utils import timezone
 from pydantic import ValidationError
 
 from agents_app.approvals import selectors
+from agents_app.approvals.patterns import PatternKind, call_hosts
 from agents_app.approvals.presenters import approval_payload
 from agents_app.approvals.rules import rule_create
 from agents_app.core.audit import (
@@ -328,6 +329,24 @@ def _apply_to_call(approval: Approval, decision: str, final: dict[str, Any]) -> 
 
 
 def _remember(approval: Approval, remember: str, actor: Any, interface: str) -> None:
+    if remember == Remember.HOST:
+        hosts = set(call_hosts(approval.arguments))
+        if len(hosts) != 1:
+            raise DomainError(
+                ErrorCode.VALIDATION_ERROR,
+                "Allowing a host needs a call that reaches one host",
+                {"field": "remember", "hosts": sorted(hosts)[:10]},
+            )
+        rule_create(
+            owner_id=approval.owner_id,
+            tool=approval.tool,
+            arguments=None,
+            pattern_kind=PatternKind.HOST,
+            pattern=hosts.pop(),
+            actor=actor,
+            interface=interface,
+        )
+        return
     exact = remember == Remember.CALL
     rule_create(
         owner_id=approval.owner_id,

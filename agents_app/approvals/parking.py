@@ -107,6 +107,7 @@ def _call_approval(w: RunWriter, step: Step, wait: AwaitApproval, thinking: str)
         level=ask.classification.level,
         reason="; ".join((ask.reason, *ask.classification.reasons)),
         reasoning=reasoning[:REASONING_MAX_CHARS],
+        taint=[taint.as_json() for taint in ask.taints],
     )
     step.progress = {**wait.progress, "approval_id": approval.pk}
     step.save(update_fields=["progress"])

@@ -87,6 +87,11 @@ def _strings(value: Any, depth: int = 0) -> Iterator[str]:
             yield from _strings(item, depth + 1)
 
 
+def call_hosts(arguments: dict[str, Any]) -> Iterator[str]:
+    """Every host a call's arguments name (in URLs or as words), lowercased."""
+    return _hosts(arguments)
+
+
 def _hosts(arguments: dict[str, Any]) -> Iterator[str]:
     for text in _strings(arguments):
         rest = text

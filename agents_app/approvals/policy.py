@@ -7,6 +7,7 @@ row, the step's conversation saved on the Step, the run `waiting_approval`, an e
 `approval.required` webhooks, and the worker returns. Decisions live in approvals.decisions.
 """
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -14,13 +15,15 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth import get_user_model
 
+from agents_app.approvals.patterns import pattern_matches
 from agents_app.core.audit import arguments_sha256
+from agents_app.engine.taint import Taint
 from agents_app.models import (
     ApprovalRule,
     UserPreferences,
 )
 from tools_app.mcp.pins import tool_pinned_sha256
-from tools_app.registry import ApprovalLevel, ToolSpec
+from tools_app.registry import ApprovalLevel, SideEffects, ToolSpec
 from tools_app.risk import Classification, classify_call
 
 YOLO_PERMISSION = "agents_app.use_yolo_mode"
@@ -34,6 +37,8 @@ class Ask:
     classification: Classification
     reason: str
     schema: dict[str, Any]
+    # The arguments that carry untrusted text, and where it came from (approvals.provenance).
+    taints: tuple[Taint, ...] = ()
 
 
 def yolo_active(user: Any) -> bool:
@@ -44,9 +49,39 @@ def yolo_active(user: Any) -> bool:
     return on and user.has_perm(YOLO_PERMISSION)
 
 
-def approval_policy(owner_id: int, spec: ToolSpec, arguments: dict[str, Any], workspace: Path):
-    """(Ask or None, how the call was let through: auto | rule | yolo)."""
+def is_sink(spec: ToolSpec, classification: Classification) -> bool:
+    """A call that reaches the network, runs code, writes outside the run's workspace, or is
+    an MCP tool not marked read-only: where untrusted text must not lead alone."""
+    if classification.risk in (SideEffects.EXTERNAL, SideEffects.CODE_EXECUTION):
+        return True
+    return spec.source == "mcp" and spec.side_effects != SideEffects.READ_ONLY
+
+
+def approval_policy(
+    owner_id: int,
+    spec: ToolSpec,
+    arguments: dict[str, Any],
+    workspace: Path,
+    *,
+    taints: Callable[[], list[Taint]] | None = None,
+):
+    """(Ask or None, how the call was let through: auto | rule | pattern | yolo).
+
+    A sink call whose arguments carry untrusted text (`taints`, looked up only for sinks)
+    asks whatever its level, rule or YOLO, unless a pattern rule of the owner fits it (then
+    the rest decides as for any call: a manual tool still asks)."""
     classification = classify_call(spec, arguments, workspace)
+    # A rule lets through only the version of the tool it was made for (tools_app.mcp.pins).
+    version = tool_pinned_sha256(spec.name)
+    rules = ApprovalRule.objects.filter(owner_id=owner_id, tool=spec.name, tool_sha256=version)
+    found = taints() if taints is not None and is_sink(spec, classification) else []
+    if found and not (version is not None and _pattern_rule(rules, arguments)):
+        first = found[0]
+        reason = (
+            f"argument '{first.argument}' carries {first.kind} {first.fragment[:80]!r} "
+            f"from {first.source.label}'s output, not from you"
+        )
+        return Ask(classification, reason, spec.input_schema, tuple(found)), ""
     if not classification.needs_person:
         return None, "auto"
     owner = get_user_model().objects.filter(pk=owner_id).first()
@@ -54,15 +89,21 @@ def approval_policy(owner_id: int, spec: ToolSpec, arguments: dict[str, Any], wo
         return None, "yolo"
     if classification.level == ApprovalLevel.MANUAL:
         return Ask(classification, "manual: this call always asks", spec.input_schema), ""
-    # A rule lets through only the version of the tool it was made for (tools_app.mcp.pins).
-    version = tool_pinned_sha256(spec.name)
-    rules = ApprovalRule.objects.filter(owner_id=owner_id, tool=spec.name, tool_sha256=version)
-    if (
-        version is not None
-        and rules.filter(arguments_sha256__in=["", arguments_sha256(arguments)]).exists()
-    ):
-        return None, "rule"
+    if version is not None:
+        whole = rules.filter(pattern_kind="")
+        if whole.filter(arguments_sha256__in=["", arguments_sha256(arguments)]).exists():
+            return None, "rule"
+        if _pattern_rule(rules, arguments):
+            return None, "pattern"
     return Ask(classification, "moderate: no rule of yours allows it", spec.input_schema), ""
+
+
+def _pattern_rule(rules: Any, arguments: dict[str, Any]) -> bool:
+    """Whether one of `rules` narrowed to an argument pattern fits the call."""
+    return any(
+        pattern_matches(kind, pattern, arguments)
+        for kind, pattern in rules.exclude(pattern_kind="").values_list("pattern_kind", "pattern")
+    )
 
 
 def timeout_policy(task: Any) -> tuple[float, str]:

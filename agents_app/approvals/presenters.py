@@ -19,6 +19,7 @@ def approval_payload(approval: Approval) -> ApprovalPayload:
         "level": approval.level,
         "reason": approval.reason,
         "reasoning": approval.reasoning,
+        "taint": approval.taint,
         "step_index": approval.step.index if approval.step_id else None,
         "tool_call_id": approval.tool_call_id,
         "decision_arguments": approval.decision_arguments,

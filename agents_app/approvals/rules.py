@@ -6,6 +6,7 @@ from typing import Any
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from agents_app.approvals.patterns import pattern_error
 from agents_app.approvals.policy import YOLO_PERMISSION
 from agents_app.core.audit import (
     APPROVAL_RULE_CREATE,
@@ -27,22 +28,48 @@ from tools_app.mcp.pins import tool_pinned_sha256
 
 @transaction.atomic
 def rule_create(
-    *, owner_id: int, tool: str, arguments: Any, actor: Any, interface: str
+    *,
+    owner_id: int,
+    tool: str,
+    arguments: Any,
+    actor: Any,
+    interface: str,
+    pattern_kind: str = "",
+    pattern: str = "",
 ) -> ApprovalRule:
-    """Allow every call of `tool` (arguments None) or one exact call. Idempotent: an existing
-    rule is returned. Raises VALIDATION_ERROR for an empty tool or non-object arguments."""
+    """Allow every call of `tool` (arguments None), one exact call, or the calls that fit an
+    argument pattern (`pattern_kind` host | path_prefix | command, approvals.patterns), which
+    also lets through a call whose arguments came from a tool's output. Idempotent: an
+    existing rule is returned. Raises VALIDATION_ERROR for an empty tool, non-object
+    arguments, arguments with a pattern, or a pattern that cannot be one."""
     if not isinstance(tool, str) or not tool.strip() or len(tool) > 200:
         raise DomainError(ErrorCode.VALIDATION_ERROR, "A rule names a tool", {"field": "tool"})
     if arguments is not None and not isinstance(arguments, dict):
         raise DomainError(
             ErrorCode.VALIDATION_ERROR, "`arguments` must be a JSON object", {"field": "arguments"}
         )
+    if pattern_kind or pattern:
+        if arguments is not None:
+            raise DomainError(
+                ErrorCode.VALIDATION_ERROR,
+                "A rule is an exact call or a pattern, not both",
+                {"field": "arguments"},
+            )
+        problem = pattern_error(pattern_kind, pattern)
+        if problem:
+            raise DomainError(ErrorCode.VALIDATION_ERROR, problem, {"field": "pattern"})
+        pattern = pattern.strip()
     digest = arguments_sha256(arguments) if arguments is not None else ""
     # Bound to the version of the tool a person saw (an MCP tool's pin): a tool its server
     # changed since is another tool, which no rule made for this one lets through.
     version = tool_pinned_sha256(tool) or ""
     existing = ApprovalRule.objects.filter(
-        owner_id=owner_id, tool=tool, tool_sha256=version, arguments_sha256=digest
+        owner_id=owner_id,
+        tool=tool,
+        tool_sha256=version,
+        arguments_sha256=digest,
+        pattern_kind=pattern_kind,
+        pattern=pattern,
     )
     if existing.exists():
         return existing.get()
@@ -54,6 +81,8 @@ def rule_create(
                 tool_sha256=version,
                 arguments_sha256=digest,
                 arguments=arguments,
+                pattern_kind=pattern_kind,
+                pattern=pattern,
                 created_via=interface,
             )
     except IntegrityError:  # the same rule, created at the same moment
@@ -68,6 +97,8 @@ def rule_create(
             "exact": bool(digest),
             "arguments_sha256": digest,
             "tool_sha256": version,
+            "pattern_kind": pattern_kind,
+            "pattern": pattern,
         },
     )
     return rule

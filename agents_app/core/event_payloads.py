@@ -158,6 +158,9 @@ class ApprovalPayload(TypedDict):
     level: str
     reason: str
     reasoning: str
+    # The arguments that carry untrusted text: [{argument, fragment, kind, source,
+    # tool_call_id, run_id}] (engine.taint.Taint.as_json).
+    taint: list[dict[str, Any]]
     step_index: int | None
     tool_call_id: int | None
     decision_arguments: Any

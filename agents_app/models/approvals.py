@@ -57,6 +57,7 @@ class Remember(models.TextChoices):
     NOTHING = "", "nothing"
     TOOL = "tool", "always allow this tool"
     CALL = "call", "allow this exact call again"
+    HOST = "host", "allow this tool to reach this host"
 
 
 class Approval(models.Model):
@@ -86,6 +87,9 @@ class Approval(models.Model):
     level = models.CharField(max_length=10, blank=True, help_text="The level that decided.")
     reason = models.TextField(blank=True, help_text="Why a person is asked.")
     reasoning = models.TextField(blank=True, help_text="The step's reasoning and the model's.")
+    # The arguments that carry text from untrusted output and where it came from (issue 35):
+    # [{argument, fragment, kind, source, tool_call_id, run_id}] (engine.taint.Taint).
+    taint = models.JSONField(default=list, blank=True)
     status = models.CharField(
         max_length=10, choices=ApprovalStatus.choices, default=ApprovalStatus.PENDING
     )
@@ -146,6 +150,14 @@ class ApprovalRule(models.Model):
         blank=True,
         help_text="The pinned version of the MCP tool it was made for; blank: a builtin tool.",
     )
+    # A rule narrowed to an argument pattern (approvals.patterns): the calls that reach one
+    # host, touch paths under one prefix or run one command. Blank: the tool or exact call.
+    pattern_kind = models.CharField(
+        max_length=12,
+        blank=True,
+        choices=[("host", "host"), ("path_prefix", "path prefix"), ("command", "command")],
+    )
+    pattern = models.CharField(max_length=500, blank=True)
     created_via = models.CharField(max_length=10, choices=AuditInterface.choices)
     created_at = models.DateTimeField(default=timezone.now)
 
@@ -153,8 +165,15 @@ class ApprovalRule(models.Model):
         ordering = ["tool", "-created_at"]
         constraints = [
             models.UniqueConstraint(
-                fields=["owner", "tool", "tool_sha256", "arguments_sha256"],
-                name="approval_rule_unique_per_version",
+                fields=[
+                    "owner",
+                    "tool",
+                    "tool_sha256",
+                    "arguments_sha256",
+                    "pattern_kind",
+                    "pattern",
+                ],
+                name="approval_rule_unique_per_pattern",
             )
         ]
 
@@ -165,6 +184,13 @@ class ApprovalRule(models.Model):
     @property
     def is_exact(self) -> bool:
         return bool(self.arguments_sha256)
+
+    @property
+    def scope(self) -> str:
+        """What the rule allows, in a person's words."""
+        if self.pattern_kind:
+            return f"calls whose {self.get_pattern_kind_display()} is {self.pattern}"
+        return "this exact call" if self.is_exact else "every call"
 
 
 class UserPreferences(models.Model):

@@ -233,8 +233,7 @@ def rule_revoke(request: HtmxHttpRequest, rule_id: int) -> HttpResponse:
     if rule is None:
         raise Http404("Rule not found")
     rules.rule_revoke(rule=rule, actor=request.user, interface=AuditInterface.WEB)
-    scope = "this exact call" if rule.is_exact else "every call"
-    messages.success(request, f"Revoked: {rule.tool} ({scope}) asks again.")
+    messages.success(request, f"Revoked: {rule.tool} ({rule.scope}) asks again.")
     return redirect("settings")
 
 

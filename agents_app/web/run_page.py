@@ -13,6 +13,7 @@ from typing import Any
 
 from django.db.models import Prefetch
 
+from agents_app.approvals.patterns import call_hosts
 from agents_app.approvals.selectors import approval_pending_for_run
 from agents_app.core.events import EventType, event_message
 from agents_app.models import (
@@ -329,6 +330,11 @@ def plan_context(plans: list[Plan]) -> dict[str, Any]:
     return {"current_plan": plans[-1] if plans else None, "older_plans": plans[:-1][::-1]}
 
 
+def _one_host(arguments: Any) -> str:
+    hosts = set(call_hosts(arguments)) if isinstance(arguments, dict) else set()
+    return hosts.pop() if len(hosts) == 1 else ""
+
+
 def approval_context(
     approval: Approval | None,
     *,
@@ -354,6 +360,8 @@ def approval_context(
         "approval_plan_steps": [s if isinstance(s, dict) else {"objective": s} for s in steps],
         "approval_arguments": json.dumps(approval.arguments, indent=2, ensure_ascii=False),
         "approval_code": [] if is_plan else code_to_run(approval.arguments),
+        # The one host the call reaches, which "allow this host" remembers (approvals.patterns).
+        "approval_host": "" if is_plan else _one_host(approval.arguments),
         "approval_arguments_text": (
             arguments_text
             if arguments_text is not None

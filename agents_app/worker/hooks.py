@@ -16,6 +16,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from agents_app.approvals.policy import Ask, approval_policy
+from agents_app.approvals.provenance import call_taints
 from agents_app.core import rows
 from agents_app.core.audit import LLM_CALL, TOOL_CALL, arguments_sha256, audit_event
 from agents_app.core.errors import DomainError, ErrorCode
@@ -32,6 +33,7 @@ from agents_app.core.secrecy import StreamRedactor
 from agents_app.core.watch import Watch
 from agents_app.engine.hooks import StopRun, StreamPhase
 from agents_app.engine.llm import RetryNotice, Usage
+from agents_app.engine.taint import Source, Taint
 from agents_app.models import (
     AuditInterface,
     ConversationEntry,
@@ -48,6 +50,7 @@ from agents_app.runs.lease import Lease
 from agents_app.runs.recipes import recipe_for
 from agents_app.worker.commits import PendingWrites, Turn, committing, read_control_flags
 from tools_app.registry import ToolResult, ToolSpec
+from tools_app.sandbox import WORKSPACE
 
 TOKEN_FLUSH_CHARS = 64
 TOKEN_FLUSH_SECONDS = 0.1
@@ -361,9 +364,27 @@ class DatabaseHooks:
         spec = self.specs.get(tool)
         if spec is None:
             return None  # not offered by configuration (e.g. a test registry): nothing to ask
-        ask, how = approval_policy(self.owner_id, spec, arguments, self.workspace or Path("/"))
+        ask, how = approval_policy(
+            self.owner_id,
+            spec,
+            arguments,
+            self.workspace or Path("/"),
+            taints=lambda: self.taints(arguments),
+        )
         self._let_through_next = how  # the next before_tool_call is this call
         return ask
+
+    def taints(self, arguments: dict[str, Any]) -> list[Taint]:
+        """The arguments that carry untrusted text the run has seen: results committed or
+        still pending, and the MCP tools' descriptions it was offered (approvals.provenance)."""
+        pending = [(call_id, fields["result"]) for call_id, fields, *_ in self.pending.results]
+        described = [
+            Source(spec.description, f"the description of tool {name}")
+            for name, spec in self.specs.items()
+            if spec.source == "mcp" and spec.description
+        ]
+        own = (str(self.workspace), WORKSPACE) if self.workspace else (WORKSPACE,)
+        return call_taints(self.run, arguments, pending=pending, extra=described, own_paths=own)
 
     def after_tool_call(
         self,

@@ -170,7 +170,7 @@ def test_remember_is_one_of_its_values(owner, send, registry):
         )
 
     assert refused.value.code == "VALIDATION_ERROR"
-    assert refused.value.details == {"field": "remember", "allowed": ["tool", "call"]}
+    assert refused.value.details == {"field": "remember", "allowed": ["tool", "call", "host"]}
 
 
 def test_an_approval_remembered_says_so_and_its_rule_lets_the_next_call_through(

@@ -5,7 +5,7 @@ staff (`selectors.approval_get`), and anyone else hears NOT_FOUND, never that it
 """
 
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from django.http import HttpRequest
 from ninja import Field, Query, Router, Schema, Status
@@ -64,7 +64,9 @@ class DecisionIn(Schema):
     )
     remember: Remember = Field(
         default=Remember.NOTHING,
-        description='approve only: "tool" allows the tool from now on, "call" this exact call.',
+        description='approve only: "tool" allows the tool from now on, "call" this exact call, '
+        '"host" the tool\'s calls that reach the one host this call reaches (also when its '
+        "arguments came from a tool's output).",
     )
     note: str = Field(
         default="",
@@ -100,6 +102,13 @@ class RuleIn(Schema):
     arguments: JsonObject | None = Field(
         default=None, description="null: every call of the tool; an object: this exact call."
     )
+    pattern_kind: Literal["", "host", "path_prefix", "command"] = Field(
+        default="",
+        description="Narrow the rule to calls that reach one host (and its subdomains), "
+        "touch paths under one prefix, or run a command starting with these words. Such a "
+        "rule also lets through a call whose arguments came from a tool's output.",
+    )
+    pattern: str = Field(default="", max_length=500, description="The host, prefix or command.")
 
 
 class RuleOut(Schema):
@@ -108,6 +117,9 @@ class RuleOut(Schema):
     exact: bool
     arguments: dict[str, Any] | None
     arguments_sha256: str
+    pattern_kind: str
+    pattern: str
+    scope: str
     created_via: str
     created_at: datetime
 
@@ -132,6 +144,9 @@ def rule_out(rule: ApprovalRule) -> dict[str, Any]:
         "exact": rule.is_exact,
         "arguments": rule.arguments,
         "arguments_sha256": rule.arguments_sha256,
+        "pattern_kind": rule.pattern_kind,
+        "pattern": rule.pattern,
+        "scope": rule.scope,
         "created_via": rule.created_via,
         "created_at": rule.created_at,
     }
@@ -227,6 +242,8 @@ def create_rule(request: HttpRequest, payload: RuleIn):
         owner_id=request.user.pk,
         tool=payload.tool,
         arguments=payload.arguments,
+        pattern_kind=payload.pattern_kind,
+        pattern=payload.pattern,
         actor=request.user,
         interface=AuditInterface.API,
     )

@@ -1,0 +1,116 @@
+"""Where a call's arguments came from (issue 35): the untrusted text a run has seen and the
+text people wrote, for engine.taint to compare a sink call's arguments with.
+
+Untrusted: every tool call's result in the run's tree (its root and every descendant: a
+child's or micro agent's tools, and their results returned to their parent), the results the
+tree's finished runs gave (a child's answer), and a conversation's earlier tool results (the
+next chat answer is another run over the same transcript). Trusted: the root task's text and
+context, the person's messages and standing instructions, a contract agent's contract.
+"""
+
+from collections.abc import Iterable
+from typing import Any
+
+from django.db.models import Q
+
+from agents_app.engine.taint import Source, Taint, tainted_arguments
+from agents_app.models import (
+    ConversationEntry,
+    EntryKind,
+    Run,
+    ToolCall,
+)
+from agents_app.models.conversations import Conversation
+
+# Text of one result looked at, at most (a result's start carries an injection as well).
+RESULT_MAX = 200_000
+
+
+def call_taints(
+    run: Run,
+    arguments: dict[str, Any],
+    *,
+    pending: Iterable[tuple[int, Any]] = (),
+    extra: Iterable[Source] = (),
+    own_paths: Iterable[str] = (),
+) -> list[Taint]:
+    """The arguments of a call `run` is about to make that carry untrusted text, each with
+    where it came from. `pending`: (call id, result) pairs heard but not committed yet;
+    `extra`: other untrusted text the run was shown (the MCP tools' descriptions)."""
+    sources = untrusted_sources(run, pending=pending) + [s for s in extra if s.text]
+    if not sources:
+        return []
+    return tainted_arguments(arguments, sources, trusted_text(run), tuple(own_paths))
+
+
+def untrusted_sources(run: Run, *, pending: Iterable[tuple[int, Any]] = ()) -> list[Source]:
+    tree = run.root_id or run.pk
+    in_tree = Q(run_id=tree) | Q(run__root_id=tree)
+    sources = [
+        Source(_text(result), f"{tool} call {pk}", tool_call_id=pk, run_id=run_id)
+        for pk, run_id, tool, result in ToolCall.objects.filter(in_tree)
+        .exclude(result=None)
+        .values_list("pk", "run_id", "tool", "result")
+    ]
+    seen = {s.tool_call_id for s in sources}
+    for call_id, result in pending:
+        if call_id not in seen and result is not None:
+            sources.append(Source(_text(result), f"call {call_id}", call_id, run.pk))
+    for pk, answer in (
+        Run.objects.filter(root_id=tree)
+        .exclude(final_response="")
+        .values_list("pk", "final_response")
+    ):
+        sources.append(Source(answer[:RESULT_MAX], f"child run {pk}'s result", run_id=pk))
+    if run.conversation_id:
+        for call, text, answer_run in (
+            ConversationEntry.objects.filter(
+                conversation_id=run.conversation_id, kind=EntryKind.TOOL_RESULT
+            )
+            .exclude(run_id=run.pk)
+            .values_list("data__call_id", "text", "run_id")
+        ):
+            sources.append(
+                Source(text[:RESULT_MAX], f"an earlier answer's {call} result", run_id=answer_run)
+            )
+    return [s for s in sources if s.text]
+
+
+def trusted_text(run: Run) -> str:
+    """What people wrote for this run: the words its arguments may repeat freely."""
+    root = Run.objects.select_related("task").get(pk=run.root_id) if run.root_id else run
+    parts = [root.task.text, _text(root.task.context)]
+    if run.conversation_id:
+        conversation = Conversation.objects.select_related("agent").get(pk=run.conversation_id)
+        parts.append(conversation.instructions)
+        if conversation.agent is not None:
+            parts.append(conversation.agent.contract)
+        parts.extend(
+            ConversationEntry.objects.filter(
+                conversation_id=run.conversation_id, kind=EntryKind.USER
+            ).values_list("text", flat=True)
+        )
+    return "\n".join(p for p in parts if p)
+
+
+def _text(value: Any) -> str:
+    """The strings of a stored result, one per line (a JSON result's keys and values)."""
+    out: list[str] = []
+    _strings(value, out, 0)
+    return "\n".join(out)[:RESULT_MAX]
+
+
+def _strings(value: Any, out: list[str], depth: int) -> None:
+    if depth > 8:
+        return
+    if isinstance(value, str):
+        out.append(value)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            out.append(str(key))
+            _strings(item, out, depth + 1)
+    elif isinstance(value, list):
+        for item in value:
+            _strings(item, out, depth + 1)
+    elif value is not None:
+        out.append(str(value))
