@@ -26,6 +26,7 @@ from agents_app.models.conversations import (
     DoubleTexting,
     EntryKind,
 )
+from agents_app.models.exchanges import ModelExchange
 from agents_app.models.keys import API_KEY_PREFIX, ApiKey
 from agents_app.models.profiles import PROFILE_BUDGETS, AgentProfile, AgentRole
 from agents_app.models.runs import (
@@ -92,6 +93,7 @@ __all__ = [
     "EntryKind",
     "RunKind",
     "LLMConnection",
+    "ModelExchange",
     "ModelPhase",
     "DeliveryStatus",
     "KillSwitch",

@@ -251,6 +251,11 @@ class Run(models.Model):
     lease_expires_at = models.DateTimeField(null=True, blank=True)
     # Last RunEvent.seq; advanced under the run's row lock so seqs are gapless per run.
     event_seq = models.PositiveIntegerField(default=0)
+    # Last ModelExchange.seq (models.exchanges), advanced by the lease holder's commits.
+    exchange_seq = models.PositiveIntegerField(default=0)
+    # Its model calls' answers are kept (ModelExchange): false for a run recorded before they
+    # were (issue 36), which therefore cannot be replayed.
+    recorded = models.BooleanField(default=True)
     # Queued behind its person's other runs (runs.admission): no message was sent for it yet;
     # one of theirs ending or parking lets it go.
     waiting_turn = models.BooleanField(default=False)
