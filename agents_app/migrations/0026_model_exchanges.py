@@ -45,7 +45,7 @@ class Migration(migrations.Migration):
                 ('error', models.TextField(blank=True)),
                 ('prompt_tokens', models.PositiveIntegerField(default=0)),
                 ('completion_tokens', models.PositiveIntegerField(default=0)),
-                ('model', models.CharField(blank=True, max_length=200)),
+                ('llm_model', models.CharField(blank=True, max_length=200, verbose_name='model')),
                 ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
                 ('connection', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='agents_app.llmconnection')),
                 ('run', models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='exchanges', to='agents_app.run')),

@@ -38,7 +38,7 @@ class ModelExchange(models.Model):
     error = models.TextField(blank=True)
     prompt_tokens = models.PositiveIntegerField(default=0)
     completion_tokens = models.PositiveIntegerField(default=0)
-    model = models.CharField(max_length=200, blank=True)
+    llm_model = models.CharField("model", max_length=200, blank=True)
     connection = models.ForeignKey(
         "agents_app.LLMConnection",
         on_delete=models.SET_NULL,
