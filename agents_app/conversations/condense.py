@@ -35,7 +35,7 @@ from agents_app.conversations.transcript import (
     replay,
 )
 from agents_app.engine.calls import ask_model
-from agents_app.engine.hooks import EngineHooks
+from agents_app.engine.hooks import EngineHooks, StreamPhase
 from agents_app.engine.llm import LLMError, LLMProvider, LLMRequest
 from agents_app.engine.prompts import chat_system
 from agents_app.engine.untrusted import DATA_RULE, as_data, data_of
@@ -263,7 +263,7 @@ def _summarise(
         interrupt=hooks.poll,
     )
     try:
-        response = ask_model(provider, hooks, request)
+        response = ask_model(provider, hooks, request, phase=StreamPhase.CONDENSATION)
     except LLMError as exc:
         log.warning("Run %s: the summary of its conversation failed: %s", run.pk, exc)
         return False

@@ -7,15 +7,20 @@ from dataclasses import replace
 from typing import Any
 
 from agents_app.core.inputs import storable, storable_text
-from agents_app.engine.hooks import EngineHooks
+from agents_app.engine.exchanges import Exchange, exchange_of, failed_exchange
+from agents_app.engine.hooks import EngineHooks, StreamPhase
 from agents_app.engine.llm import LLMError, LLMProvider, LLMRequest, LLMResponse
 from agents_app.engine.untrusted import tool_results_as_data
 
 
-def ask_model(provider: LLMProvider, hooks: EngineHooks, request: LLMRequest) -> LLMResponse:
+def ask_model(
+    provider: LLMProvider, hooks: EngineHooks, request: LLMRequest, *, phase: StreamPhase
+) -> LLMResponse:
     """provider.complete(request), its usage recorded through hooks.on_llm_usage (which may
     raise BUDGET_EXCEEDED). A failed call's LLMError is raised after its usage is recorded.
-    Each retry of the call is told to hooks.on_llm_retry, when the hooks have it.
+    Each retry of the call is told to hooks.on_llm_retry, when the hooks have it. Its outcome
+    (the answer as returned here, or the error) is told to hooks.on_llm_exchange first, with
+    `phase` and the request's hash (engine.exchanges), when the hooks have it.
 
     A model may send what no database column takes (JSON's "\\udcff" decodes to a lone
     surrogate; NUL): its text, reasoning, parsed JSON and streamed pieces come back with U+FFFD
@@ -33,15 +38,16 @@ def ask_model(provider: LLMProvider, hooks: EngineHooks, request: LLMRequest) ->
         on_token=_storable_pieces(request.on_token),
         on_reasoning=_storable_pieces(request.on_reasoning),
     )
+    record = getattr(hooks, "on_llm_exchange", _not_recorded)
     try:
         response = provider.complete(sent)
     except LLMError as exc:
+        model = exc.details.get("model", "") if isinstance(exc.details, dict) else ""
+        record(failed_exchange(request, exc, str(model), phase=phase))
         if exc.usage.total:
-            model = exc.details.get("model", "") if isinstance(exc.details, dict) else ""
             hooks.on_llm_usage(exc.usage, str(model))
         raise
-    hooks.on_llm_usage(response.usage, response.model)
-    return replace(
+    answer = replace(
         response,
         content=storable_text(response.content),
         reasoning=storable_text(response.reasoning),
@@ -51,6 +57,14 @@ def ask_model(provider: LLMProvider, hooks: EngineHooks, request: LLMRequest) ->
             for call in response.tool_calls
         ],
     )
+    # Before its usage, whose commit (a child's, at once) writes it too.
+    record(exchange_of(request, answer, phase=phase))
+    hooks.on_llm_usage(answer.usage, answer.model)
+    return answer
+
+
+def _not_recorded(exchange: Exchange) -> None:
+    """Hooks without on_llm_exchange (a test's) keep no exchanges."""
 
 
 def _storable_pieces(

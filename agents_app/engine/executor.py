@@ -409,7 +409,7 @@ class StepExecution:
             on_reasoning=self._on_reasoning,
         )
         try:
-            response = ask_model(self.provider, self.hooks, request)
+            response = ask_model(self.provider, self.hooks, request, phase=StreamPhase.EXECUTION)
         except LLMError as exc:
             if exc.code == ErrorCode.REQUEST_TIMEOUT and time.monotonic() >= self.deadline - 0.05:
                 return None

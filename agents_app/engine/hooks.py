@@ -8,6 +8,7 @@ from enum import StrEnum
 from typing import Any, Protocol
 
 from agents_app.core.errors import ErrorCode
+from agents_app.engine.exchanges import Exchange
 from agents_app.engine.llm import RetryNotice, Usage
 from tools_app.registry import ToolResult
 
@@ -20,6 +21,9 @@ class StreamPhase(StrEnum):
     PLANNING = "planning"  # writing a plan, a team's included (a JSON document)
     EXECUTION = "execution"  # a step's model turns: text or tool calls
     VERIFICATION = "verification"  # judging the result, or a contract (a JSON document)
+    # Summarising a chat's older turns: not streamed, but its call is recorded (a model
+    # exchange's phase is one of these).
+    CONDENSATION = "condensation"
 
 
 class StopRun(Exception):
@@ -40,6 +44,10 @@ class EngineHooks(Protocol):
 
     def on_llm_usage(self, usage: Usage, model: str) -> None:
         """Record an LLM call's tokens; raise DomainError(BUDGET_EXCEEDED) past the budget."""
+
+    def on_llm_exchange(self, exchange: Exchange) -> None:
+        """Keep a model call's outcome with the run (told just before its usage); optional:
+        hooks without it keep none."""
 
     def incoming(self, *, turn: int) -> list[tuple[Any, str]]:
         """A chat answer's step boundary before model turn `turn`: the messages a person sent

@@ -84,6 +84,9 @@ class LLMResponse:
     parsed: dict[str, Any] | None = None
     # Why the model stopped: "stop", "tool_calls", or "length" when max_tokens cut it off.
     finish_reason: str = ""
+    # Which configured connection answered, when the provider knows (the worker's do): the
+    # engine only passes it on to the exchange it records.
+    connection_id: int | None = None
 
     @property
     def cut_off(self) -> bool:

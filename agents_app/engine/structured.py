@@ -78,7 +78,7 @@ def ask_structured(
             ),
         )
         try:
-            response = ask_model(provider, hooks, request)
+            response = ask_model(provider, hooks, request, phase=phase)
         except LLMError as exc:
             if exc.code == ErrorCode.REQUEST_TIMEOUT and time.monotonic() >= deadline - 0.05:
                 raise DomainError(timeout_code, f"{phase} took longer than {timeout:g} s") from exc

@@ -19,7 +19,7 @@ from agents_app.core import rows
 from agents_app.core.event_payloads import LlmUsagePayload, ToolResultPayload
 from agents_app.core.events import EventType
 from agents_app.core.secrecy import redact_all
-from agents_app.models import AuditEvent, Run, ToolCall
+from agents_app.models import AuditEvent, ModelExchange, Run, ToolCall
 from agents_app.runs.lease import Lease
 from agents_app.runs.writer import RunWriter, fenced_run, locked_run
 from agents_app.worker.connections import give_back
@@ -36,12 +36,14 @@ def read_control_flags(run: Run) -> None:
 @dataclass
 class PendingWrites:
     """What a worker heard since its last commit and writes with its next one: model calls'
-    usage (tokens, `llm_usage` events, audit rows) and tool calls' results (the call's row,
+    usage (tokens, `llm_usage` events, audit rows, their exchanges) and tool calls' results (the call's row,
     `tool_result` events, audit rows)."""
 
     prompt_tokens: int = 0
     completion_tokens: int = 0
     usage: list[tuple[LlmUsagePayload, AuditEvent]] = field(default_factory=list)
+    # The model calls' outcomes (ModelExchange rows, numbered when written), with the usage.
+    exchanges: list[ModelExchange] = field(default_factory=list)
     # (tool call id, the row's fields, the event's payload, the audit row)
     results: list[tuple[int, dict[str, Any], ToolResultPayload, AuditEvent]] = field(
         default_factory=list
@@ -52,7 +54,7 @@ class PendingWrites:
         return self.prompt_tokens + self.completion_tokens
 
     def __bool__(self) -> bool:
-        return bool(self.tokens or self.usage or self.results)
+        return bool(self.tokens or self.usage or self.results or self.exchanges)
 
     def apply(self, w: RunWriter, *, usage: bool) -> None:
         """Write it in `w`'s transaction: the results, and the usage too unless `usage` is
@@ -75,6 +77,14 @@ class PendingWrites:
             for payload, row in self.usage:
                 w.event(EventType.LLM_USAGE, payload)
                 audit.append(row)
+            if self.exchanges:
+                # Numbered here, in the run's turn: only the lease holder writes them.
+                seq = w.run.exchange_seq
+                for exchange in self.exchanges:
+                    seq += 1
+                    exchange.seq = seq
+                w.set(exchange_seq=seq)
+                rows.insert(self.exchanges)
         rows.insert(audit)
 
     def clear(self, *, usage: bool) -> None:
@@ -82,6 +92,7 @@ class PendingWrites:
         if usage:
             self.prompt_tokens = self.completion_tokens = 0
             self.usage.clear()
+            self.exchanges.clear()
 
 
 class Turn:

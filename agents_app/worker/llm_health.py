@@ -60,6 +60,7 @@ class WatchedProvider:
         if capabilities != self._recorded:
             connection_mark(self.connection_id, ok=True, capabilities=capabilities)
             self._recorded = capabilities
+        response.connection_id = self.connection_id  # kept with the call (ModelExchange)
         return response
 
     def close(self) -> None:

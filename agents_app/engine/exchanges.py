@@ -1,0 +1,88 @@
+"""A model call as it is recorded (issue 36): what was asked, as a hash, and what came back.
+
+`request_sha256` is the one definition of "the same request": a replay compares it with the
+recorded one to tell a prompt that drifted from an answer it may reuse. It covers what the
+engine puts in an LLMRequest that decides the answer (messages, tools offered, the schema
+asked for, the token limit, whether a tool must be called); the model and its temperature are
+the provider's, recorded beside it. The messages are hashed as the engine wrote them, before
+engine.calls wraps tool results in data blocks, whose nonces change at every call.
+"""
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from agents_app.core.inputs import storable
+from agents_app.engine.llm import LLMError, LLMRequest, LLMResponse, Usage
+
+
+def request_sha256(request: LLMRequest) -> str:
+    """The hex SHA-256 of `request`'s canonical JSON (keys sorted, no spaces, ASCII)."""
+    canonical = {
+        "messages": request.messages,
+        "tools": [
+            {"name": t.name, "description": t.description, "parameters": t.parameters}
+            for t in request.tools
+        ],
+        "response_schema": request.response_schema,
+        "response_schema_name": request.response_schema_name if request.response_schema else "",
+        "max_tokens": request.max_tokens,
+        "tool_required": request.tool_required,
+    }
+    text = json.dumps(canonical, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class Exchange:
+    """One model call's outcome, as hooks.on_llm_exchange records it: the answer (text that
+    a row can hold, engine.calls) or the error the call failed with after its retries."""
+
+    phase: str  # engine.hooks.StreamPhase
+    request_sha256: str
+    content: str = ""
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    reasoning: str = ""
+    finish_reason: str = ""
+    usage: Usage = field(default_factory=Usage)
+    model: str = ""
+    connection_id: int | None = None  # LLMResponse.connection_id
+    error_code: str = ""
+    error: str = ""
+
+
+def exchange_of(request: LLMRequest, response: LLMResponse, *, phase: str) -> Exchange:
+    """The exchange of a call that answered (`response` as engine.calls returns it)."""
+    return Exchange(
+        phase=phase,
+        request_sha256=request_sha256(request),
+        content=response.content,
+        tool_calls=[
+            {
+                "id": call.id,
+                "name": call.name,
+                # As the model sent them, in a form a row takes (the registry refuses the rest).
+                "arguments": storable(call.arguments),
+                "arguments_error": call.arguments_error,
+            }
+            for call in response.tool_calls
+        ],
+        reasoning=response.reasoning,
+        finish_reason=response.finish_reason,
+        usage=response.usage,
+        model=response.model,
+        connection_id=response.connection_id,
+    )
+
+
+def failed_exchange(request: LLMRequest, error: LLMError, model: str, *, phase: str) -> Exchange:
+    """The exchange of a call that failed after its retries: its code and AgentDesk's words."""
+    return Exchange(
+        phase=phase,
+        request_sha256=request_sha256(request),
+        usage=error.usage,
+        model=model,
+        error_code=str(error.code),
+        error=error.message,
+    )
