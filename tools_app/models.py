@@ -564,4 +564,9 @@ class Tool(models.Model):
             source=self.source,
             waits=self.waits,
             pinned_sha256=self.pinned_sha256,
+            read_only_pinned=self.side_effects == SideEffects.READ_ONLY
+            and (
+                self.capabilities_origin == CapabilityOrigin.STAFF
+                or (self.annotations or {}).get("read_only_hint") is True
+            ),
         )

@@ -51,6 +51,9 @@ class ToolSpec:
     sandboxed: bool = False
     # An MCP tool's pin (tools_app.mcp.pins): the version this spec describes; blank: builtin.
     pinned_sha256: str = ""
+    # An MCP tool read-only by its pinned annotations (readOnlyHint) or by staff's word, not by
+    # a guess from its name: only such a tool is no sink for untrusted text (issue 35).
+    read_only_pinned: bool = False
 
     def as_dict(self) -> dict[str, Any]:
         return {

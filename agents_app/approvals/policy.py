@@ -51,10 +51,11 @@ def yolo_active(user: Any) -> bool:
 
 def is_sink(spec: ToolSpec, classification: Classification) -> bool:
     """A call that reaches the network, runs code, writes outside the run's workspace, or is
-    an MCP tool not marked read-only: where untrusted text must not lead alone."""
+    an MCP tool not pinned read-only (its pinned readOnlyHint or staff say so, not a guess
+    from its name): where untrusted text must not lead alone."""
     if classification.risk in (SideEffects.EXTERNAL, SideEffects.CODE_EXECUTION):
         return True
-    return spec.source == "mcp" and spec.side_effects != SideEffects.READ_ONLY
+    return spec.source == "mcp" and not spec.read_only_pinned
 
 
 def approval_policy(
