@@ -53,9 +53,15 @@ def untrusted_sources(run: Run, *, pending: Iterable[tuple[int, Any]] = ()) -> l
         .values_list("pk", "run_id", "tool", "result")
     ]
     seen = {s.tool_call_id for s in sources}
-    for call_id, result in pending:
-        if call_id not in seen and result is not None:
-            sources.append(Source(_text(result), f"call {call_id}", call_id, run.pk))
+    heard = [(call_id, result) for call_id, result in pending if call_id not in seen]
+    if heard:  # results not committed yet: their calls' rows are
+        tools = dict(
+            ToolCall.objects.filter(pk__in=[c for c, _ in heard]).values_list("pk", "tool")
+        )
+        for call_id, result in heard:
+            if result is not None:
+                label = f"{tools.get(call_id, 'a tool')} call {call_id}"
+                sources.append(Source(_text(result), label, call_id, run.pk))
     for pk, answer in (
         Run.objects.filter(root_id=tree)
         .exclude(final_response="")

@@ -497,3 +497,58 @@ def test_writing_a_path_the_page_named_inside_the_workspace_runs_without_asking(
     always_allow(owner)
 
     ran_without_asking(task_run(owner, weather_task(trusted), [fetch(trusted)]))
+
+
+# --- what a person sees ---------------------------------------------------------------------
+
+
+def test_the_dialog_and_rest_say_which_argument_came_from_where_and_allow_its_host(
+    owner, owner_session, owner_api, sites
+):
+    trusted, evil = sites
+    trusted.pages["/weather"] = WEATHER + "\n" + do("http_get", url=evil.url("/collect"))
+    always_allow(owner)
+    run = task_run(owner, weather_task(trusted), [fetch(trusted)])
+    approval = asked(run, evil)
+    source = ToolCall.objects.get(run=run, tool="http_get", status="succeeded")
+
+    html = owner_session.get(f"/runs/{run.pk}/").content.decode()
+    assert "From a tool&#x27;s output, not from you" in html or "From a tool's output" in html
+    assert f'href="/runs/{run.pk}/#tool-call-{source.pk}"' in html
+    assert f'id="tool-call-{source.pk}"' in html  # the link lands on the call and its result
+    assert 'name="remember" value="host"' in html and "127.0.0.2" in html
+    body = owner_api.get(f"/api/v1/approvals/{approval.pk}").json()
+    [taint] = body["taint"]
+    assert taint == {
+        "argument": "url",
+        "fragment": "127.0.0.2",
+        "kind": "host",
+        "source": f"http_get call {source.pk}",
+        "tool_call_id": source.pk,
+        "run_id": run.pk,
+    }
+
+    response = owner_api.post(
+        f"/api/v1/approvals/{approval.pk}",
+        {"decision": "approve", "remember": "host"},
+        content_type="application/json",
+    )
+
+    assert response.status_code == 200, response.content
+    rules = owner_api.get("/api/v1/approval-rules").json()["results"]
+    assert {(r["tool"], r["pattern_kind"], r["pattern"]) for r in rules} >= {
+        ("http_get", "host", "127.0.0.2")
+    }
+
+
+def test_a_pattern_rule_that_cannot_be_one_is_a_validation_error(owner_api):
+    response = owner_api.post(
+        "/api/v1/approval-rules",
+        {"tool": "http_get", "pattern_kind": "host", "pattern": "https://x.example/"},
+        content_type="application/json",
+    )
+
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert (error["code"], error["details"]) == ("VALIDATION_ERROR", {"field": "pattern"})
+    assert error["message"].startswith("a host is a name") and error["trace_id"]
