@@ -78,12 +78,7 @@ class PendingWrites:
                 w.event(EventType.LLM_USAGE, payload)
                 audit.append(row)
             if self.exchanges:
-                # Numbered here, in the run's turn: only the lease holder writes them.
-                seq = w.run.exchange_seq
-                for exchange in self.exchanges:
-                    seq += 1
-                    exchange.seq = seq
-                w.set(exchange_seq=seq)
+                _number_and_redact(self.exchanges, w)
                 rows.insert(self.exchanges)
         rows.insert(audit)
 
@@ -93,6 +88,24 @@ class PendingWrites:
             self.prompt_tokens = self.completion_tokens = 0
             self.usage.clear()
             self.exchanges.clear()
+
+
+# What a model exchange holds of the model's own text: redacted before it is written.
+EXCHANGE_TEXT = ("content", "reasoning", "tool_calls", "error")
+
+
+def _number_and_redact(exchanges: list[ModelExchange], w: RunWriter) -> None:
+    """The run's next exchange numbers, in the run's turn (only the lease holder writes
+    exchanges, so its count is the row's), and what the model said redacted (core.secrecy),
+    all of it at once: the secrets' pattern is looked up once a commit, not once a call."""
+    texts = redact_all([[getattr(e, name) for name in EXCHANGE_TEXT] for e in exchanges])
+    seq = w.run.exchange_seq
+    for exchange, text in zip(exchanges, texts, strict=True):
+        seq += 1
+        exchange.seq = seq
+        for name, value in zip(EXCHANGE_TEXT, text, strict=True):
+            setattr(exchange, name, value)
+    w.set(exchange_seq=seq)
 
 
 class Turn:

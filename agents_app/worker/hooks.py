@@ -29,7 +29,7 @@ from agents_app.core.event_payloads import (
 )
 from agents_app.core.events import EventType, publish, run_group
 from agents_app.core.inputs import storable, storable_text
-from agents_app.core.secrecy import StreamRedactor, redact_all
+from agents_app.core.secrecy import StreamRedactor
 from agents_app.core.watch import Watch
 from agents_app.engine.exchanges import Exchange
 from agents_app.engine.hooks import StopRun, StreamPhase
@@ -203,17 +203,9 @@ class DatabaseHooks:
             self.tree_within_budget(run.root_id, "tokens")
 
     def on_llm_exchange(self, exchange: Exchange) -> None:
-        # Written with its usage by the step's next commit, which numbers it (PendingWrites).
-        # What the model said is text from outside: redacted like a tool's result.
+        # Written with its usage by the step's next commit, which numbers it and redacts what
+        # the model said, text from outside, like a tool's result (PendingWrites).
         step = self.step
-        text = redact_all(
-            {
-                "content": exchange.content,
-                "reasoning": exchange.reasoning,
-                "tool_calls": exchange.tool_calls,
-                "error": exchange.error,
-            }
-        )
         self.pending.exchanges.append(
             rows.new(
                 ModelExchange,
@@ -223,14 +215,17 @@ class DatabaseHooks:
                 phase=exchange.phase,
                 attempt=step.retry_count if step is not None else self.run.attempt,
                 request_sha256=exchange.request_sha256,
+                content=exchange.content,
+                tool_calls=exchange.tool_calls,
+                reasoning=exchange.reasoning,
                 finish_reason=exchange.finish_reason[:20],
                 error_code=exchange.error_code,
+                error=exchange.error,
                 prompt_tokens=exchange.usage.prompt_tokens,
                 completion_tokens=exchange.usage.completion_tokens,
                 llm_model=exchange.model[:200],
                 connection_id=exchange.connection_id or self.run.connection_id,
                 created_at=timezone.now(),
-                **text,
             )
         )
 
