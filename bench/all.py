@@ -77,6 +77,7 @@ OVERHEAD = (
     ),
     (r"^\s*a step of .*", None),
 )
+TAINT = ((r"^\s*(a URL|4 KB of text)\s+median\s+([\d.]+ ms)", r"\1: \2 a sink call"),)
 LANGGRAPH = (
     (r"^\s*(AgentDesk|LangGraph)\s+median\s+([\d.]+ ms)", r"\1 \2 a step"),
     (r"^\s*ratio\s+([\d.]+x) LangGraph.*(target .*)", r"\1 LangGraph, \2"),
@@ -174,6 +175,13 @@ BENCHMARKS = [
         LANGGRAPH,
         postgres=True,
         group="bench",
+    ),
+    Benchmark(
+        "taint_check",
+        "taint_check",
+        (),
+        ("--results", "10", "--repeat", "20"),
+        TAINT,
     ),
     Benchmark(
         "run_overhead",

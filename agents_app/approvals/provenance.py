@@ -44,27 +44,32 @@ def call_taints(
 
 
 def untrusted_sources(run: Run, *, pending: Iterable[tuple[int, Any]] = ()) -> list[Source]:
+    """Every untrusted text of the run's tree and conversation, newest first."""
     tree = run.root_id or run.pk
     in_tree = Q(run_id=tree) | Q(run__root_id=tree)
-    sources = [
+    stored = [
         Source(_text(result), f"{tool} call {pk}", tool_call_id=pk, run_id=run_id)
         for pk, run_id, tool, result in ToolCall.objects.filter(in_tree)
         .exclude(result=None)
+        .order_by("-pk")
         .values_list("pk", "run_id", "tool", "result")
     ]
-    seen = {s.tool_call_id for s in sources}
+    seen = {s.tool_call_id for s in stored}
     heard = [(call_id, result) for call_id, result in pending if call_id not in seen]
+    sources: list[Source] = []
     if heard:  # results not committed yet: their calls' rows are
         tools = dict(
             ToolCall.objects.filter(pk__in=[c for c, _ in heard]).values_list("pk", "tool")
         )
-        for call_id, result in heard:
+        for call_id, result in reversed(heard):
             if result is not None:
                 label = f"{tools.get(call_id, 'a tool')} call {call_id}"
                 sources.append(Source(_text(result), label, call_id, run.pk))
+    sources += stored
     for pk, answer in (
         Run.objects.filter(root_id=tree)
         .exclude(final_response="")
+        .order_by("-pk")
         .values_list("pk", "final_response")
     ):
         sources.append(Source(answer[:RESULT_MAX], f"child run {pk}'s result", run_id=pk))
@@ -74,6 +79,7 @@ def untrusted_sources(run: Run, *, pending: Iterable[tuple[int, Any]] = ()) -> l
                 conversation_id=run.conversation_id, kind=EntryKind.TOOL_RESULT
             )
             .exclude(run_id=run.pk)
+            .order_by("-pk")
             .values_list("data__call_id", "text", "run_id")
         ):
             sources.append(

@@ -10,9 +10,8 @@ The matching rule, on each string argument (nested ones too), case-insensitive:
   query value of at least QUERY_MIN characters;
 - every absolute path in it of at least PATH_MIN characters, outside the run's own workspace;
 - every host-like word in it (`evil.example`, `10.0.0.7`);
-- and any run of at least RUN_MIN characters it shares with untrusted text (found by looking
-  up its RUN_STEP-spaced windows of RUN_MIN - RUN_STEP characters: a shared run of RUN_MIN is
-  always found, a shorter one sometimes).
+- and any run of RUN_MIN characters, from the start of a word, it shares with untrusted text
+  (the first SOURCES_MAX characters of it, newest results first).
 A fragment is tainted when it occurs in untrusted text and not in trusted text (what people
 wrote: the task, their messages, instructions, plan edits). Pure: no I/O.
 """
@@ -26,7 +25,10 @@ from urllib.parse import parse_qsl, urlsplit
 QUERY_MIN = 4
 PATH_MIN = 8
 RUN_MIN = 24
-RUN_STEP = 8
+# Untrusted text searched for shared runs, at most (the newest results come first).
+SOURCES_MAX = 4_000_000
+# Up to this many runs in an argument, each is searched for; more, the sources are read once.
+FEW_RUNS = 24
 # Text this long is looked at, no more (a longer argument is cut for the search, not the call).
 ARGUMENT_MAX = 20_000
 MAX_DEPTH = 6
@@ -37,6 +39,7 @@ HOST_IN_TEXT = re.compile(
     r"|(?<![\w.])\d{1,3}(?:\.\d{1,3}){3}(?![\w.])",
     re.IGNORECASE,
 )
+WORD_START = re.compile(r"\b\w")
 PATH_IN_TEXT = re.compile(r"(?<![\w.:/])/[\w.@%+~-]+(?:/[\w.@%+~-]*)+")
 # Words that look like hosts but are file names people and tools mention all the time.
 FILE_SUFFIXES = frozenset(
@@ -141,18 +144,37 @@ def _own(path: str, own_paths: Sequence[str]) -> bool:
 
 
 def _shared_run(text: str, sources: list[tuple[Source, str]], people: str):
-    """(a shared window, its source) when `text` shares a long run with untrusted text that
-    people did not write."""
-    width = RUN_MIN - RUN_STEP
-    if len(text) < width:
+    """(a shared run, its source) when `text` shares RUN_MIN characters from the start of a
+    word with untrusted text that people did not write. Both sides are read once: the
+    argument's runs go in a set, each source's word starts are looked up in it."""
+    wanted = set()
+    for match in WORD_START.finditer(text):
+        run = text[match.start() : match.start() + RUN_MIN]
+        if len(run) == RUN_MIN and run.strip() and run not in people:
+            wanted.add(run)
+    if not wanted:
         return None
-    for start in range(0, len(text) - width + 1, RUN_STEP):
-        window = text[start : start + width]
-        if not window.strip() or window in people:
-            continue
+    if len(wanted) <= FEW_RUNS:  # a short argument: one search of each run is cheaper
+        searched, budget = [], SOURCES_MAX
         for source, lower in sources:
-            if window in lower:
-                return window, source
+            searched.append((source, lower[:budget]))
+            budget -= len(lower)
+            if budget <= 0:
+                break
+        for run in sorted(wanted):
+            for source, lower in searched:
+                if run in lower:
+                    return run, source
+        return None
+    budget = SOURCES_MAX
+    for source, lower in sources:
+        for match in WORD_START.finditer(lower, 0, budget):
+            run = lower[match.start() : match.start() + RUN_MIN]
+            if run in wanted:
+                return run, source
+        budget -= len(lower)
+        if budget <= 0:
+            break
     return None
 
 
