@@ -153,6 +153,10 @@ class ClosePolicy(models.TextChoices):
     FINISH = "finish", "let them finish"
 
 
+# Why a run recorded before its model calls' answers were kept (issue 36) cannot be replayed.
+NOT_RECORDED = "Recorded before model answers were kept: cannot be replayed"
+
+
 class Run(models.Model):
     """One execution attempt of a Task. Its rows are the run's whole state: no worker keeps any."""
 
@@ -290,6 +294,11 @@ class Run(models.Model):
     @property
     def total_tokens(self) -> int:
         return self.prompt_tokens + self.completion_tokens
+
+    @property
+    def not_replayable_because(self) -> str:
+        """Why the run cannot be replayed, in a person's words; "" when it can."""
+        return "" if self.recorded else NOT_RECORDED
 
     def can_transition_to(self, status: str) -> bool:
         return status in RUN_TRANSITIONS[self.status]

@@ -154,6 +154,8 @@ def run_summary(run: Run) -> dict[str, Any]:
         "connection_id": run.connection_id,
         "model": run.llm_model,
         "phase_models": run.phase_models,
+        "replayable": run.recorded,
+        "not_replayable_because": run.not_replayable_because,
         "links": run_links(run),
     }
 

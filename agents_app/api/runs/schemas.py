@@ -116,6 +116,13 @@ class RunSummary(Schema):
         "verifying_connection): the model of each of planning, executing and verifying; {} "
         "when `model` did everything."
     )
+    replayable: bool = Field(
+        description="Its model calls' answers are kept, so it can be replayed; false for a run "
+        "recorded before they were."
+    )
+    not_replayable_because: str = Field(
+        description="Why it cannot be replayed, when `replayable` is false; empty otherwise."
+    )
     kind: str = Field(
         description="task, chat, contract; team (a head node), child (a subtask done by an "
         "agent profile) or micro (a subtask done by a micro agent)."
