@@ -27,6 +27,7 @@ from agents_app.models.conversations import (
     EntryKind,
 )
 from agents_app.models.exchanges import ModelExchange
+from agents_app.models.journal import ChangeKind, WorkspaceChange
 from agents_app.models.keys import API_KEY_PREFIX, ApiKey
 from agents_app.models.profiles import PROFILE_BUDGETS, AgentProfile, AgentRole
 from agents_app.models.runs import (
@@ -94,6 +95,8 @@ __all__ = [
     "RunKind",
     "LLMConnection",
     "ModelExchange",
+    "WorkspaceChange",
+    "ChangeKind",
     "ModelPhase",
     "DeliveryStatus",
     "KillSwitch",

@@ -260,6 +260,16 @@ class Run(models.Model):
     # Its model calls' answers are kept (ModelExchange): false for a run recorded before they
     # were (issue 36), which therefore cannot be replayed.
     recorded = models.BooleanField(default=True)
+    # Its workspace journal (models.journal, runs.journal): false for a run from before it was
+    # kept. `journal_seq` is the last WorkspaceChange.seq, `journal_bytes` the bytes of the
+    # contents it stored (each distinct content once), counted against WORKSPACE_JOURNAL_MAX_BYTES.
+    # `journal_complete_until`: set when the journal stopped (over its quota, or a workspace of
+    # more than WORKSPACE_JOURNAL_MAX_FILES entries), the last seq of the complete journal; the
+    # workspace after any later point cannot be rebuilt (not forkable past it). Null: complete.
+    journaled = models.BooleanField(default=True)
+    journal_seq = models.PositiveIntegerField(default=0)
+    journal_bytes = models.BigIntegerField(default=0)
+    journal_complete_until = models.PositiveIntegerField(null=True, blank=True)
     # Queued behind its person's other runs (runs.admission): no message was sent for it yet;
     # one of theirs ending or parking lets it go.
     waiting_turn = models.BooleanField(default=False)
