@@ -13,12 +13,13 @@ from typing import Any
 
 from django.db.models import Q
 
-from agents_app.engine.taint import Source, Taint, tainted_arguments
+from agents_app.engine.taint import Source, Taint, file_taints, tainted_arguments
 from agents_app.models import (
     ConversationEntry,
     EntryKind,
     Run,
     ToolCall,
+    ToolCallStatus,
 )
 from agents_app.models.conversations import Conversation
 
@@ -40,7 +41,44 @@ def call_taints(
     sources = untrusted_sources(run, pending=pending) + [s for s in extra if s.text]
     if not sources:
         return []
-    return tainted_arguments(arguments, sources, trusted_text(run), tuple(own_paths))
+    people, own = trusted_text(run), tuple(own_paths)
+    found = tainted_arguments(arguments, sources, people, own)
+    named = {taint.argument for taint in found}
+    for taint in file_taints(arguments, tainted_files(run, sources, people, own), own):
+        if taint.argument not in named:
+            found.append(taint)
+    return found
+
+
+def tainted_files(
+    run: Run, sources: list[Source], people: str, own_paths: tuple[str, ...]
+) -> dict[str, Source]:
+    """The files the run's tree wrote (write_file) with content that carries untrusted text:
+    path -> where that text came from, labelled with the write."""
+    tree = run.root_id or run.pk
+    files: dict[str, Source] = {}
+    writes = (
+        ToolCall.objects.filter(Q(run_id=tree) | Q(run__root_id=tree), tool="write_file")
+        .exclude(status=ToolCallStatus.FAILED)
+        .order_by("pk")
+        .values_list("pk", "run_id", "arguments")
+    )
+    for pk, run_id, arguments in writes:
+        if not isinstance(arguments, dict) or not isinstance(arguments.get("path"), str):
+            continue
+        older = [s for s in sources if s.tool_call_id is None or s.tool_call_id < pk]
+        carried = tainted_arguments({"content": arguments.get("content")}, older, people, own_paths)
+        path = arguments["path"]
+        if carried:
+            files[path] = Source(
+                carried[0].source.text,
+                f"write_file call {pk} (its content came from {carried[0].source.label})",
+                tool_call_id=pk,
+                run_id=run_id,
+            )
+        else:
+            files.pop(path, None)  # written again from clean text
+    return files
 
 
 def untrusted_sources(run: Run, *, pending: Iterable[tuple[int, Any]] = ()) -> list[Source]:

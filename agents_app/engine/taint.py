@@ -111,6 +111,40 @@ def tainted_arguments(
     return found
 
 
+def file_taints(
+    arguments: dict[str, Any], files: dict[str, Source], own_paths: Sequence[str] = ()
+) -> list[Taint]:
+    """The arguments that name a file the run wrote from untrusted text (`files`: its path in
+    the workspace, as written, and where its content came from): running or sending such a
+    file carries that text as surely as its content would. A path matches as a whole word of
+    the argument, relative to the workspace (`notes/x.py`, `./notes/x.py`, `/workspace/notes/
+    x.py` alike)."""
+    if not files:
+        return []
+    wanted = {_workspace_relative(path, own_paths): source for path, source in files.items()}
+    found = []
+    for name, value in _leaves(arguments):
+        if not isinstance(value, str):
+            continue
+        for word in re.split(r"[\s'\"`;|&()<>=,]+", value[:ARGUMENT_MAX]):
+            source = wanted.get(_workspace_relative(word, own_paths)) if word else None
+            if source is not None:
+                found.append(Taint(name, word, "file", source))
+                break
+    return found
+
+
+def _workspace_relative(path: str, own_paths: Sequence[str]) -> str:
+    for prefix in own_paths:
+        prefix = prefix.rstrip("/") + "/"
+        if prefix != "/" and path.startswith(prefix):
+            path = path[len(prefix) :]
+            break
+    while path.startswith("./"):
+        path = path[2:]
+    return path
+
+
 def _fragments(text: str) -> Iterator[tuple[str, str]]:
     for match in URL_IN_TEXT.finditer(text):
         url = match.group(0).rstrip(".,;:)]}")
