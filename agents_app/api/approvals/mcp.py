@@ -68,7 +68,11 @@ async def decide_approval(
     ] = None,
     remember: Annotated[
         Remember,
-        Field(description='approve only: "tool" allows the tool from now on, "call" this call.'),
+        Field(
+            description='approve only: "tool" allows the tool from now on, "call" this call, '
+            '"host" the tool\'s calls to the one host this call reaches (also when its '
+            "arguments came from a tool's output: see `taint`)."
+        ),
     ] = Remember.NOTHING,
     note: Annotated[
         str,
