@@ -263,3 +263,63 @@ def test_a_run_recorded_before_answers_were_kept_says_it_cannot_be_replayed(owne
     assert "Recorded before model answers were kept: cannot be replayed" in page
     page = logged_in(owner).get(f"/runs/{new.pk}/").content.decode()
     assert "cannot be replayed" not in page
+
+
+def test_a_contract_attempt_keeps_its_cycles_and_their_evaluations(owner, llm, settings, tmp_path):
+    from agents_app.contracts.services import agent_create, agent_start
+    from tests.conversations.test_contract_agents import evaluation
+
+    settings.AGENT_LOG_DIR = tmp_path / "logs"
+    agent = agent_create(owner=owner, interface="api", contract="Echo a then b.")
+    run = agent_start(agent=agent, actor=owner, interface="api")
+    provider = ScriptedProvider(
+        [
+            {
+                "match": "AGENTDESK:EVALUATE",
+                "replies": [evaluation(False, "b is missing"), evaluation(True, "both", 1, 2)],
+            },
+            {
+                "match": "AGENTDESK:CONTRACT",
+                "replies": [tool_call("echo", text="a"), tool_call("echo", text="b")],
+            },
+        ]
+    )
+    execute_run(run.pk, provider=provider, registry=make_registry(EchoTool()))
+    run.refresh_from_db()
+    assert (run.kind, run.status) == ("contract", "succeeded")
+
+    kept = exchanges(run)
+    assert [e.phase for e in kept] == ["execution", "verification"] * 2
+    assert [e.tool_calls[0]["arguments"] for e in kept[::2]] == [{"text": "a"}, {"text": "b"}]
+    assert json.loads(kept[-1].content)["met"] is True
+
+
+def test_a_team_s_head_node_and_each_child_keep_their_own_answers(
+    owner, seeded_profiles, queued_runs, settings
+):
+    from tests.orchestration.test_team_engine import deliver, direct, split, sub, team_run
+
+    settings.AGENT_FAST_PATH_MAX_CHARS = 500
+    rules = [
+        {
+            "match": "AGENTDESK:TEAM",
+            "replies": [split("parallel", sub("Research the parsers"), sub("Implement it"))],
+        },
+        direct("Three parsers exist.", "Research the parsers"),
+        direct("parser.py is written.", "Implement it"),
+    ]
+    head = deliver(team_run(owner).pk, rules)
+    children = list(Run.objects.filter(parent=head).order_by("parent_step__index"))
+    for child in children:
+        deliver(child.pk, rules)
+    head = deliver(head.pk, rules)
+    assert head.status == "succeeded", (head.error_code, head.error_message)
+
+    decomposition = exchanges(head)[0]
+    assert (decomposition.seq, decomposition.phase, decomposition.step_id) == (1, "planning", None)
+    assert json.loads(decomposition.content)["pattern"] == "parallel"
+    answers = [[(e.phase, e.content) for e in exchanges(child)] for child in children]
+    assert answers == [
+        [("execution", "Three parsers exist.")],
+        [("execution", "parser.py is written.")],
+    ]
