@@ -410,6 +410,11 @@ RUN_FILES_PREVIEW_BYTES = env_int("RUN_FILES_PREVIEW_BYTES", 256 * 1024, minimum
 RUN_FILES_ZIP_MAX_BYTES = env_int("RUN_FILES_ZIP_MAX_BYTES", 50 * 1024 * 1024, minimum=1)
 # "Download all" zips one person may have streaming at once, over every web process.
 RUN_FILES_ZIPS_PER_USER = env_int("RUN_FILES_ZIPS_PER_USER", 2, minimum=1)
+# A run's workspace journal (runs.journal): the bytes of contents one run may store (each
+# distinct content once, under WORKSPACE_ROOT/.blobs) and the most entries its workspace may
+# hold; past either the journal stops and the run is not forkable past that point.
+WORKSPACE_JOURNAL_MAX_BYTES = env_int("WORKSPACE_JOURNAL_MAX_BYTES", 50 * 1024 * 1024, minimum=0)
+WORKSPACE_JOURNAL_MAX_FILES = env_int("WORKSPACE_JOURNAL_MAX_FILES", 5000, minimum=1)
 
 # --- Approvals ----------------------------------------------------------------------
 # Seconds a pending approval waits before its strategy decides (0: it waits for a person).

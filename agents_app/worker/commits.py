@@ -19,7 +19,8 @@ from agents_app.core import rows
 from agents_app.core.event_payloads import LlmUsagePayload, ToolResultPayload
 from agents_app.core.events import EventType
 from agents_app.core.secrecy import redact_all
-from agents_app.models import AuditEvent, ModelExchange, Run, ToolCall
+from agents_app.models import AuditEvent, ModelExchange, Run, ToolCall, WorkspaceChange
+from agents_app.runs.journal import changes_write
 from agents_app.runs.lease import Lease
 from agents_app.runs.writer import RunWriter, fenced_run, locked_run
 from agents_app.worker.connections import give_back
@@ -48,13 +49,17 @@ class PendingWrites:
     results: list[tuple[int, dict[str, Any], ToolResultPayload, AuditEvent]] = field(
         default_factory=list
     )
+    # What the calls changed in the workspace (runs.journal), numbered when written.
+    workspace_changes: list[WorkspaceChange] = field(default_factory=list)
 
     @property
     def tokens(self) -> int:
         return self.prompt_tokens + self.completion_tokens
 
     def __bool__(self) -> bool:
-        return bool(self.tokens or self.usage or self.results or self.exchanges)
+        return bool(
+            self.tokens or self.usage or self.results or self.exchanges or self.workspace_changes
+        )
 
     def apply(self, w: RunWriter, *, usage: bool) -> None:
         """Write it in `w`'s transaction: the results, and the usage too unless `usage` is
@@ -68,6 +73,7 @@ class PendingWrites:
             rows.update(ToolCall, call_id, **redact_all(fields))
             w.event(EventType.TOOL_RESULT, payload)
             audit.append(row)
+        changes_write(self.workspace_changes, w)
         if usage:
             if self.prompt_tokens or self.completion_tokens:
                 w.set(
@@ -84,6 +90,7 @@ class PendingWrites:
 
     def clear(self, *, usage: bool) -> None:
         self.results.clear()
+        self.workspace_changes.clear()
         if usage:
             self.prompt_tokens = self.completion_tokens = 0
             self.usage.clear()

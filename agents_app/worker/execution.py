@@ -71,6 +71,7 @@ from agents_app.orchestration.micro_tool import (
 )
 from agents_app.runs.admission import admit_waiting
 from agents_app.runs.control import engaged_switch
+from agents_app.runs.journal import WorkspaceJournal
 from agents_app.runs.lease import Lease
 from agents_app.runs.lifecycle import finish, new_plan, skip_step, workspace_for
 from agents_app.runs.recipes import RunRows, recipe_for
@@ -165,6 +166,7 @@ class RunExecutor:
         # Every commit of this worker holds it; a parallel plan's steps share it (Turn).
         self.turn = Turn(self.pending)
         self.watch = Watch(run_id)
+        self.journal: WorkspaceJournal | None = None
         self.halted: bool | None = None
         self.loaded = False  # `run` was read by load (else it was given, read with the lease)
         self._specs: list[ToolSpec] | None = None
@@ -239,8 +241,17 @@ class RunExecutor:
         pending, watch = self.pending, self.watch
         if branch is not None:
             pending, watch = branch.pending, branch.watch
+        if self.journal is None:
+            self.journal = WorkspaceJournal(run)  # kept between calls (runs.journal)
         return DatabaseHooks(
-            run, self.lease, step, pending=pending, watch=watch, turn=self.turn, **options
+            run,
+            self.lease,
+            step,
+            pending=pending,
+            watch=watch,
+            turn=self.turn,
+            journal=self.journal,
+            **options,
         )
 
     def state_of(self, rows: RunRows, *, fresh: bool) -> RunState:

@@ -48,6 +48,7 @@ from agents_app.models import (
     ToolCallStatus,
 )
 from agents_app.orchestration.children import tree_usage
+from agents_app.runs.journal import WorkspaceJournal
 from agents_app.runs.lease import Lease
 from agents_app.runs.recipes import recipe_for
 from agents_app.worker.commits import PendingWrites, Turn, committing, read_control_flags
@@ -84,6 +85,7 @@ class DatabaseHooks:
         pending: PendingWrites | None = None,
         watch: Watch | None = None,
         turn: Turn | None = None,
+        journal: WorkspaceJournal | None = None,
     ):
         # The worker's run, kept up to date by every commit through `commit` (its executor
         # shares the object, the pending writes, the watch and the turn).
@@ -101,6 +103,8 @@ class DatabaseHooks:
         self.step = step
         self.specs = specs or {}
         self.workspace = workspace
+        # The run's workspace journal, which the worker keeps between calls (runs.journal).
+        self.journal = journal
         # Time parked on a person or the kill switch does not count against the deadline.
         self.limit_seconds = run.task.max_seconds or settings.AGENT_RUN_TIMEOUT
         self.deadline = (run.started_at or timezone.now()) + timedelta(
@@ -351,6 +355,12 @@ class DatabaseHooks:
         # A refused call is recorded too, whatever the model sent: as text a row can hold
         # (its refusal says what was wrong; the registry refuses such arguments).
         tool, arguments = storable_text(tool), storable(arguments)
+        if self.journal is not None and self.workspace is not None:
+            self.journal.before_call(
+                workspace=self.workspace,
+                step_id=self.step.pk,
+                pending=self.pending.workspace_changes,
+            )
         if self.root_id is not None:
             self.tree_within_budget(self.root_id, "tool_calls")
         with self.commit(usage=False, fenced=True) as w:
@@ -428,6 +438,13 @@ class DatabaseHooks:
         ok = result is not None and result.ok and not error_code
         status = ToolCallStatus.SUCCEEDED if ok else ToolCallStatus.FAILED
         step_index = self.step.index if self.step else None
+        if self.journal is not None and self.workspace is not None:
+            self.journal.after_call(
+                workspace=self.workspace,
+                step_id=self.step.pk if self.step else None,
+                call_id=call_id,
+                pending=self.pending.workspace_changes,
+            )
         # Written with the step's next commit (its end, or the next call's row).
         self.pending.results.append(
             (
