@@ -37,8 +37,8 @@ def read_control_flags(run: Run) -> None:
 @dataclass
 class PendingWrites:
     """What a worker heard since its last commit and writes with its next one: model calls'
-    usage (tokens, `llm_usage` events, audit rows, their exchanges) and tool calls' results (the call's row,
-    `tool_result` events, audit rows)."""
+    usage (tokens, `llm_usage` events, audit rows, their exchanges) and tool calls' results
+    (the call's row, `tool_result` events, audit rows)."""
 
     prompt_tokens: int = 0
     completion_tokens: int = 0
