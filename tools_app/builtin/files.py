@@ -53,6 +53,19 @@ def _resolve_in_workspace(root: Path, requested: str) -> Path:
     return resolved
 
 
+def _outside_git(root: Path, requested: str, path: Path) -> None:
+    """ToolError when `requested` (as given, or where it resolves) passes through a `.git`: the
+    git tool is approved without a person because it checks the repository's config before
+    git starts, which holds only while nothing but git writes the repository's own files."""
+    named = Path(requested).parts + path.relative_to(root).parts
+    # Case-folded: `.GIT` is the same directory where the file system ignores case.
+    if any(part.casefold() == ".git" for part in named):
+        raise ToolError(
+            f"Invalid path '{requested}': the repository's own files are written by git only "
+            "(no path through a '.git' directory or file)"
+        )
+
+
 def _relative(root: Path, path: Path) -> str:
     return path.relative_to(root).as_posix() or "."
 
@@ -119,6 +132,7 @@ class WriteFileTool(Tool):
                 "Write text (UTF-8) to a file in the workspace, creating missing parent "
                 "directories. Replaces the file unless append=true, which adds to its end. "
                 f"Content over {max_bytes} bytes is refused. Returns the number of bytes written. "
+                "A path through '.git' is refused: only git writes the repository's own files. "
                 + WORKSPACE_RULE
             ),
             input_schema={
@@ -156,6 +170,7 @@ class WriteFileTool(Tool):
                 "bytes per call (write the rest with append=true)"
             )
         path = _resolve_in_workspace(root, requested)
+        _outside_git(root, requested, path)
         if path == root or path.is_dir():
             raise ToolError(f"'{requested}' is a directory; give a file path")
         try:

@@ -76,6 +76,41 @@ def test_a_write_to_a_directory_is_refused(registry, context, workspace, path):
     assert result.error == f"'{path}' is a directory; give a file path"
 
 
+@pytest.mark.parametrize(
+    "path",
+    [
+        ".git/config",
+        ".git/hooks/pre-commit",
+        ".git",
+        "sub/.git/config",
+        "./.GIT/config",
+        "x/../.git/info/attributes",
+        "to-git/config",
+    ],
+)
+def test_a_write_through_a_git_directory_is_refused(registry, context, workspace, path):
+    """The git tool checks the repository's config before git starts; nothing but git may
+    write the repository's files, or an auto tool could change them in between."""
+    (workspace / ".git").mkdir()
+    (workspace / ".git" / "config").write_text("[core]\n\tbare = false\n")
+    (workspace / "to-git").symlink_to(workspace / ".git")
+
+    result = call(registry, context, "write_file", path=path, content="[core]\n\tpager = x\n")
+
+    assert not result.ok
+    assert result.error == (
+        f"Invalid path '{path}': the repository's own files are written by git only "
+        "(no path through a '.git' directory or file)"
+    )
+    assert (workspace / ".git" / "config").read_text() == "[core]\n\tbare = false\n"
+    assert not (workspace / "sub").exists() and not (workspace / ".GIT").exists()
+
+
+def test_a_file_whose_name_only_starts_with_git_is_written(registry, context, workspace):
+    for path in (".gitignore", ".github/workflows/ci.yml", "git/config", "a.git"):
+        assert call(registry, context, "write_file", path=path, content="x").ok, path
+
+
 def test_appending_adds_to_the_end_and_says_so(registry, context, workspace):
     call(registry, context, "write_file", path="log.txt", content="one\n")
     result = call(registry, context, "write_file", path="log.txt", content="two\n", append=True)
