@@ -263,18 +263,12 @@ def test_a_cancelled_sandbox_ends_within_a_second(tmp_path, context):
     assert sandbox_processes("# cancelled") == []
 
 
-def test_a_git_hook_and_fsmonitor_in_the_workspaces_config_do_not_run(registry, context):
+def test_a_git_hook_in_the_repository_does_not_run(registry, context):
     workspace = context.workspace
     assert registry.call("git", {"subcommand": "init"}, context).ok
-    marker = "/workspace/ran"
-    hook = workspace / ".git" / "hooks" / "pre-commit"
-    hook.write_text(f"#!/bin/sh\ntouch {marker}\n")
+    hook = workspace / ".git" / "hooks" / "pre-commit"  # git's own place, no key needed
+    hook.write_text("#!/bin/sh\ntouch /workspace/ran\n")
     hook.chmod(0o755)
-    monitor = workspace / "monitor.sh"
-    monitor.write_text(f"#!/bin/sh\ntouch {marker}\n")
-    monitor.chmod(0o755)
-    with (workspace / ".git" / "config").open("a") as config:
-        config.write(f"[core]\n\tfsmonitor = {monitor.name}\n\thooksPath = .git/hooks\n")
     (workspace / "a.txt").write_text("a\n")
 
     for call in (
@@ -286,6 +280,35 @@ def test_a_git_hook_and_fsmonitor_in_the_workspaces_config_do_not_run(registry, 
         assert result.ok and result.content["exit_code"] == 0, result.content
 
     assert not (workspace / "ran").exists()
+
+
+@pytest.mark.parametrize(
+    "monitor",
+    ["/workspace/monitor.sh", "echo ran uid=$(id -u) >> /workspace/ran; true"],
+    ids=["an absolute path", "a shell string"],
+)
+def test_fsmonitor_in_the_workspaces_config_does_not_run(registry, context, monitor):
+    workspace = context.workspace
+    workspace.mkdir(parents=True)
+    (workspace / "monitor.sh").write_text("#!/bin/sh\ntouch /workspace/ran\n")
+    (workspace / "monitor.sh").chmod(0o755)
+    (workspace / "a.txt").write_text("a\n")
+    assert registry.call("git", {"subcommand": "init"}, context).ok
+    # An index: git reads it for status, diff and add, and starts the monitor when it does.
+    assert registry.call("git", {"subcommand": "add", "args": ["a.txt"]}, context).ok
+    with (workspace / ".git" / "config").open("a") as config:  # as code run before could
+        config.write(f"[core]\n\tfsmonitor = {monitor}\n")
+
+    for call in (
+        ("git", {"subcommand": "status"}),
+        ("git", {"subcommand": "diff"}),
+        ("git", {"subcommand": "add", "args": ["a.txt"]}),
+        ("git_commit", {"message": "with a monitor waiting"}),
+    ):
+        result = registry.call(*call, context)
+        assert not (workspace / "ran").exists(), f"the monitor ran on {call}"
+        assert not result.ok
+        assert "the repository's config sets core.fsmonitor" in result.error, result.error
 
 
 def test_links_in_the_workspace_do_not_hand_their_targets_to_the_sandbox(

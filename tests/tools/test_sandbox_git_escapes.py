@@ -11,8 +11,10 @@ from pathlib import Path
 import pytest
 
 from tests.support.sandbox import working_sandbox
-from tools_app.builtin import GitCommitTool, GitTool
+from tools_app.builtin import GitCommitTool, GitTool, WriteFileTool
+from tools_app.builtin.git_policy import GIT, GIT_ENV, GIT_FIXED, SAFE_KEYS, guarded
 from tools_app.registry import ToolContext, ToolRegistry, ToolResult
+from tools_app.sandbox import Sandbox
 
 MARKER = "ran"
 # Leaves the marker, then behaves as each driver must (a filter copies stdin, textconv prints).
@@ -30,10 +32,16 @@ HOST_GIT_ENV = {
 
 
 @pytest.fixture
-def registry(tmp_path) -> ToolRegistry:
-    sandbox = working_sandbox(tmp_path / "slots")
+def sandbox(tmp_path) -> Sandbox:
+    return working_sandbox(tmp_path / "slots")
+
+
+@pytest.fixture
+def registry(sandbox) -> ToolRegistry:
+    """The tools a model may call with nobody asked: git (auto) and write_file (auto), and
+    git_commit."""
     registry = ToolRegistry()
-    for tool in (GitTool(sandbox), GitCommitTool(sandbox)):
+    for tool in (GitTool(sandbox), GitCommitTool(sandbox), WriteFileTool(max_bytes=100_000)):
         registry.register(tool)
     return registry
 
@@ -49,6 +57,10 @@ def git(registry, context, subcommand, *args) -> ToolResult:
 
 def commit(registry, context, message="change", **more) -> ToolResult:
     return registry.call("git_commit", {"message": message, **more}, context)
+
+
+def write_file(registry, context, path, content) -> ToolResult:
+    return registry.call("write_file", {"path": path, "content": content}, context)
 
 
 def committed_repository(registry, context) -> Path:
@@ -122,19 +134,86 @@ def test_a_repository_config_naming_a_filter_is_refused_naming_the_key(registry,
     assert not (workspace / MARKER).exists()
 
 
-def test_a_hook_path_of_the_workspace_runs_no_hook_on_commit(registry, context):
+def test_hooks_in_the_repository_run_on_no_commit(registry, context):
     workspace = committed_repository(registry, context)
-    hooks = workspace / "hooks"
-    hooks.mkdir()
+    hooks = workspace / ".git" / "hooks"  # where git looks with no key set, as code run before
     for name in ("pre-commit", "commit-msg", "post-commit", "post-index-change"):
         (hooks / name).write_text(PROGRAM)
         (hooks / name).chmod(0o755)
-    configure(workspace, "[core]\n\thooksPath = hooks\n")
 
     added = git(registry, context, "add", "a.txt")
     committed = commit(registry, context)
 
     assert added.ok and committed.ok and committed.content["exit_code"] == 0, committed.content
+    assert not (workspace / MARKER).exists()
+
+
+# Keys that name a program, each refused though GIT_FIXED would replace some of them.
+PROGRAM_NAMING_KEYS = {
+    "core.fsmonitor": "[core]\n\tfsmonitor = /workspace/mark.sh\n",
+    "core.hookspath": "[core]\n\thooksPath = hooks\n",
+    "core.pager": "[core]\n\tpager = ./mark.sh\n",
+    "core.editor": "[core]\n\teditor = ./mark.sh\n",
+    "core.sshcommand": "[core]\n\tsshCommand = ./mark.sh\n",
+    "core.askpass": "[core]\n\taskPass = ./mark.sh\n",
+    "diff.external": "[diff]\n\texternal = ./mark.sh\n",
+    "sequence.editor": "[sequence]\n\teditor = ./mark.sh\n",
+    "gpg.program": "[gpg]\n\tprogram = ./mark.sh\n",
+    "gpg.ssh.program": '[gpg "ssh"]\n\tprogram = ./mark.sh\n',
+    "credential.helper": "[credential]\n\thelper = !./mark.sh\n",
+}
+
+
+@pytest.mark.parametrize("key", PROGRAM_NAMING_KEYS, ids=list(PROGRAM_NAMING_KEYS))
+def test_a_config_key_naming_a_program_is_refused_naming_it_even_where_overridden(
+    registry, context, key
+):
+    workspace = committed_repository(registry, context)
+    configure(workspace, PROGRAM_NAMING_KEYS[key])
+
+    result = git(registry, context, "status")
+
+    assert not result.ok
+    assert result.error.startswith(f"git was not run: the repository's config sets {key},")
+    assert not (workspace / MARKER).exists()
+
+
+def test_the_reviewers_fsmonitor_written_by_write_file_never_runs(registry, context):
+    """The reproduction of issue 34's review, with only the tools approved without a person:
+    a config naming an fsmonitor shell command, written by write_file over an index, and then
+    `git status`."""
+    workspace = context.workspace
+    assert write_file(registry, context, "a.txt", "a\n").ok
+    assert git(registry, context, "init").ok
+    assert git(registry, context, "add", "a.txt").ok
+    config = (workspace / ".git" / "config").read_text()
+
+    written = write_file(
+        registry,
+        context,
+        ".git/config",
+        config
+        + "[core]\n\tfsmonitor = echo FSMONITOR-RAN uid=$(id -u) >> /workspace/MARKER; true\n",
+    )
+    status = git(registry, context, "status", "--short")
+
+    assert not (workspace / "MARKER").exists(), "the monitor ran"
+    assert not written.ok
+    assert "the repository's own files are written by git only" in written.error
+    assert status.ok and status.content["stdout"] == "A  a.txt\n", status.content
+
+
+def test_the_guards_own_look_at_the_index_starts_no_fsmonitor(sandbox, registry, context):
+    """Even were the key check to let core.fsmonitor through (as code running in a parallel
+    step could set it just after the check), the guard's own git calls carry the overrides."""
+    workspace = committed_repository(registry, context)  # an index, which starts the monitor
+    configure(workspace, f"[core]\n\tfsmonitor = touch /workspace/{MARKER}; true\n")
+    command, _ = guarded([GIT, *GIT_FIXED, "status", "--short"])
+    command[command.index(SAFE_KEYS.pattern)] = ".*"  # every key passes the check
+
+    outcome = sandbox.run(command, workspace=workspace, env=GIT_ENV)
+
+    assert outcome.exit_code == 0, outcome.as_dict()
     assert not (workspace / MARKER).exists()
 
 
@@ -168,6 +247,46 @@ def test_arguments_that_could_start_a_program_are_refused(
     assert not result.ok
     assert result.error.startswith(f"git was not run: the argument '{refused}'"), result.error
     assert not (workspace / MARKER).exists()
+
+
+@pytest.mark.parametrize(
+    ("subcommand", "args", "refused"),
+    [
+        ("diff", ["/etc/passwd", "/workspace/a.txt"], "/etc/passwd"),
+        ("diff", ["../../etc/passwd", "a.txt"], "../../etc/passwd"),
+        ("diff", ["--", "a.txt", "/workspace/../etc/passwd"], "/workspace/../etc/passwd"),
+        ("log", ["-p", "--", "sub/../../x"], "sub/../../x"),
+        ("add", ["/tmp"], "/tmp"),
+        ("init", ["/tmp/elsewhere"], "/tmp/elsewhere"),
+    ],
+)
+def test_a_path_outside_the_workspace_is_refused_even_with_no_repository(
+    registry, context, subcommand, args, refused
+):
+    """Outside a repository `git diff a b` compares the files as `--no-index` would, an option
+    refused by name: paths outside the workspace are refused whatever git would do with them."""
+    assert write_file(registry, context, "a.txt", "a\n").ok
+
+    result = git(registry, context, subcommand, *args)
+
+    assert not result.ok
+    assert result.error.startswith(
+        f"git was not run: the path '{refused}' is outside the workspace"
+    ), result.error
+
+
+def test_a_workspace_written_to_look_like_a_bare_repository_is_not_taken_for_one(registry, context):
+    for path, content in {
+        "HEAD": "ref: refs/heads/main\n",
+        "config": "[core]\n\trepositoryformatversion = 0\n\tbare = true\n",
+        "objects/.keep": "",
+        "refs/.keep": "",
+    }.items():
+        assert write_file(registry, context, path, content).ok
+
+    result = git(registry, context, "log")
+
+    assert "cannot use bare repository" in result.content["stderr"], result.content
 
 
 def host_git(directory: Path, *command: str) -> None:
@@ -211,10 +330,13 @@ def test_plain_git_still_works_with_the_common_options(registry, context):
     workspace = committed_repository(registry, context)
 
     status = git(registry, context, "status", "--short")
-    diff = git(registry, context, "diff", "--stat")
-    log = git(registry, context, "log", "--oneline", "-n", "1", "--", "a.txt")
+    diff = git(registry, context, "diff", "--stat", "HEAD", "--", "/workspace/a.txt")
+    log = git(registry, context, "log", "--oneline", "-n", "1", "--", "x/../a.txt")
+    # A range's `..` is no path climbing out.
+    ranged = git(registry, context, "log", "--oneline", "HEAD..HEAD~0", "--", "a.txt")
 
     assert status.content["stdout"] == " M a.txt\n?? mark.sh\n"
     assert "a.txt | 2 +-" in diff.content["stdout"]
     assert log.content["stdout"].endswith(" first\n")
+    assert ranged.ok and ranged.content["exit_code"] == 0 and ranged.content["stdout"] == ""
     assert not (workspace / MARKER).exists()

@@ -8,29 +8,38 @@ repository's own config, or an argument such as `--ext-diff`, `--textconv` or `-
 otherwise let it run code with nobody asked. Four layers, each enough for what it covers:
 
 1. **Arguments**: per subcommand, an allow-list (`ALLOWED`); anything else starting with `-` is
-   refused before the sandbox starts. Revisions and paths are free; after `--` everything is a
-   path.
+   refused before the sandbox starts. Revisions and paths are free inside the workspace; a path
+   outside it (absolute elsewhere, or `..` climbing out) is refused, so that `git diff` outside
+   a repository cannot act as the refused `--no-index` on the sandbox's other files. After
+   `--` everything is a path.
 2. **Overrides** (`GIT_FIXED`, `GIT_ENV`): the keys git would use to start a program are set on
    the command line, which wins over the repository's config (hooks, fsmonitor, pager, editor,
-   ssh, gpg, external diff, submodules ignored), no system or global config or attributes, and
-   `--no-ext-diff --no-textconv` for diff and log.
+   ssh, gpg, external diff, submodules ignored), no system or global config or attributes, no
+   repository found by the workspace looking like a bare one, and `--no-ext-diff
+   --no-textconv` for diff and log. Every git the guard runs has them too: reading the index
+   alone starts `core.fsmonitor`.
 3. **The repository's config, checked inside the same sandbox** (`GUARD`): before git runs,
    `git config --list --show-scope` (includes followed) lists every key the repository sets;
-   git runs only if each is a plain setting (`SAFE_KEYS`) or one the overrides replace. A
-   filter or diff driver, an alias, an include or any key not known to be inert refuses the
-   call, naming the key. Without their definition in the config, drivers named in
-   `.gitattributes` do nothing.
+   git runs only if each is a plain setting (`SAFE_KEYS`). A key that names a program
+   (`core.fsmonitor`, `core.hooksPath`, `core.pager`, `core.editor`, `core.sshCommand`,
+   `diff.external`, `gpg.*`, `credential.*`, a filter or diff driver, an alias, ...) refuses
+   the call, naming the key, even where an override would replace it: the overrides are one
+   layer, not the only one. So does an include or any key not known to be inert. Without
+   their definition in the config, drivers named in `.gitattributes` do nothing.
 4. **Nested repositories** (gitlinks in the index): refused by the same check. `add -A` and
    `commit --all` run `git status` inside one, with that repository's own config, whatever
    the options; `status` and `diff` also ignore submodules (`--ignore-submodules=all`).
 
-What remains: a parallel step running code in the same workspace could change the config
-between the check and git's start; that code was itself approved to run (run_python and
-run_command ask a person unless staff lowered them).
+The config could still change between the check and git's start: the auto tools cannot do
+it (write_file refuses any path through a `.git`), only code a person approved to run
+(run_python, run_command) in a parallel step of the same workspace.
 """
 
+import posixpath
 import re
 import secrets
+
+from tools_app.sandbox import WORKSPACE
 
 GIT = "/usr/bin/git"
 # A program that does nothing and fails: what git is given wherever config could name one.
@@ -56,6 +65,9 @@ GIT_FIXED = [
     *("-c", "user.name=AgentDesk agent"),
     *("-c", "user.email=agent@agentdesk.invalid"),
     *("-c", "init.defaultBranch=main"),
+    # The workspace is written by the model: a HEAD, config and objects/ there must not make
+    # it a (bare) repository whose config the guard's check and git could read apart.
+    *("-c", "safe.bareRepository=explicit"),
 ]
 # git reads no configuration but the repository's own; the rest is fixed above.
 GIT_ENV = {
@@ -70,17 +82,17 @@ GIT_ENV = {
     "GIT_ASKPASS": NOTHING,
     "GIT_OPTIONAL_LOCKS": "0",
 }
-# Keys of the repository's config that start nothing (section and name lower-cased, as git
-# lists them), and those GIT_FIXED replaces. Anything else refuses the call.
+# Keys of the repository's config that name no program (section and name lower-cased, as git
+# lists them). Anything else refuses the call, a key GIT_FIXED replaces too.
 SAFE_KEYS = re.compile(
     r"core\.(repositoryformatversion|filemode|bare|logallrefupdates|ignorecase"
     r"|precomposeunicode|symlinks|autocrlf|eol|safecrlf|quotepath|checkstat|trustctime"
-    r"|abbrev|hookspath|fsmonitor|pager|editor|sshcommand)"
+    r"|abbrev)"
     r"|(user|author|committer)\.(name|email)"
     r"|init\.defaultbranch|extensions\.objectformat|i18n\.(commitencoding|logoutputencoding)"
     r"|branch\.[^\n]*\.(remote|merge|rebase|description)|remote\.[^\n]*\.(url|pushurl|fetch)"
     r"|color\.[^\n]*"
-    r"|diff\.(renames|algorithm|mnemonicprefix|noprefix|context|indentheuristic|external"
+    r"|diff\.(renames|algorithm|mnemonicprefix|noprefix|context|indentheuristic"
     r"|ignoresubmodules)"
     r"|status\.(showuntrackedfiles|short|branch|relativepaths|renames|submodulesummary)"
     r"|log\.(date|decorate|abbrevcommit|showroot|showsignature)"
@@ -124,14 +136,17 @@ SUBCOMMAND_FIXED = {
 REFUSED_EXIT = 125
 
 # Run by the sandbox's python3 (-I: neither the workspace nor the environment on sys.path):
-# argv is the token, the pattern of safe keys, then git's argv. It lists the repository's
-# config and the index's gitlinks; if a key is not safe or a gitlink is there, it prints the
-# token and what it found and exits, else it becomes git.
+# argv is the token, the pattern of safe keys, then git's argv, which starts with GIT and
+# GIT_FIXED. It lists the repository's config and the index's gitlinks, each git with those
+# same overrides and GIT_ENV (reading the index starts core.fsmonitor); if a key is not safe or
+# a gitlink is there, it prints the token and what it found and exits, else it becomes git.
 GUARD = """
 import os, re, subprocess, sys
 token, safe, *git = sys.argv[1:]
+os.environ.update(GIT_ENV)
+fixed = git[:FIXED_COUNT]
 listed = subprocess.run(
-    [git[0], "config", "--list", "-z", "--show-scope"],
+    [*fixed, "config", "--list", "-z", "--show-scope"],
     stdin=subprocess.DEVNULL, capture_output=True,
 )
 if listed.returncode != 0:
@@ -148,7 +163,7 @@ if bad:
     print(token, " ".join(sorted(set(bad))[:10]))
     sys.exit(REFUSED_EXIT)
 staged = subprocess.run(
-    [git[0], "ls-files", "--stage", "-z"], stdin=subprocess.DEVNULL, capture_output=True
+    [*fixed, "ls-files", "--stage", "-z"], stdin=subprocess.DEVNULL, capture_output=True
 )
 nested = [
     entry.split("\\t", 1)[-1]
@@ -159,7 +174,13 @@ if nested:
     print(token, "@", " ".join(nested[:5]))
     sys.exit(REFUSED_EXIT)
 os.execv(git[0], git)
-""".replace("REFUSED_EXIT", str(REFUSED_EXIT))
+"""
+for name, value in {
+    "REFUSED_EXIT": REFUSED_EXIT,
+    "FIXED_COUNT": 1 + len(GIT_FIXED),
+    "GIT_ENV": repr(GIT_ENV),
+}.items():
+    GUARD = GUARD.replace(name, str(value))
 
 
 class GitRefused(Exception):
@@ -168,7 +189,7 @@ class GitRefused(Exception):
 
 def git_argv(subcommand: str, rest: list[str]) -> list[str]:
     """git's argv for `subcommand` with the model's `rest`, checked against ALLOWED. Raises
-    GitRefused naming the first argument that is not allowed."""
+    GitRefused naming the first argument that is not allowed or a path outside the workspace."""
     allowed, valued = ALLOWED.get(subcommand), VALUED.get(subcommand, {})
     if allowed is None:
         raise GitRefused(f"git {subcommand} is not offered")
@@ -180,7 +201,7 @@ def git_argv(subcommand: str, rest: list[str]) -> list[str]:
                 raise GitRefused(f"the argument '{argument}' is not a value git {subcommand} takes")
             value = None
         elif paths or not argument.startswith("-"):
-            continue
+            _inside_workspace(subcommand, argument)
         elif argument == "--":
             paths = True
         elif argument in valued:
@@ -194,8 +215,22 @@ def git_argv(subcommand: str, rest: list[str]) -> list[str]:
     return [GIT, *GIT_FIXED, subcommand, *SUBCOMMAND_FIXED.get(subcommand, []), *rest]
 
 
+def _inside_workspace(subcommand: str, argument: str) -> None:
+    """Raise GitRefused when `argument`, read as a path from the workspace (git's current
+    directory), names something outside it. A revision such as `HEAD~2..HEAD` stays inside."""
+    where = posixpath.normpath(posixpath.join(WORKSPACE, argument))
+    if where != WORKSPACE and not where.startswith(f"{WORKSPACE}/"):
+        raise GitRefused(
+            f"the path '{argument}' is outside the workspace ({WORKSPACE}); git {subcommand} "
+            "takes paths inside it only"
+        )
+
+
 def guarded(argv: list[str]) -> tuple[list[str], str]:
-    """`argv` (git's) wrapped in GUARD, and the token a refusal starts with."""
+    """`argv` (git's, starting with GIT and GIT_FIXED, whose overrides GUARD's own git calls
+    take from it) wrapped in GUARD, and the token a refusal starts with."""
+    if argv[: 1 + len(GIT_FIXED)] != [GIT, *GIT_FIXED]:
+        raise ValueError("git's argv must start with GIT and GIT_FIXED")
     token = secrets.token_hex(16)
     return ["/usr/bin/python3", "-I", "-S", "-c", GUARD, token, SAFE_KEYS.pattern, *argv], token
 
@@ -217,5 +252,5 @@ def refusal(stdout: str, token: str) -> str:
     return (
         f"git was not run: the repository's config sets {said}, which git could use to start "
         "a program of the workspace; only plain settings are allowed (remove those keys from "
-        ".git/config)"
+        ".git/config, which write_file does not write: a person approves code that does)"
     )
