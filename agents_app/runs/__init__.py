@@ -4,6 +4,6 @@ table that maps each kind to its recipe (`recipes`), the task's recipe (`task_re
 run must show before it may succeed (`evidence`), what people ask of runs (`services`:
 submit, cancel, restart), the kill switch and crash recovery (`control`), reads scoped to
 their owner (`selectors`), a person's list of runs searched, filtered and sorted
-(`listing`), every JSON shape of a run (`presenters`) and its workspace's files as its owner
-sees them: listed, previewed and opened under names that are always text (`files`), and
-zipped as a stream (`files_zip`)."""
+(`listing`), every JSON shape of a run (`presenters`), two runs compared (`diff`) and its
+workspace's files as its owner sees them: listed, previewed and opened under names that are
+always text (`files`), and zipped as a stream (`files_zip`)."""
