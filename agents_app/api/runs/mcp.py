@@ -1,4 +1,5 @@
-"""The MCP server's run tools: submit a task, read and list runs, cancel and restart one. The
+"""The MCP server's run tools: submit a task, read and list runs, cancel and restart one, and
+compare two. The
 same services, selectors and presenters as /api/v1/runs, as the key's user; the structured
 outputs are the REST shapes without REST's `success` flag (MCP has `isError`). Importing this
 module registers them on `api.mcp_server.server`."""
@@ -17,6 +18,7 @@ from agents_app.api.runs.schemas import (
     VERIFYING,
     ConnectionName,
     RunDetail,
+    RunDiffOut,
     RunLinks,
     RunSummary,
 )
@@ -24,6 +26,7 @@ from agents_app.api.schemas import Count, Flag, Id, JsonObject, NonBlankText, Pa
 from agents_app.models import AuditInterface, ClosePolicy, RunStatus
 from agents_app.runs import presenters, services
 from agents_app.runs import selectors as run_selectors
+from agents_app.runs.diff import run_diff, run_diff_out
 from agents_app.runs.presenters import (
     plan_out,
     plan_replacements_out,
@@ -171,3 +174,20 @@ async def restart_run(ctx: Context, run_id: RunId) -> RunSummary:
         return RunSummary.model_validate(run_summary(new_run))
 
     return await in_django(restart, caller(ctx))
+
+
+@tool(annotations=READ_ONLY)
+async def diff_runs(
+    ctx: Context,
+    run_id: RunId,
+    other_run_id: Annotated[Id, Field(description="The run to compare it with.")],
+) -> RunDiffOut:
+    """Two of your runs side by side (two attempts of a task, a fork and its source, a run and
+    its replay): plans step by step, each step's calls and results, files, tokens, time and
+    outcome, and `first_divergence`, where they first part (null when they agree)."""
+
+    def compare(user: Any) -> RunDiffOut:
+        a, b, diff, extra = run_diff(user=user, a_id=run_id, b_id=other_run_id)
+        return RunDiffOut.model_validate(run_diff_out(a, b, diff, extra))
+
+    return await in_django(compare, caller(ctx))

@@ -14,6 +14,7 @@ from agents_app.api.runs.schemas import (
     Accepted,
     EventPage,
     RunDetail,
+    RunDiffOut,
     RunListQuery,
     RunPage,
     RunSummary,
@@ -24,6 +25,7 @@ from agents_app.core.errors import ERROR_STATUS, ErrorCode
 from agents_app.core.inputs import QUERY_INT_MAX
 from agents_app.models import TERMINAL_STATUSES, AuditInterface, Run, RunStatus
 from agents_app.runs import listing, presenters, selectors, services
+from agents_app.runs.diff import run_diff, run_diff_out
 from agents_app.runs.presenters import (
     plan_out,
     plan_replacements_out,
@@ -151,6 +153,20 @@ def run_events(
         "last_seq": events[-1].seq if events else after,
         "has_more": has_more,
     }
+
+
+@router.get(
+    "/runs/{int:run_id}/diff/{int:other_id}",
+    response=RunDiffOut,
+    summary="Two of your runs compared",
+)
+def diff_runs(request: HttpRequest, run_id: int, other_id: int):
+    """The run and another of yours side by side (two attempts of a task, later a fork and its
+    source or a run and its replay): their current plans step by step, each step's calls and
+    results, the files each left, tokens, time and outcome, and the first point where they
+    part (`first_divergence`, null when they agree). Another person's run is 404."""
+    a, b, diff, extra = run_diff(user=request.user, a_id=run_id, b_id=other_id)
+    return run_diff_out(a, b, diff, extra)
 
 
 @router.post(

@@ -253,3 +253,48 @@ class RunListQuery(Schema):
     )
     page: Page = 1
     page_size: PageSize = 20
+
+
+class RunDiffSide(RunSummary):
+    plan_version: int | None = Field(description="The plan version compared (its latest).")
+    files_from: str = Field(
+        description="journal: its workspace journal's record of what it changed; workspace: "
+        "its workspace directory as it is now (a run from before the journal)."
+    )
+
+
+class DivergenceOut(Schema):
+    field: str = Field(
+        description="What differs: objective, tool, arguments, status, result, output, "
+        "error, presence (a step or call only one run has), files, error_code, final_response."
+    )
+    reason: str = Field(description='In a person\'s words: "step 2: call 1 echo arguments differ".')
+    anchor: str = Field(description="The row it names: step-2-call-1, step-3, files, outcome.")
+    step: int | None = Field(description="The step's number (from 1, as the run page shows).")
+    call: int | None = Field(description="The call's number within the step (from 1).")
+
+
+class RunDiffOut(Schema):
+    a: RunDiffSide
+    b: RunDiffSide
+    steps: list[dict[str, Any]] = Field(
+        description="One row a step of the current plans, by index: {step, anchor, a, b, "
+        "differs, same, calls: [{call, anchor, a, b, differs}]}; a side is null where its run "
+        "has no such step or call. Arguments and results are compared as normalised JSON and "
+        "shown cut to 500 characters (result_sha256 is the whole result's)."
+    )
+    files: list[dict[str, Any]] = Field(
+        description="One row a path either run left: {path, a, b, same}, a side {sha256, "
+        "size, kind} or null."
+    )
+    tokens: dict[str, Any] = Field(description="{a, b, difference}: prompt, completion, total.")
+    time: dict[str, Any] = Field(description="{a, b, difference_seconds}.")
+    outcome: dict[str, Any] = Field(
+        description="{a, b, differs, same}: status, error_code, final_response."
+    )
+    first_divergence: DivergenceOut | None = Field(
+        description="Where the runs first part: each step in order (objective, each call, "
+        "status, output), then files, then outcome; null when they agree. Tokens and time "
+        "never count."
+    )
+    divergences: int = Field(description="How many differences there are in all.")

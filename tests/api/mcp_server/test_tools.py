@@ -16,6 +16,7 @@ AGENTDESK_TOOLS = {
     "list_runs",
     "cancel_run",
     "restart_run",
+    "diff_runs",
     "list_approvals",
     "decide_approval",
     "list_tools",
@@ -265,3 +266,17 @@ def test_an_unknown_tool_is_a_tool_not_found_error(owner_mcp):
 
     assert error["code"] == "TOOL_NOT_FOUND"
     assert error["details"]["available_tools"] == sorted(AGENTDESK_TOOLS)
+
+
+def test_diff_runs_compares_two_of_your_runs_and_not_another_persons(owner_mcp, owner, outsider):
+    first, second = make_run(owner), make_run(owner)
+    theirs = make_run(outsider, "secret plans")
+
+    same = owner_mcp.call("diff_runs", {"run_id": first.pk, "other_run_id": second.pk})
+    refused = owner_mcp.call("diff_runs", {"run_id": first.pk, "other_run_id": theirs.pk})
+
+    assert not same.is_error, same
+    assert same.structured_content["first_divergence"] is None
+    assert same.structured_content["b"]["id"] == second.pk
+    assert error_of(refused)["code"] == "NOT_FOUND"
+    assert "secret plans" not in refused.content[0].text
