@@ -27,6 +27,13 @@ from agents_app.runs.files import (
     run_files,
 )
 from agents_app.runs.files_zip import WorkspaceZip, run_files_zip
+from agents_app.runs.journal_files import (
+    JournalPoint,
+    journal_file_preview,
+    journal_listing,
+    journal_point,
+    journal_steps,
+)
 
 
 @dataclass(frozen=True)
@@ -52,15 +59,28 @@ def tree_rows(listing: FileListing) -> list[TreeRow]:
     return rows
 
 
-def files_context(run: Run) -> dict[str, Any]:
-    """What the tree region shows (the run page, its refresh and the sockets' swaps)."""
-    listing = run_files(run=run)
-    return {"run": run, "file_listing": listing, "file_rows": tree_rows(listing)}
+def files_context(run: Run, point: JournalPoint | None = None) -> dict[str, Any]:
+    """What the tree region shows (the run page, its refresh and the sockets' swaps): the
+    workspace now, or with `point` as it was after that step (runs.journal_files)."""
+    listing = run_files(run=run) if point is None else journal_listing(run=run, point=point)
+    return {
+        "run": run,
+        "file_listing": listing,
+        "file_rows": tree_rows(listing),
+        "journal_steps": journal_steps(run),
+        "point": point,
+    }
 
 
 def render_files_tree(*, run: Run, oob: bool = False) -> str:
     """The tree region, as the page includes it or, with `oob`, as an out-of-band swap."""
     return render_to_string("agents/partials/files_tree.html", {**files_context(run), "oob": oob})
+
+
+def _point(request: HttpRequest, run: Run) -> JournalPoint | None:
+    """The step the person chose (`?after_step=N`), or None for the workspace now."""
+    after_step = request.GET.get("after_step", "")
+    return journal_point(run=run, after_step=after_step) if after_step else None
 
 
 def _owned_run(request: HttpRequest, run_id: int) -> Run:
@@ -83,7 +103,14 @@ def _refused(request: HttpRequest, run: Run, error: DomainError, path: str) -> H
 def run_files_tree(request: HttpRequest, run_id: int) -> HttpResponse:
     """The tree region alone, for htmx to refresh."""
     run = _owned_run(request, run_id)
-    return HttpResponse(render_files_tree(run=run))
+    try:
+        point = _point(request, run)
+    except DomainError as error:
+        # Said in the tree region (htmx swaps a 200 only), the workspace now below it.
+        status = 200 if getattr(request, "htmx", False) else error.http_status
+        context = {**files_context(run), "error": error}
+        return render(request, "agents/partials/files_tree.html", context, status=status)
+    return render(request, "agents/partials/files_tree.html", files_context(run, point))
 
 
 @login_required
@@ -92,13 +119,18 @@ def run_file_view(request: HttpRequest, run_id: int) -> HttpResponse:
     """The chosen file's preview: the region for htmx, a page of its own otherwise."""
     run = _owned_run(request, run_id)
     path = request.GET.get("path", "")
+    point = None
     try:
-        preview = run_file_preview(run=run, path=path)
+        point = _point(request, run)
+        if point is None:
+            preview = run_file_preview(run=run, path=path)
+        else:
+            preview = journal_file_preview(run=run, point=point, path=path)
     except DomainError as error:
         if error.code == ErrorCode.NOT_FOUND and not getattr(request, "htmx", False):
             raise Http404(error.message) from None
         return _refused(request, run, error, path)
-    context = {"run": run, "path": path, "preview": preview}
+    context = {"run": run, "path": path, "preview": preview, "point": point}
     if getattr(request, "htmx", False):
         return render(request, "agents/partials/file_preview.html", context)
     return render(request, "agents/run_file.html", context)
