@@ -123,3 +123,38 @@ class OddTextTool(Tool):
 
     def run(self, arguments, context):
         return ToolResult(ok=True, content={"text\udcff": ["a\x00b", "c\udcffd", 1.5]})
+
+
+class DiskTool(Tool):
+    """Changes the workspace straight on disk, not through write_file (as an MCP filesystem
+    server or code in the sandbox does): writes `content` to `path`, or deletes it, or makes
+    it a symlink to `target`."""
+
+    spec = ToolSpec(
+        name="disk",
+        description="Change a file on disk.",
+        input_schema={
+            "type": "object",
+            "properties": {
+                "path": {"type": "string"},
+                "content": {"type": "string"},
+                "delete": {"type": "boolean"},
+                "target": {"type": "string"},
+            },
+            "required": ["path"],
+        },
+        capabilities=frozenset({"DISK"}),
+        domain="testing",
+        side_effects=SideEffects.WORKSPACE_WRITE,
+    )
+
+    def run(self, arguments, context):
+        path = context.workspace / arguments["path"]
+        if arguments.get("delete"):
+            path.unlink()
+        elif "target" in arguments:
+            path.symlink_to(arguments["target"])
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(arguments["content"])
+        return ToolResult(ok=True, content={"changed": arguments["path"]})
