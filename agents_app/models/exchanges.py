@@ -39,12 +39,14 @@ class ModelExchange(models.Model):
     prompt_tokens = models.PositiveIntegerField(default=0)
     completion_tokens = models.PositiveIntegerField(default=0)
     llm_model = models.CharField("model", max_length=200, blank=True)
+    # No index: every call's row would write it, and only a connection's deletion asks by it.
     connection = models.ForeignKey(
         "agents_app.LLMConnection",
         on_delete=models.SET_NULL,
         null=True,
         blank=True,
         related_name="+",
+        db_index=False,
     )
     created_at = models.DateTimeField(default=timezone.now)
 
