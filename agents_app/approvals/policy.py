@@ -72,11 +72,8 @@ def approval_policy(
     asks whatever its level, rule or YOLO, unless a pattern rule of the owner fits it (then
     the rest decides as for any call: a manual tool still asks)."""
     classification = classify_call(spec, arguments, workspace)
-    # A rule lets through only the version of the tool it was made for (tools_app.mcp.pins).
-    version = tool_pinned_sha256(spec.name)
-    rules = ApprovalRule.objects.filter(owner_id=owner_id, tool=spec.name, tool_sha256=version)
     found = taints() if taints is not None and is_sink(spec, classification) else []
-    if found and not (version is not None and _pattern_rule(rules, arguments)):
+    if found and not _pattern_rule(_rules(owner_id, spec), arguments):
         first = found[0]
         reason = (
             f"argument '{first.argument}' carries {first.kind} {first.fragment[:80]!r} "
@@ -90,7 +87,8 @@ def approval_policy(
         return None, "yolo"
     if classification.level == ApprovalLevel.MANUAL:
         return Ask(classification, "manual: this call always asks", spec.input_schema), ""
-    if version is not None:
+    rules = _rules(owner_id, spec)
+    if rules is not None:
         whole = rules.filter(pattern_kind="")
         if whole.filter(arguments_sha256__in=["", arguments_sha256(arguments)]).exists():
             return None, "rule"
@@ -99,8 +97,20 @@ def approval_policy(
     return Ask(classification, "moderate: no rule of yours allows it", spec.input_schema), ""
 
 
+def _rules(owner_id: int, spec: ToolSpec) -> Any:
+    """The owner's rules for the version of the tool they were made for (tools_app.mcp.pins);
+    None while the tool waits for review (no rule lets it through). Asked for only when a rule
+    could decide: an `auto` call that carries nothing untrusted costs no query."""
+    version = tool_pinned_sha256(spec.name)
+    if version is None:
+        return None
+    return ApprovalRule.objects.filter(owner_id=owner_id, tool=spec.name, tool_sha256=version)
+
+
 def _pattern_rule(rules: Any, arguments: dict[str, Any]) -> bool:
     """Whether one of `rules` narrowed to an argument pattern fits the call."""
+    if rules is None:
+        return False
     return any(
         pattern_matches(kind, pattern, arguments)
         for kind, pattern in rules.exclude(pattern_kind="").values_list("pattern_kind", "pattern")
