@@ -47,9 +47,9 @@ class Migration(migrations.Migration):
                 ('completion_tokens', models.PositiveIntegerField(default=0)),
                 ('llm_model', models.CharField(blank=True, max_length=200, verbose_name='model')),
                 ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('connection', models.ForeignKey(blank=True, db_index=False, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='agents_app.llmconnection')),
+                ('connection', models.ForeignKey(blank=True, db_constraint=False, db_index=False, null=True, on_delete=django.db.models.deletion.DO_NOTHING, related_name='+', to='agents_app.llmconnection')),
                 ('run', models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='exchanges', to='agents_app.run')),
-                ('step', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='exchanges', to='agents_app.step')),
+                ('step', models.ForeignKey(blank=True, db_constraint=False, db_index=False, null=True, on_delete=django.db.models.deletion.DO_NOTHING, related_name='exchanges', to='agents_app.step')),
             ],
             options={
                 'ordering': ['run', 'seq'],

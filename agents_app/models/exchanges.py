@@ -19,8 +19,18 @@ class ModelExchange(models.Model):
     no step (analysis, planning, verifying, a team's decomposition, condensing a chat)."""
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="exchanges", db_index=False)
+    # The step and the connection as AuditEvent keeps its run: no database constraint, no
+    # index, nothing done when one is deleted (a step goes only with its run, whose exchanges
+    # go with it; a deleted connection's number stays, as the record of who answered). Each
+    # would otherwise cost every call's row an index entry and a constraint check.
     step = models.ForeignKey(
-        Step, on_delete=models.SET_NULL, null=True, blank=True, related_name="exchanges"
+        Step,
+        on_delete=models.DO_NOTHING,
+        db_constraint=False,
+        db_index=False,
+        null=True,
+        blank=True,
+        related_name="exchanges",
     )
     seq = models.PositiveIntegerField()
     # engine.hooks.StreamPhase: analysis, planning, execution, verification, condensation.
@@ -39,14 +49,14 @@ class ModelExchange(models.Model):
     prompt_tokens = models.PositiveIntegerField(default=0)
     completion_tokens = models.PositiveIntegerField(default=0)
     llm_model = models.CharField("model", max_length=200, blank=True)
-    # No index: every call's row would write it, and only a connection's deletion asks by it.
     connection = models.ForeignKey(
         "agents_app.LLMConnection",
-        on_delete=models.SET_NULL,
+        on_delete=models.DO_NOTHING,
+        db_constraint=False,
+        db_index=False,
         null=True,
         blank=True,
         related_name="+",
-        db_index=False,
     )
     created_at = models.DateTimeField(default=timezone.now)
 

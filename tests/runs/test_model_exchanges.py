@@ -323,3 +323,13 @@ def test_a_team_s_head_node_and_each_child_keep_their_own_answers(
         [("execution", "Three parsers exist.")],
         [("execution", "parser.py is written.")],
     ]
+
+
+def test_a_deleted_run_takes_its_exchanges_with_it(owner):
+    run, _ = planned_run(owner)
+    other, _ = planned_run(owner)
+
+    Run.objects.filter(pk=run.pk).delete()
+
+    assert not ModelExchange.objects.filter(run_id=run.pk).exists()
+    assert ModelExchange.objects.filter(run=other).count() == 5
