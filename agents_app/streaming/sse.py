@@ -79,7 +79,13 @@ async def run_event_stream(
         events = await feed.backlog()
         for event in events:
             yield sse_event(event)
-        if _ends(events) or await _is_terminal(run_id):
+        if _ends(events):
+            return
+        if await _is_terminal(run_id):
+            # It ended after the backlog was read: what it committed since, its result too,
+            # is in the table (its publish may come after this stream has gone).
+            for event in await feed.backlog():
+                yield sse_event(event)
             return
         while True:
             try:

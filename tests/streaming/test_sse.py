@@ -118,3 +118,34 @@ def test_an_idle_stream_sends_keepalives_and_ends_when_its_run_ends_unannounced(
 
 def chunk_count(chunks: list[str], text: str) -> int:
     return sum(text in chunk for chunk in chunks)
+
+
+def test_a_run_that_ends_between_the_backlog_and_the_check_still_sends_its_result(
+    owner, api_key_for, monkeypatch
+):
+    """The run's result commits after the stream read its backlog and before it looks whether
+    the run ended: the stream sends the result from the table, then ends (a benchmark of 50
+    streams lost it on 3 under load)."""
+    from agents_app.streaming import sse
+
+    run = make_run(owner)
+    owner_key = api_key_for(owner)
+    add_events(run.pk, "plan_created")
+    looked = sse._is_terminal
+
+    async def ends_meanwhile(run_id: int) -> bool:
+        await add_events_async(run_id, "result")
+        await sync_to_async(Run.objects.filter(pk=run_id).update)(status=RunStatus.SUCCEEDED)
+        return await looked(run_id)
+
+    monkeypatch.setattr(sse, "_is_terminal", ends_meanwhile)
+
+    async def scenario():
+        response = await AsyncClient().get(
+            f"/api/v1/runs/{run.pk}/events",
+            headers={"Accept": "text/event-stream", "Authorization": owner_key.decode()},
+        )
+        return await asyncio.wait_for(read_stream(response), 10)
+
+    events = parse(async_to_sync(scenario)())
+    assert [e["event"] for e in events] == ["run_queued", "plan_created", "result"]
