@@ -169,7 +169,21 @@ MODULES = {
     ),
     "policy": Module(
         "agents_app/approvals/policy.py",
-        ("tests/approvals/test_policy.py", "tests/approvals/test_admin.py"),
+        (
+            "tests/approvals/test_policy.py",
+            "tests/approvals/test_admin.py",
+            "tests/approvals/test_injection_suite.py",  # taint at sinks, pattern rules
+        ),
+    ),
+    "taint": Module(
+        "agents_app/engine/taint.py",
+        ("tests/engine/test_taint.py", "tests/approvals/test_injection_suite.py"),
+        core=False,
+    ),
+    "patterns": Module(
+        "agents_app/approvals/patterns.py",
+        ("tests/approvals/test_patterns.py", "tests/approvals/test_injection_suite.py"),
+        core=False,
     ),
     "parking": Module(
         "agents_app/approvals/parking.py",
