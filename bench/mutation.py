@@ -177,12 +177,12 @@ MODULES = {
     ),
     "taint": Module(
         "agents_app/engine/taint.py",
-        ("tests/engine/test_taint.py", "tests/approvals/test_injection_suite.py"),
+        ("tests/engine/test_taint.py",),
         core=False,
     ),
     "patterns": Module(
         "agents_app/approvals/patterns.py",
-        ("tests/approvals/test_patterns.py", "tests/approvals/test_injection_suite.py"),
+        ("tests/approvals/test_patterns.py",),
         core=False,
     ),
     "parking": Module(
