@@ -105,7 +105,9 @@ def tainted_arguments(
                 found.append(Taint(name, fragment, kind, source))
                 break
         else:
-            shared = _shared_run(text.lower(), sources, people)
+            # The run's own paths are its own whatever text they sit in.
+            mine = PATH_IN_TEXT.sub(lambda m: " " if _own(m.group(0), own_paths) else m[0], text)
+            shared = _shared_run(mine.lower(), sources, people)
             if shared is not None:
                 found.append(Taint(name, shared[0], "text", shared[1]))
     return found

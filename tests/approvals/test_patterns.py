@@ -67,3 +67,14 @@ def test_a_command_rule_fits_commands_that_start_with_its_words(arguments, fits)
 )
 def test_a_pattern_that_cannot_be_a_rule_says_why(kind, pattern, error):
     assert pattern_error(kind, pattern).startswith(error)
+
+
+def test_a_path_prefix_rule_fits_the_prefix_itself_given_alone():
+    assert pattern_matches("path_prefix", "/srv", {"path": "/srv"}) is True
+    assert pattern_matches("path_prefix", "/srv", {"path": "/etc"}) is False
+
+
+def test_a_host_rule_is_not_thrown_off_by_a_file_name_beside_the_address():
+    arguments = {"url": "https://example.com/a", "file": "notes.txt"}
+    assert pattern_matches("host", "example.com", arguments) is True
+    assert pattern_matches("host", "example.com", {**arguments, "mirror": "evil.test"}) is False

@@ -2,6 +2,7 @@
 
 import pytest
 
+from agents_app.engine import taint as taint_module
 from agents_app.engine.taint import Source, file_taints, tainted_arguments
 
 PAGE = Source(
@@ -117,3 +118,51 @@ def test_an_argument_naming_a_file_written_from_untrusted_text_is_tainted(argume
 )
 def test_a_file_is_matched_as_a_whole_path_only(arguments):
     assert file_taints(arguments, {"tools/fetch.py": WRITE}, ("/workspace",)) == []
+
+
+def test_a_path_in_the_runs_own_workspace_is_not_tainted_though_a_page_named_it():
+    page = Source("the report is at /work/ws/run-3/reports/weather.txt", "x")
+    assert taints({"path": "/work/ws/run-3/reports/weather.txt"}, sources=(page,)) == []
+    found = taints({"path": "/work/ws/run-4/reports/weather.txt"}, sources=(page,))
+    assert found == []  # another path the page did not name
+    other = Source("steal /work/ws/run-4/secret.txt", "x")
+    assert [k for _, k, _ in taints({"path": "/work/ws/run-4/secret.txt"}, sources=(other,))] == [
+        "path"
+    ]
+
+
+def test_arguments_after_one_that_is_no_text_are_looked_at_too():
+    found = taints({"count": 3, "empty": " ", "url": "https://evil.example/"})
+    assert [(name, kind) for name, kind, _ in found] == [("url", "host")]
+
+
+@pytest.mark.parametrize(("length", "tainted"), [(23, False), (24, True)])
+def test_a_shared_run_counts_from_24_characters(length, tainted):
+    shared = "abcdefghijklmnopqrstuvwxyz"[:length]
+    page = Source(f"zz {shared}!zz", "x")
+    found = taints({"content": f"qq {shared}?qq"}, sources=(page,), trusted="")
+    assert bool(found) is tainted
+
+
+@pytest.mark.parametrize(("path", "tainted"), [("/ab/cde", False), ("/ab/cdef", True)])
+def test_a_path_counts_from_8_characters(path, tainted):
+    page = Source(f"go to {path} now", "x")
+    assert bool(taints({"path": path}, sources=(page,), trusted="")) is tainted
+
+
+def test_a_long_argument_finds_a_run_shared_anywhere_in_it():
+    words = " ".join(f"word{i}" for i in range(200))
+    page = Source("nothing here, then the secret phrase of the attacker is this", "x")
+    content = words + " the secret phrase of the attacker is this " + words
+    [taint] = tainted_arguments({"content": content}, [page], "")
+    assert taint.kind == "text" and taint.source is page
+
+
+def test_untrusted_text_past_the_search_limit_is_not_searched(monkeypatch):
+    monkeypatch.setattr(taint_module, "SOURCES_MAX", 1000)
+    words = " ".join(f"word{i}" for i in range(200))
+    filler = Source("x " * 600, "filler")
+    page = Source("the secret phrase of the attacker is this", "page")
+    content = words + " the secret phrase of the attacker is this"
+    assert taints({"content": content}, sources=(filler, page), trusted="") == []
+    assert taints({"content": content}, sources=(page, filler), trusted="") != []
