@@ -83,12 +83,15 @@ def test_the_button_posts_with_the_pages_csrf_token(transactional_db, superuser,
     token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', form.group(2)).group(1)
 
     assert browser.post(form.group(1)).status_code == 403  # no token: refused
-    echo_server.refresh_from_db()
-    assert echo_server.status == ServerStatus.UNCHECKED
+    # Nothing was checked. (Asked of the audit log, which only a check writes: the server's
+    # status could also be set by a worker process's pool connecting to it.)
+    assert not AuditEvent.objects.filter(action="mcp_server.check").exists()
 
     response = browser.post(form.group(1), {"csrfmiddlewaretoken": token})
 
     assert response.status_code == 302 and response["Location"] == change_page(echo_server)
+    [check] = AuditEvent.objects.filter(action="mcp_server.check")
+    assert (check.target, check.details["status"]) == ("echo", "active")
     echo_server.refresh_from_db()
     assert echo_server.status == ServerStatus.ACTIVE
 
