@@ -153,6 +153,15 @@ class ClosePolicy(models.TextChoices):
     FINISH = "finish", "let them finish"
 
 
+class Origin(models.TextChoices):
+    """Where a run came from besides its task (issue 36): not its kind, which still decides how
+    it runs (runs.recipes); an origin changes only where it starts and what answers it."""
+
+    NONE = "", "its task"
+    FORK = "fork", "fork"  # of origin_run after step origin_step: steps up to it copied
+    REPLAY = "replay", "replay"  # of origin_run: its recorded answers instead of a model
+
+
 # Why a run recorded before its model calls' answers were kept (issue 36) cannot be replayed.
 NOT_RECORDED = "Recorded before model answers were kept: cannot be replayed"
 
@@ -270,6 +279,18 @@ class Run(models.Model):
     journal_seq = models.PositiveIntegerField(default=0)
     journal_bytes = models.BigIntegerField(default=0)
     journal_complete_until = models.PositiveIntegerField(null=True, blank=True)
+    # A fork or a replay (Origin) of `origin_run`; a fork continues after step `origin_step`
+    # (numbered as the run page numbers them) of plan version `origin_plan_version` of its
+    # source, with what it was asked to change (`origin_options`: an edited remaining plan, an
+    # extra instruction, another connection; a replay's tools to run again). A source deleted
+    # leaves its forks and replays, saying what they were.
+    origin = models.CharField(max_length=10, choices=Origin.choices, blank=True, default="")
+    origin_run = models.ForeignKey(
+        "self", on_delete=models.SET_NULL, null=True, blank=True, related_name="derived"
+    )
+    origin_step = models.PositiveIntegerField(null=True, blank=True)
+    origin_plan_version = models.PositiveIntegerField(null=True, blank=True)
+    origin_options = models.JSONField(default=dict, blank=True)
     # Queued behind its person's other runs (runs.admission): no message was sent for it yet;
     # one of theirs ending or parking lets it go.
     waiting_turn = models.BooleanField(default=False)
