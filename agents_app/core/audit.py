@@ -16,6 +16,8 @@ Actions so far (a new act adds its name here and calls audit_record; no migratio
 - `task.submit`: the new run; details task_id.
 - `run.cancel`: the run; details status_before, ended_at_once.
 - `run.restart`: the run restarted (the old attempt); details new_run_id, attempt.
+- `run.replay`: the run replayed (the source); details replay_run_id, rerun (the tools its
+  replay runs again instead of answering them from the record).
 - `run.pause` / `run.resume`: the run (a team's children each get their own); details
   status_before / resumed (false while the kill switch holds it).
 - `kill_switch.engage` / `kill_switch.release` (admin): details reason, was_engaged,
@@ -80,6 +82,7 @@ TOOL_CALL = "tool.call"
 TASK_SUBMIT = "task.submit"
 RUN_CANCEL = "run.cancel"
 RUN_RESTART = "run.restart"
+RUN_REPLAY = "run.replay"
 RUN_PAUSE = "run.pause"
 RUN_RESUME = "run.resume"
 KILL_SWITCH_ENGAGE = "kill_switch.engage"

@@ -59,6 +59,8 @@ class ErrorCode(StrEnum):
     DELEGATION_REFUSED = "DELEGATION_REFUSED"
     # a child run failed and its parent could not go on without it
     CHILD_FAILED = "CHILD_FAILED"
+    # a replay asked a model call its source never made: no recorded answer is left for it
+    REPLAY_DIVERGED = "REPLAY_DIVERGED"
 
 
 # code -> HTTP status. Seed 000's hierarchy plus the platform's own codes; a DomainError must

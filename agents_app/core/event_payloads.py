@@ -284,6 +284,18 @@ class VerificationPayload(TypedDict):
     thinking: NotRequired[str]
 
 
+class ReplayDivergedPayload(TypedDict):
+    """engine.replay.Divergence.as_dict: how (`kind`, a DivergenceKind), where (`step` and
+    `call` from 1, `anchor` on the diff page), in words, and a drifted request's diff."""
+
+    kind: str
+    message: str
+    step: int | None
+    call: int | None
+    diff: str
+    anchor: str
+
+
 class ErrorPayload(TypedDict):
     code: str | None
     message: str
@@ -344,6 +356,7 @@ EVENT_PAYLOADS: dict[EventType, type] = {
     EventType.DELEGATION_REFUSED: DelegationRefusedPayload,
     EventType.DECOMPOSITION_REFUSED: DecompositionRefusedPayload,
     EventType.ENVELOPES_TRIMMED: EnvelopesTrimmedPayload,
+    EventType.REPLAY_DIVERGED: ReplayDivergedPayload,
     EventType.VERIFICATION: VerificationPayload,
     EventType.ERROR: ErrorPayload,
     EventType.RESULT: ResultPayload,

@@ -44,6 +44,8 @@ class EventType(StrEnum):
     DELEGATION_REFUSED = "delegation_refused"  # a guard refused it
     DECOMPOSITION_REFUSED = "decomposition_refused"  # the split was no split (placeholders)
     ENVELOPES_TRIMMED = "envelopes_trimmed"  # the children's results were cut to fit
+    # a replay: where it parted from its source (engine.replay.DivergenceKind says how)
+    REPLAY_DIVERGED = "replay_diverged"
     # the end
     VERIFICATION = "verification"
     ERROR = "error"

@@ -7,9 +7,15 @@ from dataclasses import replace
 from typing import Any
 
 from agents_app.core.inputs import storable, storable_text
-from agents_app.engine.exchanges import Exchange, exchange_of, failed_exchange
+from agents_app.engine.exchanges import (
+    Exchange,
+    exchange_of,
+    failed_exchange,
+    request_text,
+    text_sha256,
+)
 from agents_app.engine.hooks import EngineHooks, StreamPhase
-from agents_app.engine.llm import LLMError, LLMProvider, LLMRequest, LLMResponse
+from agents_app.engine.llm import Asked, LLMError, LLMProvider, LLMRequest, LLMResponse
 from agents_app.engine.untrusted import tool_results_as_data
 
 
@@ -20,7 +26,8 @@ def ask_model(
     raise BUDGET_EXCEEDED). A failed call's LLMError is raised after its usage is recorded.
     Each retry of the call is told to hooks.on_llm_retry, when the hooks have it. Its outcome
     (the answer as returned here, or the error) is told to hooks.on_llm_exchange first, with
-    `phase` and the request's hash (engine.exchanges), when the hooks have it.
+    `phase` and the request's canonical text and hash (engine.exchanges), when the hooks have
+    it. The request sent carries them too (LLMRequest.asked), for a replay's provider.
 
     A model may send what no database column takes (JSON's "\\udcff" decodes to a lone
     surrogate; NUL): its text, reasoning, parsed JSON and streamed pieces come back with U+FFFD
@@ -32,18 +39,21 @@ def ask_model(
     a step keeps, and a chat's transcript stores) stay as they were."""
     if request.on_retry is None:
         request.on_retry = getattr(hooks, "on_llm_retry", None)
+    text = request_text(request)
     sent = replace(
         request,
         messages=tool_results_as_data(request.messages),
         on_token=_storable_pieces(request.on_token),
         on_reasoning=_storable_pieces(request.on_reasoning),
+        # The hooks' lane: the step the call belongs to (None: the run's own calls).
+        asked=Asked(phase, getattr(hooks, "lane", None), text_sha256(text), text),
     )
     record = getattr(hooks, "on_llm_exchange", _not_recorded)
     try:
         response = provider.complete(sent)
     except LLMError as exc:
         model = exc.details.get("model", "") if isinstance(exc.details, dict) else ""
-        record(failed_exchange(request, exc, str(model), phase=phase))
+        record(failed_exchange(request, exc, str(model), phase=phase, text=text))
         if exc.usage.total:
             hooks.on_llm_usage(exc.usage, str(model))
         raise
@@ -58,7 +68,7 @@ def ask_model(
         ],
     )
     # Before its usage, whose commit (a child's, at once) writes it too.
-    record(exchange_of(request, answer, phase=phase))
+    record(exchange_of(request, answer, phase=phase, text=text))
     hooks.on_llm_usage(answer.usage, answer.model)
     return answer
 

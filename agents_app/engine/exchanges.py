@@ -17,8 +17,9 @@ from agents_app.core.inputs import storable
 from agents_app.engine.llm import LLMError, LLMRequest, LLMResponse, Usage
 
 
-def request_sha256(request: LLMRequest) -> str:
-    """The hex SHA-256 of `request`'s canonical JSON (keys sorted, no spaces, ASCII)."""
+def request_text(request: LLMRequest) -> str:
+    """`request`'s canonical JSON (keys sorted, no spaces, ASCII): what its hash is of, and
+    what a replay's drift is shown as a diff of (engine.replay)."""
     canonical = {
         "messages": request.messages,
         "tools": [
@@ -30,8 +31,16 @@ def request_sha256(request: LLMRequest) -> str:
         "max_tokens": request.max_tokens,
         "tool_required": request.tool_required,
     }
-    text = json.dumps(canonical, sort_keys=True, separators=(",", ":"), default=str)
+    return json.dumps(canonical, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def text_sha256(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+def request_sha256(request: LLMRequest) -> str:
+    """The hex SHA-256 of `request`'s canonical JSON (request_text)."""
+    return text_sha256(request_text(request))
 
 
 @dataclass(frozen=True)
@@ -41,6 +50,9 @@ class Exchange:
 
     phase: str  # engine.hooks.StreamPhase
     request_sha256: str
+    # The request's canonical text (request_text), kept so a replay can show how a request
+    # that drifted differs from the recorded one.
+    request: str = ""
     content: str = ""
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
     reasoning: str = ""
@@ -52,11 +64,16 @@ class Exchange:
     error: str = ""
 
 
-def exchange_of(request: LLMRequest, response: LLMResponse, *, phase: str) -> Exchange:
-    """The exchange of a call that answered (`response` as engine.calls returns it)."""
+def exchange_of(
+    request: LLMRequest, response: LLMResponse, *, phase: str, text: str | None = None
+) -> Exchange:
+    """The exchange of a call that answered (`response` as engine.calls returns it); `text`:
+    the request's canonical text, when the caller made it already."""
+    text = request_text(request) if text is None else text
     return Exchange(
         phase=phase,
-        request_sha256=request_sha256(request),
+        request_sha256=text_sha256(text),
+        request=text,
         content=response.content,
         tool_calls=[
             {
@@ -76,11 +93,15 @@ def exchange_of(request: LLMRequest, response: LLMResponse, *, phase: str) -> Ex
     )
 
 
-def failed_exchange(request: LLMRequest, error: LLMError, model: str, *, phase: str) -> Exchange:
+def failed_exchange(
+    request: LLMRequest, error: LLMError, model: str, *, phase: str, text: str | None = None
+) -> Exchange:
     """The exchange of a call that failed after its retries: its code and AgentDesk's words."""
+    text = request_text(request) if text is None else text
     return Exchange(
         phase=phase,
-        request_sha256=request_sha256(request),
+        request_sha256=text_sha256(text),
+        request=text,
         usage=error.usage,
         model=model,
         error_code=str(error.code),

@@ -48,6 +48,19 @@ class RetryNotice:
     attempts: int  # the most attempts there will be
 
 
+@dataclass(frozen=True)
+class Asked:
+    """What the engine asked, as a model call is recorded (engine.exchanges): its phase, its
+    lane (the step it belongs to: engine.replay answers each lane in its own order), its
+    canonical text and that text's hash. engine.calls sets it on every request it sends; a
+    provider that talks to a model ignores it."""
+
+    phase: str
+    lane: Any
+    sha256: str
+    text: str
+
+
 @dataclass
 class LLMRequest:
     messages: list[dict[str, Any]]
@@ -71,6 +84,8 @@ class LLMRequest:
     interrupt: Callable[[], None] | None = None
     # Called before each wait between a failed attempt and the next one.
     on_retry: Callable[[RetryNotice], None] | None = None
+    # Set by engine.calls on the request it sends (Asked).
+    asked: Asked | None = None
 
 
 @dataclass

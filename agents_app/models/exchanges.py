@@ -38,6 +38,10 @@ class ModelExchange(models.Model):
     # The step's retry_count at the call; for a call of no step, the run's attempt.
     attempt = models.PositiveIntegerField(default=0)
     request_sha256 = models.CharField(max_length=64)
+    # The request's canonical text (engine.exchanges.request_text), redacted and compressed
+    # (zlib): what a replay shows a drifted request's diff against (engine.replay). Empty for
+    # an exchange recorded before it was kept.
+    request = models.BinaryField(default=b"", blank=True)
     content = models.TextField(blank=True)
     # [{id, name, arguments, arguments_error}] as the model asked for them.
     tool_calls = models.JSONField(default=list, blank=True)

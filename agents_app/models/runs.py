@@ -291,6 +291,9 @@ class Run(models.Model):
     origin_step = models.PositiveIntegerField(null=True, blank=True)
     origin_plan_version = models.PositiveIntegerField(null=True, blank=True)
     origin_options = models.JSONField(default=dict, blank=True)
+    # A replay's divergences from its source (runs.replays): {"count": n, "first": the first
+    # one as engine.replay.Divergence.as_dict gives it}; empty until the first.
+    replay_report = models.JSONField(default=dict, blank=True)
     # Queued behind its person's other runs (runs.admission): no message was sent for it yet;
     # one of theirs ending or parking lets it go.
     waiting_turn = models.BooleanField(default=False)

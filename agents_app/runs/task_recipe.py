@@ -21,7 +21,7 @@ from agents_app.runs.recipes import RecipeContext, RunRows
 
 # What a person may do to a run on its page, REST and MCP (a kind offers those that make
 # sense for it: a chat answer is stopped, not restarted; the person writes again).
-RUN_ACTIONS = frozenset({"cancel", "pause", "resume", "restart"})
+RUN_ACTIONS = frozenset({"cancel", "pause", "resume", "restart", "replay"})
 
 
 class TaskRecipe:

@@ -10,6 +10,7 @@ the step is run again.
 """
 
 import threading
+import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
@@ -97,7 +98,8 @@ class PendingWrites:
             self.exchanges.clear()
 
 
-# What a model exchange holds of the model's own text: redacted before it is written.
+# What a model exchange holds of the model's own text: redacted before it is written (its
+# request's text too, then compressed).
 EXCHANGE_TEXT = ("content", "reasoning", "tool_calls", "error")
 
 
@@ -105,13 +107,22 @@ def _number_and_redact(exchanges: list[ModelExchange], w: RunWriter) -> None:
     """The run's next exchange numbers, in the run's turn (only the lease holder writes
     exchanges, so its count is the row's), and what the model said redacted (core.secrecy),
     all of it at once: the secrets' pattern is looked up once a commit, not once a call."""
-    texts = redact_all([[getattr(e, name) for name in EXCHANGE_TEXT] for e in exchanges])
+    texts = redact_all(
+        [
+            [getattr(e, name) for name in EXCHANGE_TEXT] + [getattr(e, "request_text", "")]
+            for e in exchanges
+        ]
+    )
     seq = w.run.exchange_seq
     for exchange, text in zip(exchanges, texts, strict=True):
         seq += 1
         exchange.seq = seq
-        for name, value in zip(EXCHANGE_TEXT, text, strict=True):
+        *said, request = text
+        for name, value in zip(EXCHANGE_TEXT, said, strict=True):
             setattr(exchange, name, value)
+        # Fastest compression: most of a request is the one before it again (its messages
+        # so far), which only a per-run dictionary could share; this keeps a tenth or so.
+        exchange.request = zlib.compress(request.encode(), 1) if request else b""
     w.set(exchange_seq=seq)
 
 

@@ -57,6 +57,7 @@ from agents_app.models import (
     Approval,
     ApprovalStatus,
     ModelPhase,
+    Origin,
     Plan,
     Run,
     RunStatus,
@@ -80,6 +81,7 @@ from agents_app.worker.commits import PendingWrites, Turn, committing, read_cont
 from agents_app.worker.hooks import DatabaseHooks, ToolCallHandle
 from agents_app.worker.llm import as_itself, phase_providers, provider_for_run
 from agents_app.worker.parallel import run_side_by_side
+from agents_app.worker.replay import replay_engine
 from agents_app.worker.steps import (
     STEP_STARTED,
     STEP_WRITTEN_AT_ITS_END,
@@ -839,7 +841,9 @@ def execute_run(
         run = RUN_TO_EXECUTE.get(run_id)
         owner_id = run.owner_id
         phases = None
-        if provider is None:
+        # A replay's recorded answers answer every phase (replay_engine): no model is asked.
+        replay = run.origin == Origin.REPLAY
+        if provider is None and not replay:
             try:
                 provider = as_itself(run, provider_for_run(run))
                 phases = phase_providers(run, provider)
@@ -847,7 +851,7 @@ def execute_run(
                 with locked_run(run_id, lease.token) as w:
                     finish(w, RunStatus.FAILED, exc.code, exc.message, exc.details)
                 return Outcome("finished")
-        else:
+        elif provider is not None:
             provider = as_itself(run, provider)
         if registry is None:
             registry = get_registry()
@@ -855,6 +859,8 @@ def execute_run(
             from tools_app.mcp.client import ensure_pool
 
             ensure_pool(registry, wait=settings.MCP_STARTUP_WAIT)
+        if replay:
+            provider, registry = replay_engine(run, lease, registry)
         executor = RunExecutor(run_id, lease, provider, registry, run=run, phases=phases)
         # Each commit's events are sent while the next step runs (core.publisher); all of
         # them are sent before this delivery ends.

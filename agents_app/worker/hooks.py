@@ -210,28 +210,35 @@ class DatabaseHooks:
         # Written with its usage by the step's next commit, which numbers it and redacts what
         # the model said, text from outside, like a tool's result (PendingWrites).
         step = self.step
-        self.pending.exchanges.append(
-            rows.new(
-                ModelExchange,
-                run_id=self.run_id,
-                step_id=step.pk if step is not None else None,
-                seq=0,
-                phase=exchange.phase,
-                attempt=step.retry_count if step is not None else self.run.attempt,
-                request_sha256=exchange.request_sha256,
-                content=exchange.content,
-                tool_calls=exchange.tool_calls,
-                reasoning=exchange.reasoning,
-                finish_reason=exchange.finish_reason[:20],
-                error_code=exchange.error_code,
-                error=exchange.error,
-                prompt_tokens=exchange.usage.prompt_tokens,
-                completion_tokens=exchange.usage.completion_tokens,
-                llm_model=exchange.model[:200],
-                connection_id=exchange.connection_id or self.run.connection_id,
-                created_at=timezone.now(),
-            )
+        row = rows.new(
+            ModelExchange,
+            run_id=self.run_id,
+            step_id=step.pk if step is not None else None,
+            seq=0,
+            phase=exchange.phase,
+            attempt=step.retry_count if step is not None else self.run.attempt,
+            request_sha256=exchange.request_sha256,
+            content=exchange.content,
+            tool_calls=exchange.tool_calls,
+            reasoning=exchange.reasoning,
+            finish_reason=exchange.finish_reason[:20],
+            error_code=exchange.error_code,
+            error=exchange.error,
+            prompt_tokens=exchange.usage.prompt_tokens,
+            completion_tokens=exchange.usage.completion_tokens,
+            llm_model=exchange.model[:200],
+            connection_id=exchange.connection_id or self.run.connection_id,
+            created_at=timezone.now(),
         )
+        # Its request's text, redacted and compressed when written (PendingWrites).
+        row.request_text = exchange.request
+        self.pending.exchanges.append(row)
+
+    @property
+    def lane(self) -> int | None:
+        """The lane of this phase's model calls (engine.llm.Asked): its step's index, or None
+        for the run's own calls (planning, verifying)."""
+        return self.step.index if self.step is not None else None
 
     def within_token_budget(self) -> None:
         """The run's tokens, written and heard by any of its steps, within its budget. Raises

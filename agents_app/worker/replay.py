@@ -1,0 +1,213 @@
+"""A replay's worker side (issue 36, item 4): its source's recorded answers and tool results
+read from the rows, the provider that answers from them (engine.replay.ReplayProvider), the
+registry that runs its tools again and compares what they return (ReplayRegistry), and its
+divergences written as they are found.
+
+A replay runs on the one engine like any run of its kind: only what answers its model calls
+and where its tools' results come from differ."""
+
+import json
+import threading
+import zlib
+from collections import deque
+from dataclasses import dataclass
+from typing import Any
+
+from agents_app.core.audit import arguments_sha256
+from agents_app.core.events import EventType
+from agents_app.engine.llm import Usage
+from agents_app.engine.replay import (
+    Divergence,
+    DivergenceKind,
+    RecordedAnswer,
+    ReplayProvider,
+)
+from agents_app.models import ModelExchange, Run, Step, ToolCall, ToolCallStatus
+from agents_app.runs.lease import Lease
+from agents_app.runs.writer import locked_run
+from tools_app.registry import ToolContext, ToolRegistry, ToolResult, ToolSpec
+
+# A tool with one of these reaches outside the machine: a replay answers its calls from the
+# recorded results unless it is asked to run them again (Run.origin_options["rerun"]).
+NETWORK_CAPABILITIES = frozenset({"HTTP_GET", "WEB_FETCH"})
+
+
+def answered_from_record(spec: ToolSpec) -> bool:
+    """Whether a replay answers `spec`'s calls from the recorded results by default: an MCP
+    server's tools and network tools, whose answers the replay cannot expect to be the same."""
+    return spec.source == "mcp" or bool(spec.capabilities & NETWORK_CAPABILITIES)
+
+
+@dataclass(frozen=True)
+class RecordedCall:
+    """One tool call of the source as the diff page numbers it (`step`, `call` from 1)."""
+
+    step: int
+    call: int
+    ok: bool
+    result: Any
+    error: str
+
+
+def _last_attempts(source: Run) -> dict[int, tuple[int, int]]:
+    """step id -> (index, retry_count) of each of the source's steps."""
+    return {
+        pk: (index, retries)
+        for pk, index, retries in Step.objects.filter(run=source).values_list(
+            "pk", "index", "retry_count"
+        )
+    }
+
+
+def recorded_answers(source: Run) -> list[RecordedAnswer]:
+    """The source's model answers in the order they were asked; a step's only from its last
+    attempt (an interrupted attempt's calls are not what the step did)."""
+    steps = _last_attempts(source)
+    answers = []
+    for exchange in ModelExchange.objects.filter(run=source).order_by("seq"):
+        lane = None
+        if exchange.step_id is not None:
+            index, retries = steps.get(exchange.step_id, (None, None))
+            if index is None or exchange.attempt != retries:
+                continue
+            lane = index
+        request = bytes(exchange.request)
+        answers.append(
+            RecordedAnswer(
+                phase=exchange.phase,
+                lane=lane,
+                request_sha256=exchange.request_sha256,
+                request=zlib.decompress(request).decode() if request else "",
+                content=exchange.content,
+                tool_calls=exchange.tool_calls,
+                reasoning=exchange.reasoning,
+                finish_reason=exchange.finish_reason,
+                usage=Usage(exchange.prompt_tokens, exchange.completion_tokens),
+                model=exchange.llm_model,
+                error_code=exchange.error_code,
+                error=exchange.error,
+            )
+        )
+    return answers
+
+
+def recorded_calls(source: Run) -> dict[tuple[str, str], deque[RecordedCall]]:
+    """The source's tool calls by (tool, arguments' hash), each in the order it was made."""
+    steps = _last_attempts(source)
+    calls: dict[tuple[str, str], deque[RecordedCall]] = {}
+    numbered: dict[int, int] = {}
+    for call in ToolCall.objects.filter(run=source).order_by("id"):
+        index, retries = steps.get(call.step_id, (None, None))
+        if index is None or call.attempt != retries:
+            continue
+        numbered[call.step_id] = numbered.get(call.step_id, 0) + 1
+        calls.setdefault((call.tool, arguments_sha256(call.arguments)), deque()).append(
+            RecordedCall(
+                step=index + 1,
+                call=numbered[call.step_id],
+                ok=call.status == ToolCallStatus.SUCCEEDED,
+                result=call.result,
+                error=call.error,
+            )
+        )
+    return calls
+
+
+def _same(a: Any, b: Any) -> bool:
+    def canonical(value: Any) -> str:
+        return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
+
+    return canonical(a) == canonical(b)
+
+
+class ReplayRegistry(ToolRegistry):
+    """The run's tools, shared with `inner`, whose calls a replay makes again in its own fresh
+    workspace and compares with its source's (a different outcome or result is a divergence
+    at that call); MCP and network tools are answered from the recorded results, unless named
+    in `rerun`."""
+
+    def __init__(
+        self,
+        inner: ToolRegistry,
+        calls: dict[tuple[str, str], deque[RecordedCall]],
+        *,
+        rerun: frozenset[str],
+        note: Any,
+    ) -> None:
+        super().__init__()
+        self._tools, self._lock = inner._tools, inner._lock
+        self._inner = inner
+        self._calls = calls
+        self._taken = threading.Lock()
+        self._rerun = rerun
+        self._note = note
+
+    def call(self, name: str, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
+        with self._taken:
+            queue = self._calls.get((name, arguments_sha256(arguments)))
+            recorded = queue.popleft() if queue else None
+        live = name in self._rerun or not answered_from_record(self.get(name).spec)
+        if recorded is None:
+            self._note(
+                Divergence(
+                    DivergenceKind.CALL_NOT_RECORDED,
+                    f"a {name} call the source did not make (these arguments, or once more)",
+                )
+            )
+            if not live:
+                return ToolResult(ok=False, error="This replay has no recorded result for it.")
+            return self._inner.call(name, arguments, context)
+        if not live:
+            return ToolResult(ok=recorded.ok, content=recorded.result, error=recorded.error)
+        result = self._inner.call(name, arguments, context)
+        differs = (
+            "outcome"
+            if result.ok != recorded.ok
+            else "result"
+            if not _same(result.content if result.ok else result.error, _kept(recorded))
+            else ""
+        )
+        if differs:
+            self._note(
+                Divergence(
+                    DivergenceKind.RESULT_DIFFERS,
+                    f"step {recorded.step}: call {recorded.call} {name} {differs} differs",
+                    recorded.step,
+                    recorded.call,
+                )
+            )
+        return result
+
+
+def _kept(recorded: RecordedCall) -> Any:
+    return recorded.result if recorded.ok else recorded.error
+
+
+class DivergenceLog:
+    """Writes each divergence as it is found, in a commit of its own (the lease holder's):
+    a `replay_diverged` event, and the run's replay_report (the count and the first)."""
+
+    def __init__(self, run_id: int, lease: Lease) -> None:
+        self.run_id = run_id
+        self.lease = lease
+
+    def __call__(self, divergence: Divergence) -> None:
+        shown = divergence.as_dict()
+        with locked_run(self.run_id, self.lease.token) as w:
+            report = w.run.replay_report or {}
+            w.set(
+                replay_report={
+                    "count": report.get("count", 0) + 1,
+                    "first": report.get("first") or shown,
+                }
+            )
+            w.event(EventType.REPLAY_DIVERGED, shown)
+
+
+def replay_engine(run: Run, lease: Lease, registry: ToolRegistry) -> tuple[Any, ToolRegistry]:
+    """What answers a replay (`run`, origin replay): its provider and its registry."""
+    source = run.origin_run
+    note = DivergenceLog(run.pk, lease)
+    provider = ReplayProvider(recorded_answers(source), note)
+    rerun = frozenset(run.origin_options.get("rerun") or ())
+    return provider, ReplayRegistry(registry, recorded_calls(source), rerun=rerun, note=note)

@@ -1,0 +1,128 @@
+"""A run replayed (issue 36, item 4): its recorded answers instead of a model, its tools run
+again in a fresh workspace; where it parts from its source is reported, with the diff of a
+request that drifted, and `runs_replay` exits non-zero."""
+
+import pytest
+from django.core.management import call_command
+
+from agents_app.core.errors import DomainError
+from agents_app.engine import prompts
+from agents_app.models import ModelExchange, Run, ToolCall
+from agents_app.runs.files import workspace_dir
+from tests.support.replays import divergences, no_model, notes_script, recorded, replayed
+from tests.support.workspaces import own_workspaces
+from tools_app.builtin.files import ReadFileTool
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("own_workspaces")]
+__all__ = ["own_workspaces"]
+
+
+def calls(run: Run) -> list[tuple]:
+    return list(
+        ToolCall.objects.filter(run=run).order_by("id").values_list("tool", "status", "result")
+    )
+
+
+def test_a_replay_of_a_run_with_file_tools_asks_no_model_and_does_not_diverge(owner, monkeypatch):
+    source = recorded(owner, notes_script())
+    assert source.status == "succeeded", (source.error_code, source.error_message)
+    no_model(monkeypatch)
+
+    replay = replayed(source)
+
+    assert replay.status == "succeeded", (replay.error_code, replay.error_message)
+    assert (replay.origin, replay.origin_run_id) == ("replay", source.pk)
+    assert divergences(replay) == [] and replay.replay_report == {}
+    assert calls(replay) == calls(source)
+    # Its tools ran again in its own workspace.
+    assert (workspace_dir(replay) / "notes.txt").read_text() == "hello"
+    # It recorded the same requests as its source, so it can be replayed in turn.
+    asked = [
+        list(ModelExchange.objects.filter(run=run).order_by("seq").values_list("request_sha256"))
+        for run in (source, replay)
+    ]
+    assert asked[0] == asked[1] and len(asked[0]) == 6
+
+
+def test_a_tool_that_returns_something_else_is_a_divergence_at_that_call(owner, monkeypatch):
+    source = recorded(owner, notes_script())
+    original = ReadFileTool.run
+
+    def shouting(self, arguments, context):
+        result = original(self, arguments, context)
+        result.content = {**result.content, "content": "HELLO"}
+        return result
+
+    monkeypatch.setattr(ReadFileTool, "run", shouting)
+
+    replay = replayed(source)
+
+    found, *then = divergences(replay)
+    assert found["kind"] == "result_differs"
+    assert (found["step"], found["call"], found["anchor"]) == (2, 1, "step-2-call-1")
+    assert found["message"] == "step 2: call 1 read_file result differs"
+    # The model is shown that result next, and the verifier too: their requests drift after it.
+    assert [(d["kind"], d["step"]) for d in then] == [("request_drift", 2), ("request_drift", None)]
+    assert replay.replay_report == {"count": 3, "first": found}
+
+
+def test_a_changed_prompt_is_request_drift_shown_as_a_diff(owner, monkeypatch):
+    source = recorded(owner, notes_script())
+    monkeypatch.setattr(prompts, "DATA_RULE", prompts.DATA_RULE + " Be brief.")
+
+    replay = replayed(source)
+
+    found = divergences(replay)
+    # Every request drifted (the rule is in each one); the recorded answers were used all
+    # the same.
+    assert [(d["kind"], d["step"]) for d in found] == [
+        ("request_drift", None),
+        ("request_drift", 1),
+        ("request_drift", 1),
+        ("request_drift", 2),
+        ("request_drift", 2),
+        ("request_drift", None),
+    ]
+    assert found[0]["message"] == "the planning request differs from the recorded one"
+    assert found[1]["message"] == "step 1: the execution request differs from the recorded one"
+    diff = found[1]["diff"]
+    assert diff.startswith("--- recorded\n+++ replayed\n")
+    assert any(line.startswith("+") and "Be brief." in line for line in diff.splitlines())
+    assert not any(line.startswith("-") and "Be brief." in line for line in diff.splitlines())
+    assert replay.status == "succeeded"
+
+
+def test_runs_replay_exits_1_on_divergence_0_without_and_2_for_an_unknown_id(
+    owner, monkeypatch, capsys
+):
+    source = recorded(owner, notes_script())
+    no_model(monkeypatch)
+
+    call_command("runs_replay", str(source.pk))
+    assert capsys.readouterr().out.strip().endswith("succeeded: no divergence")
+
+    monkeypatch.setattr(prompts, "DATA_RULE", prompts.DATA_RULE + " Be brief.")
+    with pytest.raises(SystemExit) as exited:
+        call_command("runs_replay", str(source.pk))
+    assert exited.value.code == 1
+    out = capsys.readouterr().out
+    assert "6 divergence(s)" in out and "request_drift" in out and "+" in out
+
+    with pytest.raises(SystemExit) as exited:
+        call_command("runs_replay", "999999")
+    assert exited.value.code == 2
+
+
+def test_a_run_recorded_before_answers_were_kept_or_still_working_is_not_replayed(owner):
+    source = recorded(owner, notes_script())
+    Run.objects.filter(pk=source.pk).update(recorded=False)
+    source.refresh_from_db()
+    with pytest.raises(DomainError) as refused:
+        replayed(source)
+    assert refused.value.code == "CONFLICT"
+    assert "cannot be replayed" in refused.value.message
+
+    Run.objects.filter(pk=source.pk).update(recorded=True, status="running")
+    with pytest.raises(DomainError) as refused:
+        replayed(source)
+    assert refused.value.code == "CONFLICT"

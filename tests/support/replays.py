@@ -1,0 +1,73 @@
+"""Runs recorded in the test's own process from a script, and replayed from what they recorded
+with no model at all (issue 36, item 4: replay)."""
+
+from agents_app.core.events import EventType
+from agents_app.models import AuditInterface, Run, RunEvent
+from agents_app.runs.replays import run_replay
+from agents_app.worker import execution
+from agents_app.worker.execution import execute_run
+from tests.support.runs import make_run
+from tests.support.script import plan_reply, step, tool_call, verdict
+from tests.support.scripted_provider import ScriptedProvider
+from tools_app.process_registry import get_registry
+
+NOTES_TASK = "Write notes.txt saying hello, then read it back"
+
+
+def notes_script() -> list[dict]:
+    """Two steps with the builtin file tools: write notes.txt, read it back; then the verdict."""
+    return [
+        {
+            "match": "AGENTDESK:PLAN",
+            "replies": [
+                plan_reply(
+                    step("write notes.txt", ["write_file"]),
+                    step("read notes.txt back", ["read_file"], [0]),
+                )
+            ],
+        },
+        {
+            "match": "AGENTDESK:STEP 0",
+            "replies": [
+                tool_call("write_file", path="notes.txt", content="hello"),
+                {"content": "wrote notes.txt"},
+            ],
+        },
+        {
+            "match": "AGENTDESK:STEP 1",
+            "replies": [tool_call("read_file", path="notes.txt"), {"content": "it says hello"}],
+        },
+        {"match": "AGENTDESK:VERIFY", "replies": [verdict(True, "hello", evidence=[1, 2])]},
+    ]
+
+
+def recorded(owner, script: list[dict], text: str = NOTES_TASK) -> Run:
+    """A planned run of `owner`'s executed to its end from `script`, with the builtin tools."""
+    run = make_run(owner, text, fast_path=False)
+    execute_run(run.pk, provider=ScriptedProvider(script), registry=get_registry())
+    run.refresh_from_db()
+    return run
+
+
+def no_model(monkeypatch) -> None:
+    """Any attempt to build a provider that talks to a model fails the test."""
+
+    def refuse(run):
+        raise AssertionError(f"run {run.pk} asked for a model")
+
+    monkeypatch.setattr(execution, "provider_for_run", refuse)
+
+
+def replayed(source: Run, *, rerun=None) -> Run:
+    """A replay of `source` executed to its end in this process."""
+    replay = run_replay(
+        run=source, actor=source.owner, interface=AuditInterface.API, rerun=rerun, admit=False
+    )
+    execute_run(replay.pk, registry=get_registry())
+    replay.refresh_from_db()
+    return replay
+
+
+def divergences(run: Run) -> list[dict]:
+    events = RunEvent.objects.filter(run=run, type=EventType.REPLAY_DIVERGED).order_by("seq")
+    return [event.payload for event in events]
