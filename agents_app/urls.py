@@ -23,6 +23,7 @@ urlpatterns = [
     path("runs/<int:run_id>/pause/", views.run_pause, name="run_pause"),
     path("runs/<int:run_id>/resume/", views.run_resume, name="run_resume"),
     path("runs/<int:run_id>/restart/", views.run_restart, name="run_restart"),
+    path("runs/<int:run_id>/replay/", views.run_replay_view, name="run_replay"),
     path("runs/<int:run_id>/diff/<int:other_id>/", run_diff_page, name="run_diff"),
     path("runs/<int:run_id>/files/", files.run_files_tree, name="run_files_tree"),
     path("runs/<int:run_id>/files/view/", files.run_file_view, name="run_file_view"),

@@ -6,6 +6,7 @@ from typing import Any, Literal
 from agents_app.core.event_payloads import ResultPayload
 from agents_app.engine.plan_edits import EDITED
 from agents_app.models import (
+    Origin,
     Plan,
     Run,
     RunStatus,
@@ -156,8 +157,21 @@ def run_summary(run: Run) -> dict[str, Any]:
         "phase_models": run.phase_models,
         "replayable": run.recorded,
         "not_replayable_because": run.not_replayable_because,
+        "origin": origin_out(run),
         "links": run_links(run),
     }
+
+
+def origin_out(run: Run) -> dict[str, Any] | None:
+    """Where the run came from besides its task (Run.origin), or None; a replay says how
+    often it diverged from its source, and where first (runs.replays)."""
+    if not run.origin:
+        return None
+    out: dict[str, Any] = {"kind": run.origin, "run_id": run.origin_run_id}
+    if run.origin == Origin.REPLAY:
+        report = run.replay_report or {}
+        out.update(divergences=report.get("count", 0), first_divergence=report.get("first"))
+    return out
 
 
 def plan_out(plan: Any) -> dict[str, Any]:

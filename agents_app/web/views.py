@@ -17,6 +17,7 @@ from agents_app.core.errors import DomainError
 from agents_app.models import AuditInterface, Run
 from agents_app.runs import selectors, services
 from agents_app.runs.recipes import recipe_for
+from agents_app.runs.replays import run_replay
 from agents_app.web import run_page
 from agents_app.web.files import files_context
 from agents_app.web.forms import TaskForm
@@ -195,3 +196,19 @@ def run_restart(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
     if request.htmx:
         return HttpResponseClientRedirect(run_url(new_run))
     return redirect(run_url(new_run))
+
+
+@login_required
+@require_POST
+def run_replay_view(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
+    """Replay the run (runs.replays): its recorded answers, no model; the replay's page."""
+    replay, refused = _control(
+        request,
+        run_id,
+        lambda run: run_replay(run=run, actor=request.user, interface=AuditInterface.WEB),
+    )
+    if refused:
+        return refused
+    if request.htmx:
+        return HttpResponseClientRedirect(run_url(replay))
+    return redirect(run_url(replay))

@@ -111,7 +111,7 @@ def test_an_htmx_restart_of_a_running_run_shows_the_conflict_in_the_controls(own
     assert "is still queued" in html
 
 
-@pytest.mark.parametrize("action", ["cancel", "restart"])
+@pytest.mark.parametrize("action", ["cancel", "restart", "replay"])
 def test_an_action_needs_a_post(owner, owner_session, action):
     owner_client = owner_session
     run = make_run(owner)
@@ -119,9 +119,9 @@ def test_an_action_needs_a_post(owner, owner_session, action):
     assert owner_client.get(f"/runs/{run.pk}/{action}/").status_code == 405
 
 
-@pytest.mark.parametrize("action", ["cancel", "restart"])
+@pytest.mark.parametrize("action", ["cancel", "restart", "replay"])
 def test_an_action_needs_the_csrf_token(owner, action):
-    run = fail(make_run(owner)) if action == "restart" else make_run(owner)
+    run = make_run(owner) if action == "cancel" else fail(make_run(owner))
     client = Client(enforce_csrf_checks=True)
     client.force_login(owner)
 
@@ -134,9 +134,9 @@ def test_an_action_needs_the_csrf_token(owner, action):
     assert accepted.status_code == 302
 
 
-@pytest.mark.parametrize("action", ["cancel", "restart"])
+@pytest.mark.parametrize("action", ["cancel", "restart", "replay"])
 def test_another_users_run_cannot_be_acted_on(owner, outsider_session, action):
-    run = fail(make_run(owner)) if action == "restart" else make_run(owner)
+    run = make_run(owner) if action == "cancel" else fail(make_run(owner))
 
     response = outsider_session.post(f"/runs/{run.pk}/{action}/")
 

@@ -33,6 +33,7 @@ from agents_app.runs.presenters import (
     run_links,
     run_summary,
 )
+from agents_app.runs.replays import run_replay
 
 
 class SubmittedRun(Schema):
@@ -174,6 +175,31 @@ async def restart_run(ctx: Context, run_id: RunId) -> RunSummary:
         return RunSummary.model_validate(run_summary(new_run))
 
     return await in_django(restart, caller(ctx))
+
+
+@tool(annotations=ToolAnnotations(destructive_hint=False, idempotent_hint=False))
+async def replay_run(
+    ctx: Context,
+    run_id: RunId,
+    rerun: Annotated[
+        list[str] | None,
+        Field(
+            description="The MCP and network tools to call again; by default their recorded "
+            "results answer them."
+        ),
+    ] = None,
+) -> RunSummary:
+    """A finished run played again from its recorded model answers (no model is asked), its
+    tools run again in a fresh workspace; returns the replay, queued (its `origin` says where
+    it diverged from its source). CONFLICT while the run is still going or for a run recorded
+    before model answers were kept."""
+
+    def replay(user: Any) -> RunSummary:
+        run = run_selectors.run_get(user=user, run_id=run_id)
+        new_run = run_replay(run=run, actor=user, interface=AuditInterface.MCP, rerun=rerun)
+        return RunSummary.model_validate(run_summary(new_run))
+
+    return await in_django(replay, caller(ctx))
 
 
 @tool(annotations=READ_ONLY)

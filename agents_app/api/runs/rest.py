@@ -13,6 +13,7 @@ from agents_app.api.pagination import page_of
 from agents_app.api.runs.schemas import (
     Accepted,
     EventPage,
+    ReplayIn,
     RunDetail,
     RunDiffOut,
     RunListQuery,
@@ -32,6 +33,7 @@ from agents_app.runs.presenters import (
     run_links,
     run_summary,
 )
+from agents_app.runs.replays import run_replay
 from agents_app.streaming.feeds import parse_after
 from agents_app.streaming.sse import event_stream_response
 
@@ -179,6 +181,27 @@ def restart_run(request: HttpRequest, run_id: int):
     run = selectors.run_get(user=request.user, run_id=run_id)
     new_run = services.run_restart(run=run, actor=request.user, interface=AuditInterface.API)
     return Status(201, run_summary(new_run))
+
+
+@router.post(
+    "/runs/{int:run_id}/replay",
+    response={201: RunSummary, **errors(400, 409, 503)},
+    summary="Replay a finished run",
+)
+def replay_run(request: HttpRequest, run_id: int, payload: ReplayIn | None = None):
+    """The run played again from its recorded model answers (no model is asked), its tools
+    run again in a fresh workspace; MCP and network tools are answered from the record unless
+    named in `rerun` (201, the replay; its `origin` says where it diverged). 409 while the run
+    is still going, for a kind not replayed on its own, or for a run recorded before model
+    answers were kept; 503 while the kill switch is engaged."""
+    run = selectors.run_get(user=request.user, run_id=run_id)
+    replay = run_replay(
+        run=run,
+        actor=request.user,
+        interface=AuditInterface.API,
+        rerun=payload.rerun if payload is not None else None,
+    )
+    return Status(201, run_summary(replay))
 
 
 @router.post(

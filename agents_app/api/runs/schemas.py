@@ -80,6 +80,29 @@ class RunLinks(Schema):
     websocket: str
 
 
+class RunOrigin(Schema):
+    kind: str = Field(description="replay (of `run_id`, its recorded answers, no model) or fork.")
+    run_id: int | None = Field(description="The run it came from; null once that was deleted.")
+    divergences: int | None = Field(
+        None,
+        description="A replay's: how often it parted from its source so far (0: never).",
+    )
+    first_divergence: dict[str, Any] | None = Field(
+        None,
+        description="A replay's first divergence: kind (request_drift, result_differs, "
+        "answer_invalid, answers_ran_out, call_not_recorded), message, step and call (from 1), "
+        "anchor (on the diff page), diff (a drifted request's unified diff).",
+    )
+
+
+class ReplayIn(Schema):
+    rerun: list[str] | None = Field(
+        None,
+        description="The MCP and network tools to call again; by default their recorded "
+        "results answer them.",
+    )
+
+
 class RunSummary(Schema):
     id: int
     task_id: int
@@ -122,6 +145,9 @@ class RunSummary(Schema):
     )
     not_replayable_because: str = Field(
         description="Why it cannot be replayed, when `replayable` is false; empty otherwise."
+    )
+    origin: RunOrigin | None = Field(
+        None, description="Where it came from besides its task (a replay, a fork); null: none."
     )
     kind: str = Field(
         description="task, chat, contract; team (a head node), child (a subtask done by an "

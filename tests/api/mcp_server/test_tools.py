@@ -16,6 +16,7 @@ AGENTDESK_TOOLS = {
     "list_runs",
     "cancel_run",
     "restart_run",
+    "replay_run",
     "diff_runs",
     "list_approvals",
     "decide_approval",
@@ -168,7 +169,7 @@ def test_list_runs_shows_only_the_keys_users_runs(owner_mcp, owner, outsider):
     assert [r["id"] for r in failed["results"]] == [mine[0].pk]
 
 
-@pytest.mark.parametrize("tool", ["get_run", "cancel_run", "restart_run"])
+@pytest.mark.parametrize("tool", ["get_run", "cancel_run", "restart_run", "replay_run"])
 def test_another_users_run_is_not_found(owner_mcp, outsider, tool):
     theirs = make_run(outsider, "secret plans")
     Run.objects.filter(pk=theirs.pk).update(status=RunStatus.SUCCEEDED)
@@ -280,3 +281,23 @@ def test_diff_runs_compares_two_of_your_runs_and_not_another_persons(owner_mcp, 
     assert same.structured_content["b"]["id"] == second.pk
     assert error_of(refused)["code"] == "NOT_FOUND"
     assert "secret plans" not in refused.content[0].text
+
+
+def test_replay_run_queues_a_replay_of_your_ended_run_and_refuses_a_running_one(owner_mcp, owner):
+    ended = make_run(owner, "Read the notes")
+    Run.objects.filter(pk=ended.pk).update(status=RunStatus.FAILED)
+    going = make_run(owner)
+
+    replay = owner_mcp.call("replay_run", {"run_id": ended.pk, "rerun": ["http_get"]})
+    refused = error_of(owner_mcp.call("replay_run", {"run_id": going.pk}))
+
+    shape = replay.structured_content
+    assert shape["origin"] == {
+        "kind": "replay",
+        "run_id": ended.pk,
+        "divergences": 0,
+        "first_divergence": None,
+    }
+    new = Run.objects.get(pk=shape["id"])
+    assert (new.origin_run_id, new.origin_options) == (ended.pk, {"rerun": ["http_get"]})
+    assert (refused["code"], refused["http_status"]) == ("CONFLICT", 409)
