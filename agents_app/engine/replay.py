@@ -9,7 +9,8 @@ answers), checked against what was asked then. Where the replay parts from its s
 - a request whose canonical text differs from the recorded one (prompt drift): shown as a
   unified diff, and the recorded answer is still used;
 - a recorded answer the engine would no longer take (it calls a tool not offered any more);
-- no recorded answer left for a call: the replay cannot go on (StopRun REPLAY_DIVERGED);
+- no recorded answer left for a call: the replay cannot go on (StopRun REPLAY_DIVERGED),
+  unless its source was stopped there: then it is stopped too (StopRun CANCELLED);
 - a tool call whose result differs from the recorded one (found by the worker, which runs the
   tools: worker.replay).
 
@@ -19,7 +20,7 @@ Steps and calls are numbered from 1, as the run page and the diff page number th
 import difflib
 import json
 import threading
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
@@ -46,6 +47,7 @@ class DivergenceKind(StrEnum):
     ANSWERS_RAN_OUT = "answers_ran_out"
     RESULT_DIFFERS = "result_differs"
     CALL_NOT_RECORDED = "call_not_recorded"
+    APPROVAL_NOT_RECORDED = "approval_not_recorded"
 
 
 @dataclass(frozen=True)
@@ -118,11 +120,27 @@ class ReplayProvider:
 
     model = "replay"
 
-    def __init__(self, recorded: list[RecordedAnswer], note: Callable[[Divergence], None]) -> None:
+    def __init__(
+        self,
+        recorded: list[RecordedAnswer],
+        note: Callable[[Divergence], None],
+        *,
+        stopped: bool = False,
+        answered: Counter[tuple[str, Any]] | None = None,
+    ) -> None:
         self._lanes: dict[tuple[str, Any], deque[RecordedAnswer]] = {}
         for answer in recorded:
             self._lanes.setdefault((answer.phase, answer.lane), deque()).append(answer)
+        # What earlier deliveries of the replay took already (before it parked, say): each
+        # lane goes on after them.
+        for lane, count in (answered or Counter()).items():
+            queue = self._lanes.get(lane, deque())
+            for _ in range(min(count, len(queue))):
+                queue.popleft()
         self._note = note
+        # The source was stopped (cancelled): where its answers end, it was asked to stop, and
+        # so is its replay, at the same point (the call after its last answer).
+        self._stopped = stopped
         self._lock = threading.Lock()
         self.requests = 0  # the calls answered: none of them went to a model
 
@@ -136,6 +154,8 @@ class ReplayProvider:
             queue = self._lanes.get((asked.phase, asked.lane))
             answer = queue.popleft() if queue else None
         where = f"step {step}: " if step is not None else ""
+        if answer is None and self._stopped:
+            raise StopRun(ErrorCode.CANCELLED)
         if answer is None:
             divergence = Divergence(
                 DivergenceKind.ANSWERS_RAN_OUT,

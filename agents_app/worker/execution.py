@@ -81,7 +81,7 @@ from agents_app.worker.commits import PendingWrites, Turn, committing, read_cont
 from agents_app.worker.hooks import DatabaseHooks, ToolCallHandle
 from agents_app.worker.llm import as_itself, phase_providers, provider_for_run
 from agents_app.worker.parallel import run_side_by_side
-from agents_app.worker.replay import replay_engine
+from agents_app.worker.replay import decide_as_recorded, replay_engine
 from agents_app.worker.steps import (
     STEP_STARTED,
     STEP_WRITTEN_AT_ITS_END,
@@ -833,7 +833,7 @@ def execute_run(
         )
         return Outcome("busy", retry_in=max(1.0, remaining))
     lease.start()
-    handed_back = False
+    handed_back = parked_replay = False
     owner_id = None
     try:
         # Read once, after the lease was taken: the provider, the persona and the first
@@ -869,14 +869,35 @@ def execute_run(
                 pass
         # Its end or its parking committed the lease's release with it.
         handed_back = executor.run is not None and not executor.run.lease_owner
+        # A replay parked at an approval: decided as its source's was, once the lease is let
+        # go (the decision queues the run again, for any worker).
+        parked_replay = replay and executor.parked
         return Outcome("finished")
     except LeaseLost:
         logger.warning("run %s: lease lost to another worker; stopping", run_id)
         return Outcome("lost")
     finally:
         lease.release(handed_back=handed_back)
+        if parked_replay:
+            decide_as_recorded(run_id)
         PUBLISHER.flush()
         if owner_id is not None:
             # The run let its turn go (it ended or parked) or kept it (the lease was lost):
             # either way the person's runs waiting their turn may go now (runs.admission).
             admit_waiting_quietly(owner_id)
+
+
+# The most deliveries execute_replay makes of one replay (each decided approval is one more).
+REPLAY_DELIVERIES = 100
+
+
+def execute_replay(run_id: int, *, registry: ToolRegistry | None = None) -> Run:
+    """Execute a replay in this process until it ends, delivery after delivery (each approval
+    it parks at is decided as recorded, and it goes on), or until it waits for something no
+    recording decides (a person, a pause). Returns the run as it is then."""
+    for _ in range(REPLAY_DELIVERIES):
+        execute_run(run_id, registry=registry)
+        run = Run.objects.get(pk=run_id)
+        if run.is_terminal or run.status in (RunStatus.WAITING_APPROVAL, RunStatus.PAUSED):
+            return run
+    return run

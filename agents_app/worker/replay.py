@@ -9,10 +9,11 @@ and where its tools' results come from differ."""
 import json
 import threading
 import zlib
-from collections import deque
+from collections import Counter, deque
 from dataclasses import dataclass
 from typing import Any
 
+from agents_app.approvals.decisions import approval_decide
 from agents_app.core.audit import arguments_sha256
 from agents_app.core.events import EventType
 from agents_app.engine.llm import Usage
@@ -22,7 +23,18 @@ from agents_app.engine.replay import (
     RecordedAnswer,
     ReplayProvider,
 )
-from agents_app.models import ModelExchange, Run, Step, ToolCall, ToolCallStatus
+from agents_app.models import (
+    Approval,
+    ApprovalStatus,
+    AuditInterface,
+    Decision,
+    ModelExchange,
+    Run,
+    RunStatus,
+    Step,
+    ToolCall,
+    ToolCallStatus,
+)
 from agents_app.runs.lease import Lease
 from agents_app.runs.writer import locked_run
 from tools_app.registry import ToolContext, ToolRegistry, ToolResult, ToolSpec
@@ -91,8 +103,14 @@ def recorded_answers(source: Run) -> list[RecordedAnswer]:
     return answers
 
 
+# The outcomes of a call the registry made (the others were denied, skipped, or are waiting).
+MADE = frozenset({ToolCallStatus.SUCCEEDED, ToolCallStatus.FAILED})
+
+
 def recorded_calls(source: Run) -> dict[tuple[str, str], deque[RecordedCall]]:
-    """The source's tool calls by (tool, arguments' hash), each in the order it was made."""
+    """The source's tool calls that were made, by (tool, arguments' hash), each in the order
+    it was made, numbered as the diff page numbers them (every call of its step's last
+    attempt counts)."""
     steps = _last_attempts(source)
     calls: dict[tuple[str, str], deque[RecordedCall]] = {}
     numbered: dict[int, int] = {}
@@ -101,6 +119,8 @@ def recorded_calls(source: Run) -> dict[tuple[str, str], deque[RecordedCall]]:
         if index is None or call.attempt != retries:
             continue
         numbered[call.step_id] = numbered.get(call.step_id, 0) + 1
+        if call.status not in MADE:
+            continue  # denied, skipped, or never answered: no tool was called
         calls.setdefault((call.tool, arguments_sha256(call.arguments)), deque()).append(
             RecordedCall(
                 step=index + 1,
@@ -192,22 +212,94 @@ class DivergenceLog:
         self.lease = lease
 
     def __call__(self, divergence: Divergence) -> None:
-        shown = divergence.as_dict()
         with locked_run(self.run_id, self.lease.token) as w:
-            report = w.run.replay_report or {}
-            w.set(
-                replay_report={
-                    "count": report.get("count", 0) + 1,
-                    "first": report.get("first") or shown,
-                }
-            )
-            w.event(EventType.REPLAY_DIVERGED, shown)
+            _write(w, divergence)
+
+
+def _write(w: Any, divergence: Divergence) -> None:
+    """`divergence` in `w`'s transaction: its event, and the run's replay_report."""
+    shown = divergence.as_dict()
+    report = w.run.replay_report or {}
+    w.set(
+        replay_report={"count": report.get("count", 0) + 1, "first": report.get("first") or shown}
+    )
+    w.event(EventType.REPLAY_DIVERGED, shown)
 
 
 def replay_engine(run: Run, lease: Lease, registry: ToolRegistry) -> tuple[Any, ToolRegistry]:
     """What answers a replay (`run`, origin replay): its provider and its registry."""
     source = run.origin_run
     note = DivergenceLog(run.pk, lease)
-    provider = ReplayProvider(recorded_answers(source), note)
+    # A replay delivered again (after an approval, a pause) goes on after what it took.
+    answered = Counter((answer.phase, answer.lane) for answer in recorded_answers(run))
+    provider = ReplayProvider(
+        recorded_answers(source),
+        note,
+        stopped=source.status == RunStatus.CANCELLED,
+        answered=answered,
+    )
+    calls = recorded_calls(source)
+    for key, made in recorded_calls(run).items():
+        queue = calls.get(key, deque())
+        for _ in range(min(len(made), len(queue))):
+            queue.popleft()
     rerun = frozenset(run.origin_options.get("rerun") or ())
-    return provider, ReplayRegistry(registry, recorded_calls(source), rerun=rerun, note=note)
+    return provider, ReplayRegistry(registry, calls, rerun=rerun, note=note)
+
+
+# How a source's approval was decided -> the decision its replay takes.
+RECORDED_DECISIONS = {
+    ApprovalStatus.APPROVED: Decision.APPROVE,
+    ApprovalStatus.MODIFIED: Decision.MODIFY,
+    ApprovalStatus.SKIPPED: Decision.SKIP,
+    ApprovalStatus.DENIED: Decision.DENY,
+    ApprovalStatus.CANCELLED: Decision.CANCEL,
+}
+
+
+def _approval_key(approval: Approval) -> tuple[str, str, str]:
+    return (approval.kind, approval.tool, arguments_sha256(approval.arguments))
+
+
+def decide_as_recorded(run_id: int) -> bool:
+    """A replay that parked on an approval: each of its pending approvals decided as its
+    source's matching one was (the same kind, tool and arguments, the same how-many-th), by
+    the worker (audited as the worker's decision, `approval.decide`), so nobody is waited for.
+    An approval its source never asked for, or never decided, is a divergence, and waits for a
+    person. True when one was decided (the run goes on: approval_decide queued it)."""
+    run = Run.objects.filter(pk=run_id).only("origin_run_id", "lease_owner").first()
+    if run is None or run.origin_run_id is None:
+        return False
+    mine = list(Approval.objects.filter(run_id=run_id).order_by("id"))
+    theirs = list(Approval.objects.filter(run_id=run.origin_run_id).order_by("id"))
+    decided = False
+    for approval in (a for a in mine if a.status == ApprovalStatus.PENDING):
+        key = _approval_key(approval)
+        nth = sum(1 for a in mine if a.pk < approval.pk and _approval_key(a) == key)
+        matching = [a for a in theirs if _approval_key(a) == key]
+        recorded = matching[nth] if nth < len(matching) else None
+        decision = RECORDED_DECISIONS.get(recorded.status) if recorded is not None else None
+        if decision is None:
+            with locked_run(run_id) as w:
+                divergence = Divergence(
+                    DivergenceKind.APPROVAL_NOT_RECORDED,
+                    f"an approval of {approval.tool or 'the plan'} its source never decided: "
+                    "it waits for a person",
+                )
+                _write(w, divergence)
+            continue
+        extra = recorded.decision_arguments or {}
+        approval_decide(
+            approval_id=approval.pk,
+            decision=decision,
+            actor=None,
+            interface=AuditInterface.WORKER,
+            arguments={k: v for k, v in extra.items() if k != "note"}
+            if decision == Decision.MODIFY
+            else None,
+            note=extra.get("note", "")
+            if decision == Decision.MODIFY
+            else extra.get("feedback", ""),
+        )
+        decided = True
+    return decided

@@ -5,7 +5,7 @@ from agents_app.core.events import EventType
 from agents_app.models import AuditInterface, Run, RunEvent
 from agents_app.runs.replays import run_replay
 from agents_app.worker import execution
-from agents_app.worker.execution import execute_run
+from agents_app.worker.execution import execute_replay, execute_run
 from tests.support.runs import make_run
 from tests.support.script import plan_reply, step, tool_call, verdict
 from tests.support.scripted_provider import ScriptedProvider
@@ -63,9 +63,7 @@ def replayed(source: Run, *, rerun=None) -> Run:
     replay = run_replay(
         run=source, actor=source.owner, interface=AuditInterface.API, rerun=rerun, admit=False
     )
-    execute_run(replay.pk, registry=get_registry())
-    replay.refresh_from_db()
-    return replay
+    return execute_replay(replay.pk, registry=get_registry())
 
 
 def divergences(run: Run) -> list[dict]:

@@ -8,7 +8,7 @@ from django.core.management.base import BaseCommand, CommandError
 from agents_app.core.events import EventType
 from agents_app.models import AuditInterface, Run, RunEvent
 from agents_app.runs.replays import run_replay
-from agents_app.worker.execution import execute_run
+from agents_app.worker.execution import execute_replay
 
 # Exit statuses besides 0 (every replay matched its source): one diverged; an ID named no run
 # that can be replayed.
@@ -51,8 +51,7 @@ class Command(BaseCommand):
                 )
             except Exception as exc:  # a DomainError: said, and the next ID is not tried
                 raise CommandError(f"run {pk}: {exc}", returncode=BAD_ID) from exc
-            execute_run(replay.pk)
-            replay.refresh_from_db()
+            replay = execute_replay(replay.pk)
             diverged |= self._report(pk, replay)
         if diverged:
             raise SystemExit(DIVERGED)

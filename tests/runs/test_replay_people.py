@@ -1,0 +1,80 @@
+"""A replay does what people did in its source as they did it (issue 36, item 4): an approval
+approved or denied is decided so again, by the worker, without waiting for anyone; a run
+stopped is stopped at the same point."""
+
+import pytest
+
+from agents_app.approvals.decisions import approval_decide
+from agents_app.models import Approval, AuditEvent, AuditInterface, Run
+from agents_app.runs.services import run_cancel
+from agents_app.worker.execution import execute_run
+from tests.support.approvals import asking_script, make_tool_ask
+from tests.support.replays import divergences, no_model, notes_script, replayed
+from tests.support.runs import make_run
+from tests.support.scripted_provider import ScriptedProvider
+from tests.support.workspaces import own_workspaces
+from tools_app.process_registry import get_registry
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("own_workspaces")]
+__all__ = ["own_workspaces"]
+
+
+def decided(owner, decision: str) -> Run:
+    """A run whose write_file call asked, `decision` taken by its owner, run to its end."""
+    make_tool_ask()
+    run = make_run(owner, "Leave a note", fast_path=False)
+    provider = ScriptedProvider(asking_script())
+    execute_run(run.pk, provider=provider, registry=get_registry())
+    approval = Approval.objects.get(run=run)
+    approval_decide(
+        approval_id=approval.pk, decision=decision, actor=owner, interface=AuditInterface.API
+    )
+    execute_run(run.pk, provider=provider, registry=get_registry())
+    run.refresh_from_db()
+    return run
+
+
+def outcome(run: Run) -> tuple:
+    calls = list(run.tool_calls.order_by("id").values_list("tool", "status", "result"))
+    return run.status, run.final_response, calls
+
+
+@pytest.mark.parametrize("decision", ["approve", "deny"])
+def test_an_approval_is_decided_as_it_was_by_the_worker(owner, monkeypatch, decision):
+    source = decided(owner, decision)
+    assert source.is_terminal, (source.status, source.error_message)
+    no_model(monkeypatch)
+
+    replay = replayed(source)
+
+    assert divergences(replay) == [], divergences(replay)[0]["diff"]
+    assert outcome(replay) == outcome(source)
+    (approval,) = Approval.objects.filter(run=replay)
+    (recorded,) = Approval.objects.filter(run=source)
+    assert approval.status == recorded.status == {"approve": "approved", "deny": "denied"}[decision]
+    assert (approval.decided_by, approval.decided_via) == (None, "worker")
+    audit = AuditEvent.objects.get(run=replay, action="approval.decide")
+    assert (audit.actor_label, audit.details["decision"]) == ("worker", decision)
+
+
+def test_a_stopped_run_is_stopped_at_the_same_point(owner, monkeypatch):
+    run = make_run(owner, "Write notes.txt saying hello, then read it back", fast_path=False)
+    script = notes_script()
+
+    class StoppedAfterStep1(ScriptedProvider):
+        def complete(self, request):
+            answer = super().complete(request)
+            if "AGENTDESK:STEP 0" in request.messages[0]["content"] and not answer.tool_calls:
+                run_cancel(run=run, actor=owner, interface=AuditInterface.API)
+            return answer
+
+    execute_run(run.pk, provider=StoppedAfterStep1(script), registry=get_registry())
+    run.refresh_from_db()
+    assert run.status == "cancelled"
+    no_model(monkeypatch)
+
+    replay = replayed(run)
+
+    assert divergences(replay) == []
+    assert outcome(replay) == outcome(run)
+    assert replay.error_code == "CANCELLED"
