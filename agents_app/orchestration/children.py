@@ -36,6 +36,7 @@ from agents_app.models import (
     AgentMessage,
     AgentProfile,
     MessageType,
+    Origin,
     Plan,
     Run,
     RunKind,
@@ -183,7 +184,12 @@ def spawn_child(
     )
     if connection is None or not connection.enabled:
         connection = parent.connection
+    replaying = parent.origin == Origin.REPLAY
     child = Run.objects.create(
+        # A replay's child is a replay of its source's matching child (none: it diverged, and
+        # its first model call says so; it never asks a model).
+        origin=Origin.REPLAY if replaying else Origin.NONE,
+        origin_run=source_child(parent, step) if replaying else None,
         task=task,
         owner_id=parent.owner_id,
         kind=kind,
@@ -233,6 +239,17 @@ def spawn_child(
     else:
         run_admit(child)
     return child
+
+
+def source_child(parent: Run, step: Step) -> Run | None:
+    """For a replay's new child of `step`: the child its source started for the step of the
+    same index, the same how-many-th (a retry, a replan's step), or None."""
+    nth = Run.objects.filter(parent=parent, parent_step__index=step.index).count()
+    return (
+        Run.objects.filter(parent_id=parent.origin_run_id, parent_step__index=step.index)
+        .order_by("pk")[nth : nth + 1]
+        .first()
+    )
 
 
 # --- how a child is: seed 001's lifecycle and its status messages ---------------------------

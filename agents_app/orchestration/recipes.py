@@ -26,8 +26,6 @@ class TeamRecipe(TaskRecipe):
     label = HEAD_NODE
     plural = "Team runs"
     delegates = True
-    # Not replayed yet: its children would need to be replays of the source's children.
-    actions = frozenset({"cancel", "pause", "resume", "restart"})
 
     def name_in_tree(self, run: Run) -> str:
         return self.label

@@ -14,6 +14,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import DatabaseError, close_old_connections
+from django.db.models import Q
 from django.utils import timezone
 
 from agents_app.approvals.parking import hold_on_call, park_on_call, park_on_plan
@@ -54,6 +55,7 @@ from agents_app.engine.plan_edits import edit_in
 from agents_app.engine.planner import make_plan
 from agents_app.engine.prompts import shown_earlier
 from agents_app.models import (
+    TERMINAL_STATUSES,
     Approval,
     ApprovalStatus,
     ModelPhase,
@@ -887,17 +889,31 @@ def execute_run(
             admit_waiting_quietly(owner_id)
 
 
-# The most deliveries execute_replay makes of one replay (each decided approval is one more).
-REPLAY_DELIVERIES = 100
+# The most rounds execute_replay makes of a replay's tree (each round delivers every run of it
+# that can go on: the head node, its children, a run decided at an approval).
+REPLAY_ROUNDS = 100
+# What a run of a replay's tree waits for when nothing of it can go on here: a person, a pause.
+REPLAY_STUCK = frozenset({RunStatus.WAITING_APPROVAL, RunStatus.PAUSED})
 
 
 def execute_replay(run_id: int, *, registry: ToolRegistry | None = None) -> Run:
-    """Execute a replay in this process until it ends, delivery after delivery (each approval
-    it parks at is decided as recorded, and it goes on), or until it waits for something no
-    recording decides (a person, a pause). Returns the run as it is then."""
-    for _ in range(REPLAY_DELIVERIES):
-        execute_run(run_id, registry=registry)
+    """Execute a replay in this process until it ends, delivery after delivery: each approval
+    it parks at is decided as recorded, and it goes on; a team's children (replays of its
+    source's children) are executed here too. Stops early when nothing of its tree can go on
+    (a person or a pause is waited for). Returns the run as it is then."""
+    for _ in range(REPLAY_ROUNDS):
         run = Run.objects.get(pk=run_id)
-        if run.is_terminal or run.status in (RunStatus.WAITING_APPROVAL, RunStatus.PAUSED):
+        if run.is_terminal:
             return run
-    return run
+        tree = Run.objects.filter(Q(pk=run_id) | Q(root_id=run_id))
+        ready = list(
+            tree.exclude(status__in=(*TERMINAL_STATUSES, *REPLAY_STUCK))
+            .exclude(status=RunStatus.WAITING_CHILDREN)
+            .order_by("-depth", "pk")
+            .values_list("pk", flat=True)
+        )
+        if not ready:
+            return run
+        for pk in ready:
+            execute_run(pk, registry=registry)
+    return Run.objects.get(pk=run_id)

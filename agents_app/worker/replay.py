@@ -228,17 +228,17 @@ def _write(w: Any, divergence: Divergence) -> None:
 
 def replay_engine(run: Run, lease: Lease, registry: ToolRegistry) -> tuple[Any, ToolRegistry]:
     """What answers a replay (`run`, origin replay): its provider and its registry."""
-    source = run.origin_run
+    source = run.origin_run  # None: deleted, or a child its source never started
     note = DivergenceLog(run.pk, lease)
     # A replay delivered again (after an approval, a pause) goes on after what it took.
     answered = Counter((answer.phase, answer.lane) for answer in recorded_answers(run))
     provider = ReplayProvider(
-        recorded_answers(source),
+        recorded_answers(source) if source is not None else [],
         note,
-        stopped=source.status == RunStatus.CANCELLED,
+        stopped=source is not None and source.status == RunStatus.CANCELLED,
         answered=answered,
     )
-    calls = recorded_calls(source)
+    calls = recorded_calls(source) if source is not None else {}
     for key, made in recorded_calls(run).items():
         queue = calls.get(key, deque())
         for _ in range(min(len(made), len(queue))):

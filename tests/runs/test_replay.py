@@ -9,7 +9,14 @@ from agents_app.core.errors import DomainError
 from agents_app.engine import prompts
 from agents_app.models import ModelExchange, Run, ToolCall
 from agents_app.runs.files import workspace_dir
-from tests.support.replays import divergences, no_model, notes_script, recorded, replayed
+from tests.support.replays import (
+    divergences,
+    no_model,
+    notes_script,
+    recorded,
+    replan_script,
+    replayed,
+)
 from tests.support.workspaces import own_workspaces
 from tools_app.builtin.files import ReadFileTool
 
@@ -126,3 +133,19 @@ def test_a_run_recorded_before_answers_were_kept_or_still_working_is_not_replaye
     with pytest.raises(DomainError) as refused:
         replayed(source)
     assert refused.value.code == "CONFLICT"
+
+
+def test_a_replanned_run_replays_both_plans_without_divergence(owner, monkeypatch):
+    source = recorded(owner, replan_script())
+    assert (source.status, source.replans) == ("succeeded", 1), source.error_message
+    no_model(monkeypatch)
+
+    replay = replayed(source)
+
+    assert divergences(replay) == []
+    assert (replay.status, replay.replans, replay.final_response) == (
+        "succeeded",
+        1,
+        source.final_response,
+    )
+    assert calls(replay) == calls(source) and len(calls(replay)) == 3

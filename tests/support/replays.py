@@ -69,3 +69,46 @@ def replayed(source: Run, *, rerun=None) -> Run:
 def divergences(run: Run) -> list[dict]:
     events = RunEvent.objects.filter(run=run, type=EventType.REPLAY_DIVERGED).order_by("seq")
     return [event.payload for event in events]
+
+
+def replan_script() -> list[dict]:
+    """A plan of one write; the verifier asks for a new plan; the second plan writes and reads
+    back; the verifier accepts."""
+    return [
+        {
+            "match": "AGENTDESK:PLAN",
+            "replies": [
+                plan_reply(step("write notes.txt", ["write_file"])),
+                plan_reply(
+                    step("write notes.txt again", ["write_file"]),
+                    step("read it back", ["read_file"], [0]),
+                ),
+            ],
+        },
+        {
+            "match": "AGENTDESK:STEP 0",
+            "replies": [
+                tool_call("write_file", path="notes.txt", content="hi"),
+                {"content": "wrote hi"},
+                tool_call("write_file", path="notes.txt", content="hello"),
+                {"content": "wrote hello"},
+            ],
+        },
+        {
+            "match": "AGENTDESK:STEP 1",
+            "replies": [tool_call("read_file", path="notes.txt"), {"content": "it says hello"}],
+        },
+        {
+            "match": "AGENTDESK:VERIFY",
+            "replies": [
+                verdict(False, "it should say hello", replan=True),
+                verdict(True, "hello", evidence=[2, 3]),
+            ],
+        },
+    ]
+
+
+def replayed_tree(source: Run, *, registry) -> Run:
+    """A replay of `source` (a team's head node) executed in this process, its children too."""
+    replay = run_replay(run=source, actor=source.owner, interface=AuditInterface.API, admit=False)
+    return execute_replay(replay.pk, registry=registry)
