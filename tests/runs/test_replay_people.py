@@ -4,12 +4,10 @@ stopped is stopped at the same point."""
 
 import pytest
 
-from agents_app.approvals.decisions import approval_decide
 from agents_app.models import Approval, AuditEvent, AuditInterface, Run
 from agents_app.runs.services import run_cancel
 from agents_app.worker.execution import execute_run
-from tests.support.approvals import asking_script, make_tool_ask
-from tests.support.replays import divergences, no_model, notes_script, replayed
+from tests.support.replays import decided, divergences, no_model, notes_script, replayed
 from tests.support.runs import make_run
 from tests.support.scripted_provider import ScriptedProvider
 from tests.support.workspaces import own_workspaces
@@ -17,21 +15,6 @@ from tools_app.process_registry import get_registry
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("own_workspaces")]
 __all__ = ["own_workspaces"]
-
-
-def decided(owner, decision: str) -> Run:
-    """A run whose write_file call asked, `decision` taken by its owner, run to its end."""
-    make_tool_ask()
-    run = make_run(owner, "Leave a note", fast_path=False)
-    provider = ScriptedProvider(asking_script())
-    execute_run(run.pk, provider=provider, registry=get_registry())
-    approval = Approval.objects.get(run=run)
-    approval_decide(
-        approval_id=approval.pk, decision=decision, actor=owner, interface=AuditInterface.API
-    )
-    execute_run(run.pk, provider=provider, registry=get_registry())
-    run.refresh_from_db()
-    return run
 
 
 def outcome(run: Run) -> tuple:

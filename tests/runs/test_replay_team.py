@@ -4,57 +4,11 @@ child's record; no model is asked anywhere in the tree."""
 
 import pytest
 
-from agents_app.models import Run, Task
-from agents_app.runs.services import run_create
-from agents_app.worker.execution import execute_run
-from tests.support.replays import divergences, no_model, replayed_tree
-from tests.support.script import json_reply
-from tests.support.scripted_provider import ScriptedProvider
+from agents_app.models import Run
+from tests.support.replays import divergences, no_model, recorded_team, replayed_tree
 from tests.support.tools import make_registry
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def split(*subtasks: str) -> dict:
-    found = [{"description": text, "depends_on": []} for text in subtasks]
-    return json_reply({"pattern": "parallel", "subtasks": found, "reasoning": "split"})
-
-
-def direct(answer: str, marker: str) -> dict:
-    return {"match": ["AGENTDESK:DIRECT", marker], "replies": [{"content": answer}]}
-
-
-RULES = [
-    {
-        "match": "AGENTDESK:TEAM",
-        "replies": [
-            split(
-                "Research the existing parsers and explore their docs",
-                "Implement the parser function in parser.py",
-            )
-        ],
-    },
-    direct("Three parsers exist: a, b and c.", "Research the existing"),
-    direct("parser.py is written.", "Implement the parser"),
-]
-
-
-def recorded_team(owner) -> Run:
-    head = run_create(
-        task=Task.objects.create(
-            owner=owner, text="Research the topic and implement the tool", team=True
-        )
-    )
-    provider = ScriptedProvider(RULES)
-    for _ in range(5):
-        for run in Run.objects.filter(root_id=head.pk).order_by("pk"):
-            if not run.is_terminal:
-                execute_run(run.pk, provider=provider, registry=make_registry())
-        execute_run(head.pk, provider=provider, registry=make_registry())
-        head.refresh_from_db()
-        if head.is_terminal:
-            break
-    return head
 
 
 def test_a_team_is_replayed_with_its_children_as_replays_of_the_source_children(
