@@ -114,6 +114,20 @@ def step_of(lane: Any) -> int | None:
     return lane + 1 if isinstance(lane, int) else None
 
 
+def _not_offered_any_more(answer: RecordedAnswer, request: LLMRequest) -> list[str]:
+    """The tools `answer` calls that `request` does not offer but the recorded request did (a
+    model calling a tool it was never offered did so in its source too: no divergence)."""
+    offered = {tool.name for tool in request.tools}
+    missing = {call["name"] for call in answer.tool_calls} - offered
+    if not missing or not answer.request:
+        return []
+    try:
+        then = {tool["name"] for tool in json.loads(answer.request).get("tools", [])}
+    except (ValueError, AttributeError, KeyError, TypeError):
+        return []
+    return sorted(missing & then)
+
+
 class ReplayProvider:
     """An LLMProvider answering from a run's recorded answers (see the module). Safe to share
     between the threads of a parallel plan: each lane is taken in its own order."""
@@ -173,8 +187,7 @@ class ReplayProvider:
                     diff=request_diff(answer.request, asked.text),
                 )
             )
-        offered = {tool.name for tool in request.tools}
-        unknown = sorted({c["name"] for c in answer.tool_calls} - offered)
+        unknown = _not_offered_any_more(answer, request)
         if unknown:
             self._note(
                 Divergence(

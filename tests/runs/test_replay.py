@@ -5,18 +5,24 @@ request that drifted, and `runs_replay` exits non-zero."""
 import pytest
 from django.core.management import call_command
 
+from agents_app.approvals.decisions import approval_decide
 from agents_app.core.errors import DomainError
 from agents_app.engine import prompts
-from agents_app.models import ModelExchange, Run, ToolCall
+from agents_app.models import Approval, ModelExchange, Run, ToolCall
 from agents_app.runs.files import workspace_dir
+from agents_app.worker.execution import execute_run
 from tests.support.replays import (
     divergences,
+    fetch_script,
+    loopback_registry,
     no_model,
     notes_script,
     recorded,
     replan_script,
     replayed,
 )
+from tests.support.scripted_provider import ScriptedProvider
+from tests.support.site import page_served
 from tests.support.workspaces import own_workspaces
 from tools_app.builtin.files import ReadFileTool
 
@@ -149,3 +155,44 @@ def test_a_replanned_run_replays_both_plans_without_divergence(owner, monkeypatc
         source.final_response,
     )
     assert calls(replay) == calls(source) and len(calls(replay)) == 3
+
+
+def test_a_network_tool_is_answered_from_the_record_unless_asked_to_run_it_again(
+    owner, monkeypatch
+):
+    registry = loopback_registry()
+    with page_served() as url:
+        source = recorded(owner, fetch_script(url), "Fetch the page", registry=registry)
+        # A fetch from loopback asks: approved, and its replays are approved so too.
+        approval = Approval.objects.get(run=source)
+        approval_decide(approval_id=approval.pk, decision="approve", actor=owner, interface="api")
+        execute_run(source.pk, provider=ScriptedProvider(fetch_script(url)), registry=registry)
+    source.refresh_from_db()
+    assert source.status == "succeeded", source.error_message
+    no_model(monkeypatch)
+    # The page is gone: a call made again fails, one answered from the record does not.
+
+    replay = replayed(source, registry=registry)
+    again = replayed(source, rerun=["http_get"], registry=registry)
+
+    assert divergences(replay) == [] and calls(replay) == calls(source)
+    assert calls(again)[0][1] == "failed"
+    first = divergences(again)[0]
+    assert (first["kind"], first["message"]) == (
+        "result_differs",
+        "step 1: call 1 http_get outcome differs",
+    )
+
+
+def test_a_replay_that_runs_out_of_recorded_answers_fails_saying_where(owner):
+    source = recorded(owner, notes_script())
+    ModelExchange.objects.filter(run=source, phase="verification").delete()
+
+    replay = replayed(source)
+
+    (found,) = divergences(replay)
+    assert found["kind"] == "answers_ran_out"
+    assert found["message"] == (
+        "the source made no such verification call (no recorded answer left)"
+    )
+    assert (replay.status, replay.error_code) == ("failed", "REPLAY_DIVERGED")

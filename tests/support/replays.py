@@ -1,6 +1,8 @@
 """Runs recorded in the test's own process from a script, and replayed from what they recorded
 with no model at all (issue 36, item 4: replay)."""
 
+from django.conf import settings
+
 from agents_app.approvals.decisions import approval_decide
 from agents_app.core.events import EventType
 from agents_app.models import Approval, AuditInterface, Run, RunEvent, Task
@@ -13,7 +15,9 @@ from tests.support.runs import make_run
 from tests.support.script import json_reply, plan_reply, step, tool_call, verdict
 from tests.support.scripted_provider import ScriptedProvider
 from tests.support.tools import make_registry
+from tools_app.builtin import register_builtin_tools
 from tools_app.process_registry import get_registry
+from tools_app.registry import ToolRegistry
 
 NOTES_TASK = "Write notes.txt saying hello, then read it back"
 
@@ -45,10 +49,10 @@ def notes_script() -> list[dict]:
     ]
 
 
-def recorded(owner, script: list[dict], text: str = NOTES_TASK) -> Run:
+def recorded(owner, script: list[dict], text: str = NOTES_TASK, *, registry=None) -> Run:
     """A planned run of `owner`'s executed to its end from `script`, with the builtin tools."""
     run = make_run(owner, text, fast_path=False)
-    execute_run(run.pk, provider=ScriptedProvider(script), registry=get_registry())
+    execute_run(run.pk, provider=ScriptedProvider(script), registry=registry or get_registry())
     run.refresh_from_db()
     return run
 
@@ -62,12 +66,37 @@ def no_model(monkeypatch) -> None:
     monkeypatch.setattr(execution, "provider_for_run", refuse)
 
 
-def replayed(source: Run, *, rerun=None) -> Run:
+def replayed(source: Run, *, rerun=None, registry=None) -> Run:
     """A replay of `source` executed to its end in this process."""
     replay = run_replay(
         run=source, actor=source.owner, interface=AuditInterface.API, rerun=rerun, admit=False
     )
-    return execute_replay(replay.pk, registry=get_registry())
+    return execute_replay(replay.pk, registry=registry or get_registry())
+
+
+def loopback_registry() -> ToolRegistry:
+    """The builtin tools, http_get allowed to reach loopback (tests.support.site)."""
+    registry = ToolRegistry()
+    register_builtin_tools(
+        registry,
+        file_max_bytes=settings.FILE_TOOL_MAX_BYTES,
+        http_max_bytes=settings.HTTP_TOOL_MAX_BYTES,
+        http_timeout=5,
+        http_allow_private=True,
+    )
+    return registry
+
+
+def fetch_script(url: str) -> list[dict]:
+    """One step that fetches `url` with http_get, then says so; the verifier accepts."""
+    return [
+        {"match": "AGENTDESK:PLAN", "replies": [plan_reply(step("fetch the page", ["http_get"]))]},
+        {
+            "match": "AGENTDESK:STEP 0",
+            "replies": [tool_call("http_get", url=url), {"content": "it says hello"}],
+        },
+        {"match": "AGENTDESK:VERIFY", "replies": [verdict(True, "hello", evidence=[1])]},
+    ]
 
 
 def divergences(run: Run) -> list[dict]:
