@@ -31,7 +31,9 @@ class ContractRecipe(ChatRecipe):
     kind: str = RunKind.CONTRACT
     label = "contract attempt"
     plural = "Contract attempts"
-    # Its agent starts, stops and restarts it (seed 002); its page may only stop it.
+    # Its agent starts, stops and restarts it (seed 002); its page may only stop it. Not
+    # replayed: its agent's attempts are its own (a replay would need a copy of the agent).
+    actions = frozenset({"cancel"})
     priority = 0  # background work, unlike the chat answer it is built on
     one_cycle = True
     verdict_at_step_end = False  # each cycle is judged by the model

@@ -8,7 +8,7 @@ from django.conf import settings
 from django.urls import reverse
 
 from agents_app.conversations.condense import chat_context
-from agents_app.conversations.services import answer_next
+from agents_app.conversations.services import answer_next, conversation_for_replay
 from agents_app.conversations.transcript import append_answer, append_cut
 from agents_app.engine.executor import added_of
 from agents_app.engine.prompts import chat_system
@@ -22,8 +22,9 @@ class ChatRecipe(TaskRecipe):
     kind: str = RunKind.CHAT
     label = "chat answer"
     plural = "Chat answers"
-    # Stopped from its conversation or its page; never restarted (the person writes again).
-    actions = frozenset({"cancel"})
+    # Stopped from its conversation or its page; never restarted (the person writes again);
+    # replayed in a copy of its conversation (replay_conversation).
+    actions = frozenset({"cancel", "replay"})
     listed = False
     transcript = True
     # Somebody is watching: among a person's runs waiting their turn, it goes first.
@@ -41,6 +42,10 @@ class ChatRecipe(TaskRecipe):
     def system_message(self, run: Run, conversation: Conversation) -> dict[str, Any]:
         """The first message of its input: the person's standing instructions."""
         return chat_system(conversation.instructions)
+
+    def replay_conversation(self, source: Run) -> Any:
+        """Its conversation as it stood when `source` began, copied: the replay's own."""
+        return conversation_for_replay(source)
 
     def step_transcript(self, ctx: RecipeContext, run: Run, hooks: Any) -> list[dict] | None:
         return chat_context(run, ctx.provider_for(ModelPhase.PLANNING), hooks)

@@ -302,3 +302,42 @@ __all__ = [
     "conversation_update",
     "message_post",
 ]
+
+
+def conversation_for_replay(source: Run) -> Conversation:
+    """A copy of the conversation of the chat answer `source` as it stood when `source` began:
+    its transcript up to the message `source` answered. A replay of that answer reads and
+    appends to the copy (closed, titled for the run it replays), never to the person's own
+    conversation."""
+    original = Conversation.objects.get(pk=source.conversation_id)
+    asked = (
+        ConversationEntry.objects.filter(conversation=original, run=source, seq__isnull=False)
+        .order_by("seq")
+        .values_list("seq", flat=True)
+        .first()
+    )
+    upto = asked if asked is not None else original.entry_seq
+    copy = Conversation.objects.create(
+        owner_id=original.owner_id,
+        title=f"Replay of run {source.pk}",
+        connection=original.connection,
+        double_texting=original.double_texting,
+        instructions=original.instructions,
+        is_open=False,
+        entry_seq=upto,
+    )
+    ConversationEntry.objects.bulk_create(
+        ConversationEntry(
+            conversation=copy,
+            seq=entry.seq,
+            kind=entry.kind,
+            text=entry.text,
+            data=entry.data,
+            turn=entry.turn,
+            mode=entry.mode,
+            delivered_at_turn=entry.delivered_at_turn,
+            created_at=entry.created_at,
+        )
+        for entry in original.entries.filter(seq__isnull=False, seq__lte=upto).order_by("seq")
+    )
+    return copy

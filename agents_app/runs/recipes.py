@@ -105,6 +105,10 @@ class Recipe(Protocol):
     def agent_name(self, run: Run) -> str:
         """How the messages of a tree's timeline name the run."""
 
+    def replay_conversation(self, source: Run) -> Any:
+        """The conversation a replay of `source` reads and appends to (models.Conversation: a
+        copy, never the person's own), or None for a kind that reads none."""
+
     def profile_at_start(self) -> Any:
         """The agent profile (models.AgentProfile) a new run of this kind runs as, or None."""
 

@@ -65,7 +65,12 @@ def run_replay(
         if reason := w.run.not_replayable_because:
             raise DomainError(ErrorCode.CONFLICT, reason, {"recorded": False})
     turns = admission_check(run.owner_id) if admit else None
-    replay = run_create(task=run.task, kind=run.kind, close_policy=run.close_policy)
+    replay = run_create(
+        task=run.task,
+        kind=run.kind,
+        conversation=recipe.replay_conversation(run),
+        close_policy=run.close_policy,
+    )
     options = {"rerun": names}
     Run.objects.filter(pk=replay.pk).update(
         origin=Origin.REPLAY, origin_run=run, origin_options=options

@@ -57,6 +57,9 @@ class TaskRecipe:
             return run.profile.name
         return f"run #{run.pk}"
 
+    def replay_conversation(self, source: Run) -> Any:
+        return None  # it reads no conversation
+
     def profile_at_start(self) -> Any:
         return None
 

@@ -75,9 +75,9 @@ def test_a_run_recorded_before_answers_were_kept_is_a_conflict_that_says_why(own
     assert Run.objects.count() == 1
 
 
-def test_a_chat_answer_is_not_replayed_on_its_own(owner, owner_api):
+def test_a_contract_attempt_is_not_replayed_on_its_own(owner, owner_api):
     run = fail(make_run(owner))
-    Run.objects.filter(pk=run.pk).update(kind=RunKind.CHAT)
+    Run.objects.filter(pk=run.pk).update(kind=RunKind.CONTRACT)
 
     error = assert_error(replay(owner_api, run), 409, "CONFLICT")
 

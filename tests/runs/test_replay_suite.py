@@ -1,5 +1,6 @@
 """Issue 36, item 4's done-when: varied recorded runs (files, approvals approved and denied, a
-replan, a team with children, a Stop, the fast path, a tool that failed, a run that failed) are
+replan, a team with children, a Stop, the fast path, a tool that failed, a run that failed, a
+chat answer with tool calls) are
 replayed by `runs_replay` with no model request and no divergence; a tool that behaves
 otherwise is a divergence at its call and a prompt changed is request drift, and runs_replay
 exits 1."""
@@ -7,6 +8,7 @@ exits 1."""
 import pytest
 from django.core.management import call_command
 
+from agents_app.conversations.services import conversation_create, message_post
 from agents_app.engine import prompts
 from agents_app.models import Approval, Run
 from agents_app.worker.execution import execute_run
@@ -60,6 +62,28 @@ def missing(owner) -> Run:
     return recorded(owner, script, "Read gone.txt")
 
 
+def chat_answer(owner) -> Run:
+    """A chat's second answer, which lists the files before it answers."""
+    provider = ScriptedProvider(
+        [
+            {
+                "match": "AGENTDESK:CHAT",
+                "replies": [
+                    {"content": "Hello."},
+                    tool_call("list_files"),
+                    {"content": "The workspace is empty."},
+                ],
+            }
+        ]
+    )
+    chat = conversation_create(owner=owner, interface="api")
+    for text in ("Hi there", "What files are there?"):
+        _, answer = message_post(conversation=chat, actor=owner, interface="api", text=text)
+        execute_run(answer.pk, provider=provider, registry=get_registry())
+    answer.refresh_from_db()
+    return answer
+
+
 def failed(owner) -> Run:
     script = notes_script()
     script[-1] = {"match": "AGENTDESK:VERIFY", "replies": [verdict(False, "it is not loud")]}
@@ -67,7 +91,7 @@ def failed(owner) -> Run:
 
 
 def test_varied_runs_replay_without_a_model_or_a_divergence_and_changes_are_caught(
-    owner, seeded_profiles, queued_runs, settings, monkeypatch, capsys
+    owner, llm, seeded_profiles, queued_runs, settings, monkeypatch, capsys
 ):
     settings.AGENT_FAST_PATH_MAX_CHARS = 500
     runs = {
@@ -78,6 +102,7 @@ def test_varied_runs_replay_without_a_model_or_a_divergence_and_changes_are_caug
         "fast path": fast(owner),
         "missing file": missing(owner),
         "failed": failed(owner),
+        "chat answer": chat_answer(owner),
     }
     # Recorded last: write_file asks from here on (staff's setting, which a replay meets too).
     asked = {"approved": decided(owner, "approve"), "denied": decided(owner, "deny")}
@@ -89,6 +114,7 @@ def test_varied_runs_replay_without_a_model_or_a_divergence_and_changes_are_caug
         "fast path": "succeeded",
         "missing file": runs["missing file"].status,
         "failed": "failed",
+        "chat answer": "succeeded",
         "approved": "succeeded",
         "denied": asked["denied"].status,  # as the script's verifier judged a denied write
     }
