@@ -263,8 +263,9 @@ def _approval_key(approval: Approval) -> tuple[str, str, str]:
 
 def decide_as_recorded(run_id: int) -> bool:
     """A replay that parked on an approval: each of its pending approvals decided as its
-    source's matching one was (the same kind, tool and arguments, the same how-many-th), by
-    the worker (audited as the worker's decision, `approval.decide`), so nobody is waited for.
+    source's matching one was (the same kind, tool and arguments, the same how-many-th), as
+    the person who decided it then, through the worker (`approval.decide` audited with the
+    worker's interface), so nobody is waited for.
     An approval its source never asked for, or never decided, is a divergence, and waits for a
     person. True when one was decided (the run goes on: approval_decide queued it)."""
     run = Run.objects.filter(pk=run_id).only("origin_run_id", "lease_owner").first()
@@ -292,7 +293,9 @@ def decide_as_recorded(run_id: int) -> bool:
         approval_decide(
             approval_id=approval.pk,
             decision=decision,
-            actor=None,
+            # The person's decision, applied by the worker: a plan they edited says who
+            # reshaped the task (its verifier is told), as it did in the source.
+            actor=recorded.decided_by,
             interface=AuditInterface.WORKER,
             arguments={k: v for k, v in extra.items() if k != "note"}
             if decision == Decision.MODIFY

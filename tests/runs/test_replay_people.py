@@ -1,14 +1,16 @@
 """A replay does what people did in its source as they did it (issue 36, item 4): an approval
-approved or denied is decided so again, by the worker, without waiting for anyone; a run
-stopped is stopped at the same point."""
+approved or denied, a plan edited, is decided so again (their decision, applied by the worker)
+without waiting for anyone; a run stopped is stopped at the same point."""
 
 import pytest
 
-from agents_app.models import Approval, AuditEvent, AuditInterface, Run
-from agents_app.runs.services import run_cancel
+from agents_app.approvals.decisions import approval_decide
+from agents_app.models import Approval, AuditEvent, AuditInterface, Run, Task
+from agents_app.runs.services import run_cancel, run_create
 from agents_app.worker.execution import execute_run
 from tests.support.replays import decided, divergences, no_model, notes_script, replayed
 from tests.support.runs import make_run
+from tests.support.script import verdict
 from tests.support.scripted_provider import ScriptedProvider
 from tests.support.workspaces import own_workspaces
 from tools_app.process_registry import get_registry
@@ -35,9 +37,10 @@ def test_an_approval_is_decided_as_it_was_by_the_worker(owner, monkeypatch, deci
     (approval,) = Approval.objects.filter(run=replay)
     (recorded,) = Approval.objects.filter(run=source)
     assert approval.status == recorded.status == {"approve": "approved", "deny": "denied"}[decision]
-    assert (approval.decided_by, approval.decided_via) == (None, "worker")
+    # Their decision, applied by the worker.
+    assert (approval.decided_by, approval.decided_via) == (owner, "worker")
     audit = AuditEvent.objects.get(run=replay, action="approval.decide")
-    assert (audit.actor_label, audit.details["decision"]) == ("worker", decision)
+    assert (audit.actor, audit.interface, audit.details["decision"]) == (owner, "worker", decision)
 
 
 def test_a_stopped_run_is_stopped_at_the_same_point(owner, monkeypatch):
@@ -61,3 +64,39 @@ def test_a_stopped_run_is_stopped_at_the_same_point(owner, monkeypatch):
     assert divergences(replay) == []
     assert outcome(replay) == outcome(run)
     assert replay.error_code == "CANCELLED"
+
+
+def test_a_plan_a_person_edited_at_its_approval_is_edited_so_again(owner, monkeypatch):
+    run = run_create(
+        task=Task.objects.create(owner=owner, text="Read notes.txt back", approve_plan=True)
+    )
+    script = notes_script()
+    script[-1] = {"match": "AGENTDESK:VERIFY", "replies": [verdict(True, "hello", evidence=[1])]}
+    provider = ScriptedProvider(script)
+    execute_run(run.pk, provider=provider, registry=get_registry())
+    approval = Approval.objects.get(run=run, status="pending")
+    edited = {"steps": [{"objective": "Write hello to notes.txt", "tool_names": ["write_file"]}]}
+    approval_decide(
+        approval_id=approval.pk,
+        decision="modify",
+        arguments=edited,
+        note="Only write it.",
+        actor=owner,
+        interface=AuditInterface.WEB,
+    )
+    execute_run(run.pk, provider=provider, registry=get_registry())
+    run.refresh_from_db()
+    assert run.status == "succeeded", run.error_message
+    no_model(monkeypatch)
+
+    replay = replayed(run)
+
+    assert divergences(replay) == [], divergences(replay)[0].get("diff")
+    assert outcome(replay) == outcome(run)
+    (mine,) = Approval.objects.filter(run=replay)
+    assert (mine.status, mine.decision_arguments) == ("modified", approval_now(approval))
+
+
+def approval_now(approval):
+    approval.refresh_from_db()
+    return approval.decision_arguments
