@@ -251,7 +251,9 @@ def answer_next(w: RunWriter) -> None:
     waiting = _waiting(conversation, ended=run.pk)
     held = [e for e in waiting if e.data.get("held")]
     place(held, conversation.pk)
-    rest = [e for e in waiting if not e.data.get("held")]
+    # A message a replay was to be steered (REPLAY_TURN) is never answered on its own: it
+    # was answered in the replay's source.
+    rest = [e for e in waiting if not e.data.get("held") and REPLAY_TURN not in e.data]
     if rest:
         _answer(conversation, rest[0])
     else:
@@ -308,7 +310,7 @@ def conversation_for_replay(source: Run) -> Conversation:
     """A copy of the conversation of the chat answer `source` as it stood when `source` began:
     its transcript up to the message `source` answered. A replay of that answer reads and
     appends to the copy (closed, titled for the run it replays), never to the person's own
-    conversation."""
+    conversation; the messages steered into `source` wait in it to be steered in again."""
     original = Conversation.objects.get(pk=source.conversation_id)
     asked = (
         ConversationEntry.objects.filter(conversation=original, run=source, seq__isnull=False)
@@ -340,4 +342,23 @@ def conversation_for_replay(source: Run) -> Conversation:
         )
         for entry in original.entries.filter(seq__isnull=False, seq__lte=upto).order_by("seq")
     )
+    # The messages steered into `source` while it answered wait to be steered into the
+    # replay at the turn they were delivered at (DatabaseHooks.incoming).
+    ConversationEntry.objects.bulk_create(
+        ConversationEntry(
+            conversation=copy,
+            kind=EntryKind.USER,
+            text=entry.text,
+            data={**entry.data, REPLAY_TURN: entry.delivered_at_turn},
+            mode=DoubleTexting.STEER,
+            created_at=entry.created_at,
+        )
+        for entry in original.entries.filter(
+            run=source, kind=EntryKind.USER, delivered_at_turn__isnull=False
+        ).order_by("id")
+    )
     return copy
+
+
+# A steered message copied for a replay: the turn before which it is not delivered.
+REPLAY_TURN = "replay_turn"

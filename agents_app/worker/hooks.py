@@ -17,6 +17,7 @@ from django.utils import timezone
 
 from agents_app.approvals.policy import Ask, approval_policy
 from agents_app.approvals.provenance import call_taints
+from agents_app.conversations.services import REPLAY_TURN
 from agents_app.core import rows
 from agents_app.core.audit import LLM_CALL, TOOL_CALL, arguments_sha256, audit_event
 from agents_app.core.errors import DomainError, ErrorCode
@@ -288,6 +289,8 @@ class DatabaseHooks:
             )
             delivered = []
             for entry in waiting:
+                if entry.data.get(REPLAY_TURN, turn) > turn:
+                    continue  # a replay's: steered in at the turn its source took it
                 entry.run_id, entry.delivered_at_turn = self.run_id, turn
                 entry.save(update_fields=["run", "delivered_at_turn"])
                 self._delivered.add(entry.pk)
