@@ -3,7 +3,7 @@ again in a fresh workspace; where it parts from its source is reported, with the
 request that drifted, and `runs_replay` exits non-zero."""
 
 import pytest
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 
 from agents_app.approvals.decisions import approval_decide
 from agents_app.core.errors import DomainError
@@ -21,10 +21,13 @@ from tests.support.replays import (
     replan_script,
     replayed,
 )
+from tests.support.script import plan_reply, step, tool_call, verdict
 from tests.support.scripted_provider import ScriptedProvider
 from tests.support.site import page_served
+from tests.support.tools import make_registry
 from tests.support.workspaces import own_workspaces
 from tools_app.builtin.files import ReadFileTool
+from tools_app.registry import Tool, ToolResult, ToolSpec
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("own_workspaces")]
 __all__ = ["own_workspaces"]
@@ -125,6 +128,12 @@ def test_runs_replay_exits_1_on_divergence_0_without_and_2_for_an_unknown_id(
         call_command("runs_replay", "999999")
     assert exited.value.code == 2
 
+    Run.objects.filter(pk=source.pk).update(recorded=False)
+    with pytest.raises(CommandError) as refused:
+        call_command("runs_replay", str(source.pk))
+    assert refused.value.returncode == 2
+    assert "cannot be replayed" in str(refused.value)
+
 
 def test_a_run_recorded_before_answers_were_kept_or_still_working_is_not_replayed(owner):
     source = recorded(owner, notes_script())
@@ -196,3 +205,52 @@ def test_a_replay_that_runs_out_of_recorded_answers_fails_saying_where(owner):
         "the source made no such verification call (no recorded answer left)"
     )
     assert (replay.status, replay.error_code) == ("failed", "REPLAY_DIVERGED")
+
+
+class Lookup(Tool):
+    """A tool as an MCP server's tools are registered (source mcp), counting its calls."""
+
+    spec = ToolSpec(
+        name="lookup",
+        description="Looks a word up.",
+        input_schema={
+            "type": "object",
+            "properties": {"word": {"type": "string"}},
+            "required": ["word"],
+            "additionalProperties": False,
+        },
+        capabilities=frozenset({"LOOKUP"}),
+        domain="words",
+        source="mcp",
+    )
+
+    def __init__(self):
+        self.calls = 0
+
+    def run(self, arguments, context):
+        self.calls += 1
+        return ToolResult(ok=True, content={"meaning": f"{arguments['word']} #{self.calls}"})
+
+
+def test_an_mcp_tool_is_answered_from_the_record_unless_asked_to_run_it_again(owner):
+    lookup = Lookup()
+    registry = make_registry(lookup)
+    script = [
+        {"match": "AGENTDESK:PLAN", "replies": [plan_reply(step("look it up", ["lookup"]))]},
+        {
+            "match": "AGENTDESK:STEP 0",
+            "replies": [tool_call("lookup", word="replay"), {"content": "looked up"}],
+        },
+        {"match": "AGENTDESK:VERIFY", "replies": [verdict(True, "found", evidence=[1])]},
+    ]
+    source = recorded(owner, script, "Look up replay", registry=registry)
+    assert (source.status, lookup.calls) == ("succeeded", 1), source.error_message
+
+    replay = replayed(source, registry=registry)
+    assert lookup.calls == 1  # its server was not asked
+    assert divergences(replay) == [] and calls(replay) == calls(source)
+
+    again = replayed(source, rerun=["lookup"], registry=registry)
+    assert lookup.calls == 2  # asked again: it answers otherwise now
+    first = divergences(again)[0]
+    assert first["message"] == "step 1: call 1 lookup result differs"
