@@ -133,11 +133,32 @@ def recorded_calls(source: Run) -> dict[tuple[str, str], deque[RecordedCall]]:
     return calls
 
 
-def _same(a: Any, b: Any) -> bool:
-    def canonical(value: Any) -> str:
-        return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
 
-    return canonical(a) == canonical(b)
+
+def _same(a: Any, b: Any) -> bool:
+    return _canonical(a) == _canonical(b)
+
+
+def _results_shown(requests: Any) -> dict[str, Any]:
+    """Each tool result the recorded requests showed the model (a tool message's JSON, keys
+    in the order shown), by its canonical JSON."""
+    shown: dict[str, Any] = {}
+    for text in requests:
+        try:
+            messages = json.loads(text).get("messages", [])
+        except (ValueError, AttributeError):
+            continue
+        for message in messages:
+            if message.get("role") != "tool" or not isinstance(message.get("content"), str):
+                continue
+            try:
+                value = json.loads(message["content"])
+            except ValueError:
+                continue  # cut short for the model, or not JSON
+            shown.setdefault(_canonical(value), value)
+    return shown
 
 
 class ReplayRegistry(ToolRegistry):
@@ -153,6 +174,7 @@ class ReplayRegistry(ToolRegistry):
         *,
         rerun: frozenset[str],
         note: Any,
+        requests: list[str] = (),
     ) -> None:
         super().__init__()
         self._tools, self._lock = inner._tools, inner._lock
@@ -161,6 +183,19 @@ class ReplayRegistry(ToolRegistry):
         self._taken = threading.Lock()
         self._rerun = rerun
         self._note = note
+        self._shown: dict[str, Any] | None = None
+        self._requests = requests
+
+    def _as_shown(self, result: Any) -> Any:
+        """`result` with its keys in the order the source's model was shown them: PostgreSQL's
+        jsonb keeps a call's result with its keys reordered, and the engine writes a result
+        for the model in its keys' order, so a result answered from the record would make the
+        next request drift. The source's requests hold each result as it was shown."""
+        if not isinstance(result, dict):
+            return result
+        if self._shown is None:
+            self._shown = _results_shown(self._requests)
+        return self._shown.get(_canonical(result), result)
 
     def call(self, name: str, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
         with self._taken:
@@ -178,7 +213,8 @@ class ReplayRegistry(ToolRegistry):
                 return ToolResult(ok=False, error="This replay has no recorded result for it.")
             return self._inner.call(name, arguments, context)
         if not live:
-            return ToolResult(ok=recorded.ok, content=recorded.result, error=recorded.error)
+            content = self._as_shown(recorded.result) if recorded.ok else recorded.result
+            return ToolResult(ok=recorded.ok, content=content, error=recorded.error)
         result = self._inner.call(name, arguments, context)
         differs = (
             "outcome"
@@ -232,8 +268,9 @@ def replay_engine(run: Run, lease: Lease, registry: ToolRegistry) -> tuple[Any, 
     note = DivergenceLog(run.pk, lease)
     # A replay delivered again (after an approval, a pause) goes on after what it took.
     answered = Counter((answer.phase, answer.lane) for answer in recorded_answers(run))
+    answers = recorded_answers(source) if source is not None else []
     provider = ReplayProvider(
-        recorded_answers(source) if source is not None else [],
+        answers,
         note,
         stopped=source is not None and source.status == RunStatus.CANCELLED,
         answered=answered,
@@ -244,7 +281,9 @@ def replay_engine(run: Run, lease: Lease, registry: ToolRegistry) -> tuple[Any, 
         for _ in range(min(len(made), len(queue))):
             queue.popleft()
     rerun = frozenset(run.origin_options.get("rerun") or ())
-    return provider, ReplayRegistry(registry, calls, rerun=rerun, note=note)
+    return provider, ReplayRegistry(
+        registry, calls, rerun=rerun, note=note, requests=[a.request for a in answers]
+    )
 
 
 # How a source's approval was decided -> the decision its replay takes.

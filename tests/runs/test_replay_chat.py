@@ -83,6 +83,7 @@ class HookTool(Tool):
         return ToolResult(ok=True, content={"done": True})
 
 
+@pytest.mark.dialect
 def test_a_message_steered_into_the_answer_is_steered_into_its_replay_at_the_same_turn(
     owner, llm, monkeypatch
 ):

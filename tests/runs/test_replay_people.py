@@ -24,6 +24,7 @@ def outcome(run: Run) -> tuple:
     return run.status, run.final_response, calls
 
 
+@pytest.mark.dialect
 @pytest.mark.parametrize("decision", ["approve", "deny"])
 def test_an_approval_is_decided_as_it_was_by_the_worker(owner, monkeypatch, decision):
     source = decided(owner, decision)

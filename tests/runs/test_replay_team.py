@@ -11,6 +11,7 @@ from tests.support.tools import make_registry
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
+@pytest.mark.dialect
 def test_a_team_is_replayed_with_its_children_as_replays_of_the_source_children(
     owner, seeded_profiles, queued_runs, settings, monkeypatch
 ):
