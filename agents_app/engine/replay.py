@@ -110,6 +110,29 @@ def request_diff(recorded: str, replayed: str) -> str:
     return diff if len(diff) <= DIFF_MAX_CHARS else diff[:DIFF_MAX_CHARS] + "\n…[cut]"
 
 
+def canonical_json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
+
+
+def _arguments_sent(requests: list[str]) -> dict[str, Any]:
+    """Each tool call's arguments as the recorded requests show them (keys in the order the
+    model sent them), by their canonical JSON."""
+    sent: dict[str, Any] = {}
+    for text in requests:
+        try:
+            messages = json.loads(text).get("messages", []) if text else []
+        except (ValueError, AttributeError):
+            continue
+        for message in messages:
+            for call in message.get("tool_calls") or ():
+                try:
+                    value = json.loads(call["function"]["arguments"])
+                except (KeyError, TypeError, ValueError):
+                    continue
+                sent.setdefault(canonical_json(value), value)
+    return sent
+
+
 def step_of(lane: Any) -> int | None:
     return lane + 1 if isinstance(lane, int) else None
 
@@ -156,7 +179,20 @@ class ReplayProvider:
         # so is its replay, at the same point (the call after its last answer).
         self._stopped = stopped
         self._lock = threading.Lock()
+        self._recorded = recorded
+        self._sent: dict[str, Any] | None = None
         self.requests = 0  # the calls answered: none of them went to a model
+
+    def _as_sent(self, arguments: Any) -> Any:
+        """A recorded call's arguments with their keys in the order the model sent them: a
+        database may keep them reordered (PostgreSQL's jsonb), and the next request shows them
+        in their keys' order. The recorded requests hold each as it was sent."""
+        if not isinstance(arguments, dict):
+            return arguments
+        with self._lock:
+            if self._sent is None:
+                self._sent = _arguments_sent([answer.request for answer in self._recorded])
+            return self._sent.get(canonical_json(arguments), arguments)
 
     def complete(self, request: LLMRequest) -> LLMResponse:
         asked = request.asked
@@ -209,7 +245,7 @@ class ReplayProvider:
                 ToolCallRequest(
                     id=call["id"],
                     name=call["name"],
-                    arguments=call["arguments"],
+                    arguments=self._as_sent(call["arguments"]),
                     arguments_error=call.get("arguments_error"),
                 )
                 for call in answer.tool_calls

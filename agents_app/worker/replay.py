@@ -22,6 +22,7 @@ from agents_app.engine.replay import (
     DivergenceKind,
     RecordedAnswer,
     ReplayProvider,
+    canonical_json,
 )
 from agents_app.models import (
     Approval,
@@ -133,12 +134,8 @@ def recorded_calls(source: Run) -> dict[tuple[str, str], deque[RecordedCall]]:
     return calls
 
 
-def _canonical(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
-
-
 def _same(a: Any, b: Any) -> bool:
-    return _canonical(a) == _canonical(b)
+    return canonical_json(a) == canonical_json(b)
 
 
 def _results_shown(requests: Any) -> dict[str, Any]:
@@ -157,7 +154,7 @@ def _results_shown(requests: Any) -> dict[str, Any]:
                 value = json.loads(message["content"])
             except ValueError:
                 continue  # cut short for the model, or not JSON
-            shown.setdefault(_canonical(value), value)
+            shown.setdefault(canonical_json(value), value)
     return shown
 
 
@@ -195,7 +192,7 @@ class ReplayRegistry(ToolRegistry):
             return result
         if self._shown is None:
             self._shown = _results_shown(self._requests)
-        return self._shown.get(_canonical(result), result)
+        return self._shown.get(canonical_json(result), result)
 
     def call(self, name: str, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
         with self._taken:

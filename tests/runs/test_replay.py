@@ -256,3 +256,16 @@ def test_an_mcp_tool_is_answered_from_the_record_unless_asked_to_run_it_again(ow
     assert lookup.calls == 2  # asked again: it answers otherwise now
     first = divergences(again)[0]
     assert first["message"] == "step 1: call 1 lookup result differs"
+
+
+@pytest.mark.dialect  # PostgreSQL keeps a call's arguments with their keys reordered
+def test_arguments_the_model_sent_in_any_order_replay_without_drift(owner, monkeypatch):
+    script = notes_script()
+    script[1]["replies"][0] = tool_call("write_file", content="hello", path="notes.txt")
+    source = recorded(owner, script)
+    assert source.status == "succeeded", source.error_message
+    no_model(monkeypatch)
+
+    replay = replayed(source)
+
+    assert divergences(replay) == []
