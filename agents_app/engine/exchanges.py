@@ -5,7 +5,9 @@ recorded one to tell a prompt that drifted from an answer it may reuse. It cover
 engine puts in an LLMRequest that decides the answer (messages, tools offered, the schema
 asked for, the token limit, whether a tool must be called); the model and its temperature are
 the provider's, recorded beside it. The messages are hashed as the engine wrote them, before
-engine.calls wraps tool results in data blocks, whose nonces change at every call.
+engine.calls wraps tool results in data blocks, and every data block's nonce is taken out
+(engine.untrusted.without_nonces): a nonce is keyed by its process's secret, so the same
+prompt written by a worker and by `runs_replay` would otherwise never be the same request.
 """
 
 import hashlib
@@ -15,6 +17,7 @@ from typing import Any
 
 from agents_app.core.inputs import storable
 from agents_app.engine.llm import LLMError, LLMRequest, LLMResponse, Usage
+from agents_app.engine.untrusted import without_nonces
 
 
 def request_text(request: LLMRequest) -> str:
@@ -31,7 +34,9 @@ def request_text(request: LLMRequest) -> str:
         "max_tokens": request.max_tokens,
         "tool_required": request.tool_required,
     }
-    return json.dumps(canonical, sort_keys=True, separators=(",", ":"), default=str)
+    # The data blocks' nonces are this process's (engine.untrusted): another process writes
+    # the same prompt with others, which a replay must not take for drift.
+    return without_nonces(json.dumps(canonical, sort_keys=True, separators=(",", ":"), default=str))
 
 
 def text_sha256(text: str) -> str:

@@ -48,6 +48,16 @@ def nonce(source: str, place: str = "") -> str:
     return digest.hexdigest()[:8]
 
 
+# A block's tags with their nonce: what `without_nonces` takes the nonce out of.
+_TAGGED = re.compile(rf"(</?{TAG})-[0-9a-f]+\b")
+
+
+def without_nonces(text: str) -> str:
+    """`text` with every data block's nonce taken out of its tags: the same prompt written by
+    two processes (whose keys differ) reads the same (engine.exchanges hashes it so)."""
+    return _TAGGED.sub(r"\1", text)
+
+
 def as_data(text: str, source: str, *, place: str = "") -> str:
     """`text` as a data block labelled with its `source` (a tool's name, "earlier steps"…).
     `place` tells apart blocks of one source (a call's id): each gets its own nonce."""

@@ -92,3 +92,19 @@ def test_no_answer_left_stops_the_replay_unless_its_source_was_stopped():
     with pytest.raises(StopRun) as cancelled:
         ReplayProvider([], noted.append, stopped=True).complete(asked("more"))
     assert cancelled.value.code == "CANCELLED" and len(noted) == 1
+
+
+def test_the_same_prompt_written_by_two_processes_is_the_same_request(monkeypatch):
+    from agents_app.engine import untrusted
+
+    def request():
+        text = untrusted.as_data("a result", "read_file", place="call_0")
+        return LLMRequest(messages=[{"role": "user", "content": text}], tools=[READ])
+
+    here = request()
+    monkeypatch.setattr(untrusted, "_KEY", b"another process's key")
+    there = request()
+
+    assert here.messages != there.messages  # each process its own nonces
+    assert request_text(here) == request_text(there)
+    assert "<untrusted source=" in request_text(here)
