@@ -12,7 +12,7 @@ from agents_app.models import AgentProfile, AgentRole, Run, RunKind
 from agents_app.orchestration.children import HEAD_NODE, on_run_finished, on_run_transition
 from agents_app.orchestration.head_node import delegate, plan_team, verify_team, wait
 from agents_app.runs.recipes import RecipeContext, RunRows
-from agents_app.runs.task_recipe import TaskRecipe
+from agents_app.runs.task_recipe import RUN_ACTIONS, TaskRecipe
 
 
 def head_node_profile() -> Any:
@@ -26,6 +26,8 @@ class TeamRecipe(TaskRecipe):
     label = HEAD_NODE
     plural = "Team runs"
     delegates = True
+    # Not forked yet: its children's runs up to the step would have to come with it.
+    actions = RUN_ACTIONS - {"fork"}
 
     def name_in_tree(self, run: Run) -> str:
         return self.label

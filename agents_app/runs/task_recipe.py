@@ -20,8 +20,9 @@ from agents_app.runs.lifecycle import children_end_with, finish
 from agents_app.runs.recipes import RecipeContext, RunRows
 
 # What a person may do to a run on its page, REST and MCP (a kind offers those that make
-# sense for it: a chat answer is stopped, not restarted; the person writes again).
-RUN_ACTIONS = frozenset({"cancel", "pause", "resume", "restart"})
+# sense for it: a chat answer is stopped, not restarted; the person writes again). A run that
+# offers "fork" may be forked after one of its completed steps (runs.forks).
+RUN_ACTIONS = frozenset({"cancel", "pause", "resume", "restart", "fork"})
 
 
 class TaskRecipe:
