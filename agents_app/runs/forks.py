@@ -222,14 +222,14 @@ def run_fork(
     plan_version: Any = None,
     steps: Any = None,
     instruction: Any = "",
-    connection_id: Any = None,
+    connection: Any = None,
     actor: Any,
     interface: str,
 ) -> Run:
     """A fork of `user`'s run `run_id` after its completed step `after_step` of plan version
     `plan_version` (None: the latest), queued. `steps`: the remaining steps' objectives to do
     instead of the source's (None: as planned); `instruction`: added to every later step's
-    input; `connection_id`: an enabled LLM connection's id or name to run on (None: the
+    input; `connection`: an enabled LLM connection's id or name to run on (None: the
     source's). Returns the new run. Raises DomainError NOT_FOUND for another person's run,
     CONFLICT while it works, for a kind not forked on its own, or where the workspace after
     the step cannot be rebuilt, VALIDATION_ERROR (details.field) for bad input, and as
@@ -255,20 +255,20 @@ def run_fork(
     source_steps, point = _forkable_at(source, plan, number)
     edited = _edited_steps(steps, number)
     extra = _instruction(instruction)
-    connection = connection_for_phase(connection_id, field="connection_id")
+    chosen = connection_for_phase(connection, field="connection")
     refuse_while_halted()
     turns = admission_check(source.owner_id)
 
     fork = run_create(task=source.task, kind=source.kind, close_policy=source.close_policy)
-    if connection is None and source.connection is not None and source.connection.enabled:
-        connection = source.connection  # the source's, unless the fork was asked for another
+    if chosen is None and source.connection is not None and source.connection.enabled:
+        chosen = source.connection  # the source's, unless the fork was asked for another
     options: dict[str, Any] = {}
     if edited is not None:
         options["steps"] = edited
     if extra:
         options["instruction"] = extra
-    if connection_id is not None and connection is not None:
-        options["connection_id"] = connection.pk
+    if chosen is not None and connection not in (None, ""):
+        options["connection_id"] = chosen.pk
     copies = _copy_plan(fork, plan, source_steps, number, edited)
     journal_seq, journal_bytes = _copy_journal(fork, source, point, copies)
     not_recreated = [
@@ -286,8 +286,8 @@ def run_fork(
         "journal_seq": journal_seq,
         "journal_bytes": journal_bytes,
     }
-    if connection is not None:
-        fields.update(connection=connection, llm_model=connection.model)
+    if chosen is not None:
+        fields.update(connection=chosen, llm_model=chosen.model)
     for name, value in fields.items():
         setattr(fork, name, value)
     fork.save(update_fields=list(fields))
@@ -401,19 +401,17 @@ def _copy_journal(fork: Run, source: Run, point: JournalPoint, copies: "Copies")
     return (changes[-1].seq if changes else 0), sum(contents.values())
 
 
-def _rebuild_workspace(fork: Run, source: Run, point: JournalPoint) -> list[str]:
+def _rebuild_workspace(fork: Run, source: Run, point: JournalPoint) -> None:
     """The fork's workspace as the source's was at `point`: each regular file from its blob,
-    with its mode. Returns the paths not recreated (links and special files: the journal kept
-    no content of them). Done last in the fork's transaction: a failure here removes the
+    with its mode (links and special files are not recreated: the journal kept no content of
+    them; a path not valid on disk neither). Done last in the fork's transaction: a failure here removes the
     directory and rolls the fork back (a failure after it, a database error, would leave a
     directory no run owns: run ids are never reused)."""
     directory = workspace_dir(fork)
-    not_recreated: list[str] = []
     try:
         for entry in journal_files(run=source, point=point):
             relative = disk_path(entry.file.path) if entry.kind == ChangeKind.WRITE else None
             if relative is None:
-                not_recreated.append(entry.file.path)
                 continue
             target = directory / relative
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -421,7 +419,6 @@ def _rebuild_workspace(fork: Run, source: Run, point: JournalPoint) -> list[str]
     except BaseException:
         shutil.rmtree(directory, ignore_errors=True)
         raise
-    return not_recreated
 
 
 def _copy_blob(blob: Path, target: Path, mode: int, source: Run, path: str) -> None:

@@ -87,6 +87,20 @@ def run_links(run: Run) -> dict[str, str]:
     }
 
 
+def run_origin(run: Run) -> dict[str, Any] | None:
+    """Where the run came from besides its task (models.Origin): a fork of run `run_id` after
+    step `after_step` of its plan version `plan_version`, or a replay of it; None for neither.
+    `run_id` is null once the source was deleted."""
+    if not run.origin:
+        return None
+    return {
+        "kind": run.origin,
+        "run_id": run.origin_run_id,
+        "after_step": run.origin_step,
+        "plan_version": run.origin_plan_version,
+    }
+
+
 def finished_payload(run: Run) -> dict[str, Any]:
     """The `run.finished` payload: what a phone or chat tool needs to tell the owner."""
     return {
@@ -97,6 +111,7 @@ def finished_payload(run: Run) -> dict[str, Any]:
         "cause": run.error_cause,
         "final_response": run.final_response,
         "finished_at": run.finished_at.isoformat() if run.finished_at else None,
+        "origin": run_origin(run),
         "links": run_links(run),
     }
 
@@ -156,6 +171,7 @@ def run_summary(run: Run) -> dict[str, Any]:
         "phase_models": run.phase_models,
         "replayable": run.recorded,
         "not_replayable_because": run.not_replayable_because,
+        "origin": run_origin(run),
         "links": run_links(run),
     }
 

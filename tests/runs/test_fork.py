@@ -12,6 +12,7 @@ from agents_app.models import AuditEvent, Origin, Plan, RunStatus, Step, ToolCal
 from agents_app.runs.diff import run_diff, run_diff_out
 from agents_app.runs.files import workspace_dir
 from agents_app.runs.forks import run_fork
+from agents_app.runs.presenters import finished_payload
 from tests.support.forks import executed, five_step_run, fork_script, other_connection
 from tests.support.runs import make_run
 from tests.support.script import tool_call
@@ -54,7 +55,7 @@ def test_a_fork_after_step_3_on_another_model_runs_only_steps_4_and_5_from_the_f
     other = other_connection(llm)
     llm.script(fork_script())
 
-    forked = fork(owner, source, connection_id=other.pk)
+    forked = fork(owner, source, connection=other.pk)
 
     # Its workspace is the source's after step 3: a.txt as step 3 left it, b.txt from step 2.
     directory = workspace_dir(forked)
@@ -89,6 +90,13 @@ def test_a_fork_after_step_3_on_another_model_runs_only_steps_4_and_5_from_the_f
         3,
     )
     assert (forked.task_id, forked.kind, forked.attempt) == (source.task_id, source.kind, 2)
+    # Its run.finished webhook says so, as REST and MCP do (runs.presenters).
+    assert finished_payload(forked)["origin"] == {
+        "kind": "fork",
+        "run_id": source.pk,
+        "after_step": 3,
+        "plan_version": 1,
+    }
     # The two runs part at step 4.
     diff = run_diff_out(*run_diff(user=owner, a_id=source.pk, b_id=forked.pk))
     assert diff["first_divergence"]["step"] == 4
@@ -171,9 +179,7 @@ def test_bad_options_are_validation_errors(owner):
     source = five_step_run(owner)
 
     refused(ErrorCode.VALIDATION_ERROR, "plan_version", owner=owner, source=source, plan_version=2)
-    refused(
-        ErrorCode.VALIDATION_ERROR, "connection_id", owner=owner, source=source, connection_id=999
-    )
+    refused(ErrorCode.VALIDATION_ERROR, "connection", owner=owner, source=source, connection=999)
     refused(ErrorCode.VALIDATION_ERROR, "steps", owner=owner, source=source, steps=["", "  "])
     refused(ErrorCode.VALIDATION_ERROR, "steps", owner=owner, source=source, steps=["x"] * 60)
     refused(ErrorCode.VALIDATION_ERROR, "instruction", owner=owner, source=source, instruction=3)

@@ -80,6 +80,38 @@ class RunLinks(Schema):
     websocket: str
 
 
+class RunOrigin(Schema):
+    kind: str = Field(description="fork or replay.")
+    run_id: int | None = Field(description="The run it came from; null once that was deleted.")
+    after_step: int | None = Field(
+        description="A fork: the step of its source it goes on after, numbered as the run page "
+        "numbers them (1 is the first); its steps up to it are the source's, copied."
+    )
+    plan_version: int | None = Field(description="A fork: the source's plan version forked.")
+
+
+class ForkIn(Schema):
+    after_step: Annotated[StrictInt, Field(ge=-QUERY_INT_MAX, le=QUERY_INT_MAX)] = Field(
+        description="Go on after this completed step (1 is the first, as the run page numbers "
+        "them); every step before it must have ended."
+    )
+    plan_version: Annotated[StrictInt, Field(ge=-QUERY_INT_MAX, le=QUERY_INT_MAX)] | None = Field(
+        default=None, description="The plan version the step is numbered in; null: the latest."
+    )
+    steps: list[Text] | None = Field(
+        default=None,
+        description="The remaining steps' objectives, to do instead of the source's; null: "
+        "as planned.",
+    )
+    instruction: Text | None = Field(
+        default=None, description="Added to the input of every step the fork runs."
+    )
+    connection: ConnectionName | None = Field(
+        default=None,
+        description="The LLM connection (id or name) the fork runs on; null: the source's.",
+    )
+
+
 class RunSummary(Schema):
     id: int
     task_id: int
@@ -122,6 +154,10 @@ class RunSummary(Schema):
     )
     not_replayable_because: str = Field(
         description="Why it cannot be replayed, when `replayable` is false; empty otherwise."
+    )
+    origin: RunOrigin | None = Field(
+        description="A fork or a replay of another run: which, and after which step; null for "
+        "a run of its task."
     )
     kind: str = Field(
         description="task, chat, contract; team (a head node), child (a subtask done by an "

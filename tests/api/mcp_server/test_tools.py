@@ -16,6 +16,7 @@ AGENTDESK_TOOLS = {
     "list_runs",
     "cancel_run",
     "restart_run",
+    "fork_run",
     "diff_runs",
     "list_approvals",
     "decide_approval",
