@@ -19,7 +19,7 @@ file, so those are not recreated (the fork's `origin_options` lists them)."""
 
 import os
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +48,7 @@ from agents_app.runs.admission import admission_check, run_admit
 from agents_app.runs.control import refuse_while_halted
 from agents_app.runs.files import disk_path, workspace_dir
 from agents_app.runs.journal import blob_path
-from agents_app.runs.journal_files import JournalPoint, journal_files, journal_point
+from agents_app.runs.journal_files import journal_point
 from agents_app.runs.recipes import recipe_for
 from agents_app.runs.selectors import run_get
 from agents_app.runs.services import run_create
@@ -165,11 +165,19 @@ def _instruction(instruction: Any) -> str:
     return text
 
 
-def _forkable_at(source: Run, plan: Plan, number: int) -> tuple[list[Step], JournalPoint]:
-    """The plan's steps, and where step `number` ended in the source's journal. VALIDATION_ERROR
-    for a step that is not the plan's or did not complete (or one before it is not done);
-    CONFLICT where the workspace after it cannot be rebuilt: the journal stopped before, or a
-    later step was already at work when it ended (its changes are mixed in)."""
+@dataclass(frozen=True)
+class ForkPoint:
+    """Where a source stood after the step a fork goes on after: the journal rows whose latest
+    change per path was its workspace then (in the order they happened), and how many of the
+    source's own journal rows the fork's journal takes over (`own`, in seq order)."""
+
+    changes: list[WorkspaceChange]
+    own: list[WorkspaceChange] = field(default_factory=list)
+
+
+def _checked_steps(source: Run, plan: Plan, number: int) -> list[Step]:
+    """The plan's steps. VALIDATION_ERROR for a step that is not the plan's or did not
+    complete, or one before it that has not ended."""
     steps = list(Step.objects.filter(plan=plan).order_by("index"))
     if number > len(steps):
         raise _invalid(
@@ -190,27 +198,47 @@ def _forkable_at(source: Run, plan: Plan, number: int) -> tuple[list[Step], Jour
             f"Step {undone[0]} before it has not ended",
             after_step=number,
         )
+    return steps
+
+
+def in_flight(number: int, steps: list[int]) -> DomainError:
+    """CONFLICT: later steps were at work when step `number` ended, so what the run was after
+    it alone was never there to fork from (their changes are mixed in)."""
+    return DomainError(
+        ErrorCode.CONFLICT,
+        f"Step {steps[0]} was already at work when step {number} ended: what the run was "
+        f"after step {number} alone was never there to fork from",
+        {"after_step": number, "in_flight": steps},
+    )
+
+
+def journal_stopped(run: Run, number: int) -> DomainError:
+    return DomainError(
+        ErrorCode.CONFLICT,
+        f"Run {run.pk}'s workspace journal stopped before step {number} ended (its quota or "
+        "entry limit): its files after that step cannot be rebuilt",
+        {"after_step": number, "run_id": run.pk},
+    )
+
+
+def own_fork_point(source: Run, plan: Plan, steps: list[Step], number: int) -> ForkPoint:
+    """A run that does its steps itself (runs.task_recipe): its own journal up to the end of
+    step `number` (runs.journal_files). CONFLICT where a later step was at work then, or the
+    journal stopped before."""
+    step = steps[number - 1]
     overlapping = [
         s.index + 1
         for s in steps[number:]
         if s.started_at is not None and step.finished_at and s.started_at < step.finished_at
     ]
     if overlapping:
-        raise DomainError(
-            ErrorCode.CONFLICT,
-            f"Step {overlapping[0]} was already at work when step {number} ended: what the run "
-            f"was after step {number} alone was never there to fork from",
-            {"after_step": number, "in_flight": overlapping},
-        )
+        raise in_flight(number, overlapping)
     point = journal_point(run=source, after_step=number, plan=plan)
     if not point.complete:
-        raise DomainError(
-            ErrorCode.CONFLICT,
-            f"Run {source.pk}'s workspace journal stopped before step {number} ended (its "
-            "quota or entry limit): its files after that step cannot be rebuilt",
-            {"after_step": number, "journal_complete_until": source.journal_complete_until},
-        )
-    return steps, point
+        raise journal_stopped(source, number)
+    changes = WorkspaceChange.objects.filter(run=source, seq__lte=point.seq).order_by("seq")
+    own = list(changes)
+    return ForkPoint(changes=own, own=own)
 
 
 @transaction.atomic
@@ -252,7 +280,8 @@ def run_fork(
         source = w.run
     number = _step_number(after_step)
     plan = _source_plan(source, plan_version)
-    source_steps, point = _forkable_at(source, plan, number)
+    source_steps = _checked_steps(source, plan, number)
+    point = recipe.fork_point(source, plan, source_steps, number)
     edited = _edited_steps(steps, number)
     extra = _instruction(instruction)
     chosen = connection_for_phase(connection, field="connection")
@@ -269,14 +298,14 @@ def run_fork(
         options["instruction"] = extra
     if chosen is not None and connection not in (None, ""):
         options["connection_id"] = chosen.pk
-    copies = _copy_plan(fork, plan, source_steps, number, edited)
-    journal_seq, journal_bytes = _copy_journal(fork, source, point, copies)
-    not_recreated = [
-        f.file.path for f in journal_files(run=source, point=point) if f.kind != ChangeKind.WRITE
-    ]
+    copies = copy_plan(fork, plan, source_steps, number, edited)
+    journal_seq, journal_bytes = copy_journal(fork, point.own, copies)
+    files = files_at(point.changes)
+    not_recreated = [f.path for f in files if f.kind != ChangeKind.WRITE]
     if not_recreated:
         options["not_recreated"] = not_recreated
     fields: dict[str, Any] = {
+        **recipe.fork_along(source, fork, copies, number),
         "origin": Origin.FORK,
         "origin_run": source,
         "origin_step": number,
@@ -303,12 +332,12 @@ def run_fork(
             **{k: v for k, v in options.items() if k != "not_recreated"},
         },
     )
-    _rebuild_workspace(fork, source, point)
+    _rebuild_workspace(fork, source, files)
     run_admit(fork, turns)
     return fork
 
 
-def _copy_plan(
+def copy_plan(
     fork: Run,
     plan: Plan,
     source_steps: list[Step],
@@ -317,9 +346,9 @@ def _copy_plan(
 ) -> "Copies":
     """The fork's one plan: the source's steps up to `number` as they ended, with their tool
     calls, and the remaining ones as planned (pending) or as edited. Returns what was copied
-    (the source's ids -> the fork's)."""
+    (the source's ids -> the fork's). `fork` may be a copy of a child too
+    (orchestration.forks): then `number` is its last step."""
     raw = dict(plan.raw) if isinstance(plan.raw, dict) else {}
-    planned = list(raw.get("steps") or [])
     kept = source_steps[:number]
     if edited is None:
         remaining = [
@@ -335,16 +364,11 @@ def _copy_plan(
         ]
     else:
         # The person's steps name no dependencies: they run one after another.
-        raw.pop("parallel", None)
-        raw.pop("fast_path", None)
-        planned = planned[:number] + [
-            {"objective": o, "tool_names": [], "reasoning": "", "depends_on": []} for o in edited
-        ]
+        raw = recipe_for(fork.kind).fork_raw(raw, number, edited)
         remaining = [
             Step(run=fork, index=number + i, objective=o, tool_names=[], reasoning="")
             for i, o in enumerate(edited)
         ]
-    raw["steps"] = planned
     reason = f"Fork of run {plan.run_id} after step {number} (plan v{plan.version})"
     copy = Plan(run=fork, version=1, reason=reason, raw=raw, thinking=plan.thinking)
     rows.insert([copy], ids=True)
@@ -368,7 +392,17 @@ def _copy_plan(
     with locked_run(fork.pk) as w:
         w.event(
             EventType.PLAN_CREATED,
-            PlanCreatedPayload(version=1, steps=planned),
+            PlanCreatedPayload(
+                version=1,
+                steps=[
+                    {
+                        "objective": step.objective,
+                        "tool_names": step.tool_names,
+                        "depends_on": step.depends_on,
+                    }
+                    for step in [*copied, *remaining]
+                ],
+            ),
         )
     return Copies(
         steps={old: new.pk for old, new in by_source.items()},
@@ -376,11 +410,10 @@ def _copy_plan(
     )
 
 
-def _copy_journal(fork: Run, source: Run, point: JournalPoint, copies: "Copies") -> tuple[int, int]:
-    """The source's journal rows up to `point`, as the fork's (their steps and calls its
-    copies): the Files panel shows the fork's files after any copied step, and its own journal
-    goes on from there. Returns the fork's journal_seq and journal_bytes."""
-    changes = list(WorkspaceChange.objects.filter(run=source, seq__lte=point.seq).order_by("seq"))
+def copy_journal(fork: Run, changes: list[WorkspaceChange], copies: "Copies") -> tuple[int, int]:
+    """A source's journal rows `changes` (its first ones, in seq order) as the fork's, their
+    steps and calls its copies: the Files panel shows the fork's files after any copied step,
+    and its own journal goes on from there. Returns the fork's journal_seq and journal_bytes."""
     copied = [
         WorkspaceChange(
             run=fork,
@@ -401,21 +434,34 @@ def _copy_journal(fork: Run, source: Run, point: JournalPoint, copies: "Copies")
     return (changes[-1].seq if changes else 0), sum(contents.values())
 
 
-def _rebuild_workspace(fork: Run, source: Run, point: JournalPoint) -> None:
-    """The fork's workspace as the source's was at `point`: each regular file from its blob,
+def files_at(changes: list[WorkspaceChange]) -> list[WorkspaceChange]:
+    """Each path's latest change in `changes` (in the order they happened), deleted ones gone,
+    in path order: the workspace they leave."""
+    latest: dict[str, WorkspaceChange] = {}
+    for change in changes:
+        if change.kind == ChangeKind.DELETE:
+            latest.pop(change.path, None)
+        elif change.kind != ChangeKind.STOPPED:
+            latest[change.path] = change
+    return [latest[path] for path in sorted(latest)]
+
+
+def _rebuild_workspace(fork: Run, source: Run, files: list[WorkspaceChange]) -> None:
+    """The fork's workspace as the source's was after the step (`files`, `files_at`'s): each
+    regular file from its blob,
     with its mode (links and special files are not recreated: the journal kept no content of
     them; a path not valid on disk neither). Done last in the fork's transaction: a failure here removes the
     directory and rolls the fork back (a failure after it, a database error, would leave a
     directory no run owns: run ids are never reused)."""
     directory = workspace_dir(fork)
     try:
-        for entry in journal_files(run=source, point=point):
-            relative = disk_path(entry.file.path) if entry.kind == ChangeKind.WRITE else None
+        for entry in files:
+            relative = disk_path(entry.path) if entry.kind == ChangeKind.WRITE else None
             if relative is None:
                 continue
             target = directory / relative
             target.parent.mkdir(parents=True, exist_ok=True)
-            _copy_blob(blob_path(entry.sha256), target, entry.mode, source, entry.file.path)
+            _copy_blob(blob_path(entry.sha256), target, entry.mode, source, entry.path)
     except BaseException:
         shutil.rmtree(directory, ignore_errors=True)
         raise
