@@ -13,8 +13,10 @@ earlier steps, as the source's did.
 
 Steps are numbered as the run page numbers them (step N is the plan's index N-1). Whether a
 kind may be forked is its recipe's answer (`"fork" in recipe.actions`): a chat answer, a
-contract attempt, a child or a micro agent is not forked on its own, nor (yet) a team's head
-node. Only regular files are rebuilt: the journal keeps no content of a link or a special
+contract attempt, a child or a micro agent is not forked on its own; where the source stood
+after step N, and what else comes with its fork, is its recipe's answer too (`fork_point`,
+`fork_along`: a team's head node brings its children of the steps up to N,
+orchestration.forks). Only regular files are rebuilt: the journal keeps no content of a link or a special
 file, so those are not recreated (the fork's `origin_options` lists them)."""
 
 import os

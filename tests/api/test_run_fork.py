@@ -10,7 +10,11 @@ from tests.support.forks import five_step_run
 from tests.support.runs import make_run
 from tests.support.workspaces import own_workspaces
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("own_workspaces")]
+# Nothing is sent to a broker: the tests execute the forks they make themselves.
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.usefixtures("own_workspaces", "queued_runs"),
+]
 __all__ = ["own_workspaces"]
 
 

@@ -18,7 +18,11 @@ from tests.support.runs import make_run
 from tests.support.script import tool_call
 from tests.support.workspaces import own_workspaces
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("own_workspaces")]
+# Nothing is sent to a broker: the tests execute the forks they make themselves.
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.usefixtures("own_workspaces", "queued_runs"),
+]
 __all__ = ["own_workspaces"]
 
 
@@ -48,7 +52,7 @@ def refused(code, field=None, **call):
 
 @pytest.mark.dialect
 def test_a_fork_after_step_3_on_another_model_runs_only_steps_4_and_5_from_the_files_after_step_3(
-    owner, llm
+    owner, llm, queued_runs
 ):
     source = five_step_run(owner)
     assert (workspace_dir(source) / "a.txt").read_text() == "a after step 4"
@@ -56,6 +60,7 @@ def test_a_fork_after_step_3_on_another_model_runs_only_steps_4_and_5_from_the_f
     llm.script(fork_script())
 
     forked = fork(owner, source, connection=other.pk)
+    assert queued_runs == [forked.pk]  # queued for a worker like any new run
 
     # Its workspace is the source's after step 3: a.txt as step 3 left it, b.txt from step 2.
     directory = workspace_dir(forked)
