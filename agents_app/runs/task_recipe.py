@@ -16,7 +16,7 @@ from agents_app.engine.hooks import StreamPhase
 from agents_app.engine.verifier import verify as judge
 from agents_app.models import ModelPhase, Run, RunKind, RunStatus
 from agents_app.runs.evidence import call_records, evidence_problem, plan_edit, root_cause
-from agents_app.runs.forks import own_fork_point
+from agents_app.runs.forks.checks import own_fork_point
 from agents_app.runs.lifecycle import children_end_with, finish
 from agents_app.runs.recipes import RecipeContext, RunRows
 
