@@ -8,7 +8,8 @@ import os
 import pytest
 
 from agents_app.core.errors import DomainError, ErrorCode
-from agents_app.models import AuditEvent, Origin, Plan, RunStatus, Step, ToolCall
+from agents_app.models import AuditEvent, Origin, Plan, Run, RunStatus, Step, ToolCall
+from agents_app.runs.control import kill_switch_set
 from agents_app.runs.diff import run_diff, run_diff_out
 from agents_app.runs.files import workspace_dir
 from agents_app.runs.forks import run_fork
@@ -219,3 +220,22 @@ def test_a_journal_stopped_before_the_step_is_a_conflict(owner):
 
     assert "journal" in error.message
     assert not os.path.exists(workspace_dir(source).parent / f"run-{source.pk + 1}")
+
+
+def test_no_fork_is_made_while_the_kill_switch_is_engaged(owner, staff):
+    source = five_step_run(owner)
+    kill_switch_set(engaged=True, actor=staff, interface="admin", reason="incident")
+
+    error = refused(ErrorCode.SERVICE_UNAVAILABLE, owner=owner, source=source)
+
+    assert error.details["kill_switch"] == "engaged"
+    assert Run.objects.count() == 1
+
+
+def test_a_chat_answer_is_not_forked_on_its_own(owner):
+    source = five_step_run(owner)
+    Run.objects.filter(pk=source.pk).update(kind="chat")
+
+    error = refused(ErrorCode.CONFLICT, owner=owner, source=source)
+
+    assert error.message == f"Run {source.pk} is a chat answer, which is not forked on its own"
