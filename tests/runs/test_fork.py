@@ -8,13 +8,24 @@ import os
 import pytest
 
 from agents_app.core.errors import DomainError, ErrorCode
-from agents_app.models import AuditEvent, Origin, Plan, Run, RunStatus, Step, ToolCall
+from agents_app.models import (
+    AuditEvent,
+    Origin,
+    Plan,
+    Run,
+    RunStatus,
+    Step,
+    ToolCall,
+    WorkspaceChange,
+)
 from agents_app.runs.control import kill_switch_set
 from agents_app.runs.diff import run_diff, run_diff_out
 from agents_app.runs.files import workspace_dir
 from agents_app.runs.forks import run_fork
+from agents_app.runs.journal_files import journal_files, journal_point
 from agents_app.runs.presenters import finished_payload
 from tests.support.forks import executed, five_step_run, fork_script, other_connection
+from tests.support.journal import run_steps
 from tests.support.runs import make_run
 from tests.support.script import tool_call
 from tests.support.workspaces import own_workspaces
@@ -239,3 +250,29 @@ def test_a_chat_answer_is_not_forked_on_its_own(owner):
     error = refused(ErrorCode.CONFLICT, owner=owner, source=source)
 
     assert error.message == f"Run {source.pk} is a chat answer, which is not forked on its own"
+
+
+def test_a_forks_files_panel_shows_its_copied_steps_and_links_are_not_recreated(owner):
+    source = run_steps(
+        owner,
+        [
+            tool_call("disk", path="notes.txt", content="first"),
+            tool_call("disk", path="shortcut", target="notes.txt"),
+        ],
+        [tool_call("disk", path="notes.txt", content="second")],
+    )
+    # As if step 1 had made it executable: the mode the journal recorded is the one rebuilt.
+    WorkspaceChange.objects.filter(run=source, path="notes.txt", seq=1).update(mode=0o751)
+
+    forked = fork(owner, source, after_step=1)
+
+    directory = workspace_dir(forked)
+    assert (directory / "notes.txt").read_text() == "first"
+    assert not os.path.lexists(directory / "shortcut")
+    assert forked.origin_options["not_recreated"] == ["shortcut"]
+    assert os.stat(directory / "notes.txt").st_mode & 0o777 == 0o751
+    # The fork's journal is the source's up to there: its Files panel after step 1 reads it.
+    point = journal_point(run=forked, after_step=1)
+    assert point.complete and point.seq == forked.journal_seq
+    (note,) = [f for f in journal_files(run=forked, point=point) if f.kind == "write"]
+    assert note.file.path == "notes.txt"
