@@ -6,7 +6,7 @@ head node does; where a later child was already at work it is a conflict."""
 import pytest
 
 from agents_app.core.errors import DomainError, ErrorCode
-from agents_app.models import Run, RunKind, RunStatus, Step
+from agents_app.models import Plan, Run, RunKind, RunStatus, Step
 from agents_app.orchestration.children import spawn_child
 from agents_app.runs.files import workspace_dir
 from agents_app.runs.forks import run_fork
@@ -49,7 +49,18 @@ def finished_team(owner, profile, *, overlapping: bool = False) -> tuple[Run, li
     """A succeeded head node of two subtasks, each done by one child that wrote notes.txt; the
     second child started after the first ended, or (`overlapping`) before."""
     head = make_head(owner)
-    plan = add_plan(head, ["Research the parsers", "Build the parser"])
+    subtasks = ["Research the parsers", "Build the parser"]
+    plan = add_plan(head, subtasks)
+    # Its raw as the head node's planner writes it (orchestration.head_node.plan_team).
+    Plan.objects.filter(pk=plan.pk).update(
+        raw={
+            "team": True,
+            "subtasks": [
+                {"description": d, "depends_on": [], "preferred_profile": "", "micro": None}
+                for d in subtasks
+            ],
+        }
+    )
     first_step, second_step = Step.objects.filter(plan=plan).order_by("index")
     first = delegated(head, first_step, profile)
     second = delegated(head, second_step, profile) if overlapping else None
@@ -98,6 +109,33 @@ def test_a_forked_head_node_keeps_step_1s_child_and_files_and_delegates_step_2(
     (needed,) = new.task.context["depends_on"]
     assert needed["child_run_id"] == copied.pk and needed["summary"] == "researched"
     assert Run.objects.filter(parent=head).count() == 2  # the source's tree is untouched
+
+
+def test_a_forked_head_nodes_remaining_subtasks_may_be_edited(owner, seeded_profiles):
+    head, _ = finished_team(owner, seeded_profiles["research_agent"])
+
+    fork = run_fork(
+        user=owner,
+        run_id=head.pk,
+        after_step=1,
+        steps=["Review the parser", "Write it up"],
+        actor=owner,
+        interface="api",
+    )
+
+    plan = Plan.objects.get(run=fork)
+    assert [s["description"] for s in plan.raw["subtasks"]] == [
+        "Research the parsers",
+        "Review the parser",
+        "Write it up",
+    ]
+    assert list(
+        Step.objects.filter(run=fork).order_by("index").values_list("objective", "status")
+    ) == [
+        ("Research the parsers", "completed"),
+        ("Review the parser", "pending"),
+        ("Write it up", "pending"),
+    ]
 
 
 def test_a_head_node_whose_later_child_was_already_at_work_is_not_forked_there(

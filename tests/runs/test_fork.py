@@ -276,3 +276,14 @@ def test_a_forks_files_panel_shows_its_copied_steps_and_links_are_not_recreated(
     assert point.complete and point.seq == forked.journal_seq
     (note,) = [f for f in journal_files(run=forked, point=point) if f.kind == "write"]
     assert note.file.path == "notes.txt"
+
+
+def test_a_later_step_at_work_before_the_step_ended_makes_it_a_conflict(owner):
+    source = five_step_run(owner)
+    third = Step.objects.get(run=source, index=2)
+    # As a parallel plan's step 4 would have: started while step 3 still worked.
+    Step.objects.filter(run=source, index=3).update(started_at=third.started_at)
+
+    error = refused(ErrorCode.CONFLICT, owner=owner, source=source)
+
+    assert error.details["in_flight"] == [4]
