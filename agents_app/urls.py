@@ -1,7 +1,17 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from agents_app.web import agent_tabs, api_keys, approvals, chat, files, metrics, prometheus, views
+from agents_app.web import (
+    agent_tabs,
+    api_keys,
+    approvals,
+    chat,
+    files,
+    forks,
+    metrics,
+    prometheus,
+    views,
+)
 from agents_app.web.dashboard import dashboard
 from agents_app.web.run_diff import run_diff_page
 from agents_app.web.sign_in import SignInForm
@@ -24,6 +34,7 @@ urlpatterns = [
     path("runs/<int:run_id>/resume/", views.run_resume, name="run_resume"),
     path("runs/<int:run_id>/restart/", views.run_restart, name="run_restart"),
     path("runs/<int:run_id>/replay/", views.run_replay_view, name="run_replay"),
+    path("runs/<int:run_id>/fork/", forks.run_fork_view, name="run_fork"),
     path("runs/<int:run_id>/diff/<int:other_id>/", run_diff_page, name="run_diff"),
     path("runs/<int:run_id>/files/", files.run_files_tree, name="run_files_tree"),
     path("runs/<int:run_id>/files/view/", files.run_file_view, name="run_file_view"),

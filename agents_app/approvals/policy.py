@@ -9,6 +9,7 @@ row, the step's conversation saved on the Step, the run `waiting_approval`, an e
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -73,7 +74,10 @@ def approval_policy(
     the rest decides as for any call: a manual tool still asks)."""
     classification = classify_call(spec, arguments, workspace)
     found = taints() if taints is not None and is_sink(spec, classification) else []
-    if found and not _pattern_rule(_rules(owner_id, spec), arguments):
+    # The owner's rules and whether a pattern rule fits: each looked up once, when needed.
+    rules_of = cache(lambda: _rules(owner_id, spec))
+    pattern_fits = cache(lambda: _pattern_rule(rules_of(), arguments))
+    if found and not pattern_fits():
         first = found[0]
         reason = (
             f"argument '{first.argument}' carries {first.kind} {first.fragment[:80]!r} "
@@ -87,12 +91,12 @@ def approval_policy(
         return None, "yolo"
     if classification.level == ApprovalLevel.MANUAL:
         return Ask(classification, "manual: this call always asks", spec.input_schema), ""
-    rules = _rules(owner_id, spec)
+    rules = rules_of()
     if rules is not None:
         whole = rules.filter(pattern_kind="")
         if whole.filter(arguments_sha256__in=["", arguments_sha256(arguments)]).exists():
             return None, "rule"
-        if _pattern_rule(rules, arguments):
+        if pattern_fits():
             return None, "pattern"
     return Ask(classification, "moderate: no rule of yours allows it", spec.input_schema), ""
 

@@ -65,6 +65,8 @@ class StepInput:
     # contract agent's cycle does, its next step judged between cycles.
     one_cycle: bool = False
     unshown: int = 0
+    # What a person added for every step when they forked the run (Run.instruction).
+    instruction: str = ""
 
 
 @dataclass(frozen=True)
@@ -307,7 +309,9 @@ class StepExecution:
         elif self.chat:
             self.messages = list(step.transcript or ())
         elif step.direct:
-            self.messages = direct_messages(task=self.task, context=self.context)
+            self.messages = direct_messages(
+                task=self.task, context=self.context, instruction=step.instruction
+            )
         else:
             self.messages = step_messages(
                 task=self.task,
@@ -318,6 +322,7 @@ class StepExecution:
                 reasoning=step.reasoning,
                 earlier=step.earlier,
                 unshown=step.unshown,
+                instruction=step.instruction,
             )
         evidence.setdefault("used", 0)  # successful calls of the step's own tools
         evidence.setdefault("nudged", False)  # told once to use them

@@ -74,9 +74,10 @@ def step_messages(
     reasoning: str,
     earlier: list[tuple[int, str, str, str]],
     unshown: int = 0,
+    instruction: str = "",
 ) -> list[dict[str, Any]]:
     """`earlier`: the steps before this one it is shown (`shown_earlier`), `unshown` of them
-    left out."""
+    left out; `instruction`: the person's, added when they forked the run."""
     # Steps are numbered from 1 here as on every page (the marker keeps the plan's index).
     done = "\n".join(
         f"Step {i + 1} ({status}): {obj}\nOutput: {_clip(out, OUTPUT_CHARS)}"
@@ -88,7 +89,7 @@ def step_messages(
         "what this step produced; that text is the step's output. Files live in the run's "
         "workspace; use paths relative to it. If this step completes the whole task, call "
         f"finish_task with the final answer. {DATA_RULE}\n\nTask: {task}"
-    )
+    ) + _instruction_block(instruction)
     # What earlier steps produced holds what their tools returned: data, in the user message,
     # before the step's own line (which comes last, where a small model looks for its order).
     user = _context_block(context).lstrip("\n")
@@ -105,12 +106,22 @@ def step_messages(
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
-def direct_messages(*, task: str, context: dict[str, Any]) -> list[dict[str, Any]]:
+def _instruction_block(instruction: str) -> str:
+    """A person's instruction for the rest of the run (a fork's): theirs, so in the system
+    message, after the task."""
+    if not instruction.strip():
+        return ""
+    return f"\n\nThe person's instruction for this step and every later one: {instruction.strip()}"
+
+
+def direct_messages(
+    *, task: str, context: dict[str, Any], instruction: str = ""
+) -> list[dict[str, Any]]:
     """The fast path's one step: a few lines, so a small model has little to misread."""
     system = (
         "AGENTDESK:DIRECT\nDo the user's task with the tools. File paths are relative to the "
         f"workspace. When done, call finish_task with the final answer. {DATA_RULE}"
-    )
+    ) + _instruction_block(instruction)
     return [
         {"role": "system", "content": system},
         {"role": "user", "content": f"Task: {task}{_context_block(context)}"},

@@ -330,6 +330,17 @@ class Run(models.Model):
         return self.prompt_tokens + self.completion_tokens
 
     @property
+    def planned_ahead(self) -> bool:
+        """Its plan was written before it started (a fork's, its first steps copied from its
+        source: runs.forks): it starts at its first step not done, with no model asked."""
+        return self.origin == Origin.FORK
+
+    @property
+    def instruction(self) -> str:
+        """What a person added for its steps when they forked it: every step's input says it."""
+        return str(self.origin_options.get("instruction") or "")
+
+    @property
     def not_replayable_because(self) -> str:
         """Why the run cannot be replayed, in a person's words; "" when it can."""
         return "" if self.recorded else NOT_RECORDED

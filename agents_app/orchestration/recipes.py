@@ -10,6 +10,7 @@ from django.conf import settings
 from agents_app.engine.decide import Action
 from agents_app.models import AgentProfile, AgentRole, Run, RunKind
 from agents_app.orchestration.children import HEAD_NODE, on_run_finished, on_run_transition
+from agents_app.orchestration.forks import copy_children, team_fork_point, team_fork_raw
 from agents_app.orchestration.head_node import delegate, plan_team, verify_team, wait
 from agents_app.runs.recipes import RecipeContext, RunRows
 from agents_app.runs.task_recipe import TaskRecipe
@@ -52,6 +53,15 @@ class TeamRecipe(TaskRecipe):
 
     def verify(self, ctx: RecipeContext, rows: RunRows, *, fast: bool) -> None:
         verify_team(ctx, rows.run, rows.steps)
+
+    def fork_point(self, source: Run, plan: Any, steps: list[Any], number: int) -> Any:
+        return team_fork_point(source, plan, steps, number)
+
+    def fork_raw(self, raw: dict[str, Any], number: int, edited: list[str]) -> dict[str, Any]:
+        return team_fork_raw(raw, number, edited)
+
+    def fork_along(self, source: Run, fork: Run, copies: Any, number: int) -> dict[str, Any]:
+        return copy_children(source, fork, copies, number)
 
     def on_finish(self, w: Any) -> None:
         # A head node runs as the orchestrator's profile, but frees no place of a profile.

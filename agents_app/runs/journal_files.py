@@ -60,17 +60,18 @@ def _refuse(run: Run, after_step: object, why: str) -> DomainError:
     )
 
 
-def journal_point(*, run: Run, after_step: str | int) -> JournalPoint:
+def journal_point(*, run: Run, after_step: str | int, plan: Plan | None = None) -> JournalPoint:
     """Where step `after_step` ended in the run's journal. VALIDATION_ERROR when it is not a
-    step number of the run's latest plan that ended, or the run has no journal (recorded
-    before journals were kept)."""
+    step number of `plan` (the run's latest plan when None) that ended, or the run has no
+    journal (recorded before journals were kept)."""
     try:
         number = int(after_step)
     except (TypeError, ValueError):
         raise _refuse(run, after_step, "give a step number (1 is the first step)") from None
     if not run.journaled:
         raise _refuse(run, after_step, "this run was recorded before workspace journals were kept")
-    plan = Plan.objects.filter(run=run).order_by("-version").first()
+    if plan is None:
+        plan = Plan.objects.filter(run=run).order_by("-version").first()
     step = (
         Step.objects.filter(plan=plan, index=number - 1).first()
         if plan is not None and number >= 1

@@ -88,6 +88,26 @@ def run_links(run: Run) -> dict[str, str]:
     }
 
 
+def run_origin(run: Run) -> dict[str, Any] | None:
+    """Where the run came from besides its task (models.Origin): a fork of run `run_id` after
+    step `after_step` of its plan version `plan_version`, or a replay of it (with its
+    `divergences` so far and the first); None for neither.
+    `run_id` is null once the source was deleted."""
+    if not run.origin:
+        return None
+    origin = {
+        "kind": run.origin,
+        "run_id": run.origin_run_id,
+        "after_step": run.origin_step,
+        "plan_version": run.origin_plan_version,
+    }
+    if run.origin == Origin.REPLAY:
+        # How often it parted from its source so far, and where first (runs.replays).
+        report = run.replay_report or {}
+        origin.update(divergences=report.get("count", 0), first_divergence=report.get("first"))
+    return origin
+
+
 def finished_payload(run: Run) -> dict[str, Any]:
     """The `run.finished` payload: what a phone or chat tool needs to tell the owner."""
     return {
@@ -98,6 +118,7 @@ def finished_payload(run: Run) -> dict[str, Any]:
         "cause": run.error_cause,
         "final_response": run.final_response,
         "finished_at": run.finished_at.isoformat() if run.finished_at else None,
+        "origin": run_origin(run),
         "links": run_links(run),
     }
 
@@ -157,21 +178,9 @@ def run_summary(run: Run) -> dict[str, Any]:
         "phase_models": run.phase_models,
         "replayable": run.recorded,
         "not_replayable_because": run.not_replayable_because,
-        "origin": origin_out(run),
+        "origin": run_origin(run),
         "links": run_links(run),
     }
-
-
-def origin_out(run: Run) -> dict[str, Any] | None:
-    """Where the run came from besides its task (Run.origin), or None; a replay says how
-    often it diverged from its source, and where first (runs.replays)."""
-    if not run.origin:
-        return None
-    out: dict[str, Any] = {"kind": run.origin, "run_id": run.origin_run_id}
-    if run.origin == Origin.REPLAY:
-        report = run.replay_report or {}
-        out.update(divergences=report.get("count", 0), first_divergence=report.get("first"))
-    return out
 
 
 def plan_out(plan: Any) -> dict[str, Any]:

@@ -152,6 +152,17 @@ class Recipe(Protocol):
     def verify(self, ctx: RecipeContext, rows: RunRows, *, fast: bool) -> None:
         """Judge the run's work: it succeeds, fails, or goes on (a replan, another cycle)."""
 
+    def fork_point(self, source: Run, plan: Plan, steps: list[Step], number: int) -> Any:
+        """Where `source` stood after its step `number` (runs.forks.ForkPoint); DomainError
+        CONFLICT when that cannot be rebuilt."""
+
+    def fork_raw(self, raw: dict[str, Any], number: int, edited: list[str]) -> dict[str, Any]:
+        """A fork's plan raw: the steps after `number` replaced by `edited` objectives."""
+
+    def fork_along(self, source: Run, fork: Run, copies: Any, number: int) -> dict[str, Any]:
+        """What else of `source` comes with its fork after step `number` (a head node's
+        children), in the fork's transaction; returns fields of the fork to set."""
+
     def on_finish(self, w: Any) -> None:
         """In the transaction that ends the run (runs.lifecycle.finish), after it ended."""
 

@@ -16,12 +16,14 @@ from agents_app.engine.hooks import StreamPhase
 from agents_app.engine.verifier import verify as judge
 from agents_app.models import ModelPhase, Run, RunKind, RunStatus
 from agents_app.runs.evidence import call_records, evidence_problem, plan_edit, root_cause
+from agents_app.runs.forks.checks import own_fork_point
 from agents_app.runs.lifecycle import children_end_with, finish
 from agents_app.runs.recipes import RecipeContext, RunRows
 
 # What a person may do to a run on its page, REST and MCP (a kind offers those that make
-# sense for it: a chat answer is stopped, not restarted; the person writes again).
-RUN_ACTIONS = frozenset({"cancel", "pause", "resume", "restart", "replay"})
+# sense for it: a chat answer is stopped, not restarted; the person writes again). A run that
+# offers "fork" may be forked after one of its completed steps (runs.forks).
+RUN_ACTIONS = frozenset({"cancel", "pause", "resume", "restart", "fork", "replay"})
 
 
 class TaskRecipe:
@@ -190,6 +192,29 @@ class TaskRecipe:
                     held=held,
                     cause=cause,
                 )
+
+    # --- a fork of it (runs.forks) ------------------------------------------------------------
+
+    def fork_point(self, source: Run, plan: Any, steps: list[Any], number: int) -> Any:
+        """Where `source` stood after its step `number` of `plan` (`steps`, in index order): a
+        runs.forks.ForkPoint, from its own journal. Raises DomainError CONFLICT when that
+        cannot be rebuilt."""
+        return own_fork_point(source, plan, steps, number)
+
+    def fork_raw(self, raw: dict[str, Any], number: int, edited: list[str]) -> dict[str, Any]:
+        """A plan's raw with its steps after `number` replaced by `edited` objectives, which
+        name no dependencies (so no longer `parallel`, nor a fast plan)."""
+        raw = {k: v for k, v in raw.items() if k not in ("parallel", "fast_path")}
+        kept = list(raw.get("steps") or [])[:number]
+        raw["steps"] = kept + [
+            {"objective": o, "tool_names": [], "reasoning": "", "depends_on": []} for o in edited
+        ]
+        return raw
+
+    def fork_along(self, source: Run, fork: Run, copies: Any, number: int) -> dict[str, Any]:
+        """In the fork's transaction, once its plan was copied (`copies`: runs.forks.Copies):
+        what else comes with it, and the fork's fields it sets. A task: nothing."""
+        return {}
 
     # --- its end and its changes ------------------------------------------------------------
 

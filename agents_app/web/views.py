@@ -13,6 +13,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 from django_htmx.middleware import HtmxDetails
 
+from agents_app.connections.selectors import connections_enabled
 from agents_app.core.errors import DomainError
 from agents_app.models import AuditInterface, Run
 from agents_app.runs import selectors, services
@@ -109,6 +110,12 @@ def render_run(
         stream=final_view(run, list(run.plan_list[-1].steps.all()) if run.plan_list else []),
         silence=silence_notice(run, events),
         page_link=recipe_for(run.kind).page_link(run),
+        # The models a fork of a step may run on (the step's "Fork after this step" form).
+        fork_connections=(
+            list(connections_enabled())
+            if run.is_terminal and "fork" in recipe_for(run.kind).actions
+            else []
+        ),
         error=error,
         **(approval or {}),
     )

@@ -219,8 +219,9 @@ class RunExecutor:
             read_again(self.run)
         self.loaded = True
         # A run gets its first plan in the commit that sets started_at (its move to
-        # planning): one that never started has none to read.
-        if self.run.started_at is None:
+        # planning): one that never started has none to read, unless it was planned ahead
+        # (a fork's).
+        if self.run.started_at is None and not self.run.planned_ahead:
             return RunRows(self.run, None, [])
         plan = Plan.objects.filter(run=self.run).order_by("-version").first()
         steps = list(Step.objects.filter(plan=plan).order_by("index")) if plan else []
@@ -358,6 +359,11 @@ class RunExecutor:
         self.parked = True
 
     def perform_start(self, action: Action, rows: RunRows) -> None:
+        # A plan written before the run started (a fork's): it runs from its first step not
+        # done, in one commit, with no model asked.
+        if rows.plan is not None:
+            self.go_on(rows)
+            return
         # A plan made without the model (the fast path: a chat's answer, a short task) is
         # written in the start's commit.
         if rows.plan is None and recipe_for(rows.run.kind).plans_fast(rows):
@@ -514,6 +520,28 @@ class RunExecutor:
                 write_steps([started], STEP_STARTED)
         rows.plan, rows.steps = plan, steps
 
+    def go_on(self, rows: RunRows) -> None:
+        """Start a run whose plan was written before it started (`Run.planned_ahead`): queued
+        to running in one commit, with its first step not done started in it (or, every step
+        done, verifying), as a plan's commit starts its first step."""
+        steps = rows.steps
+        with self.lock() as w:
+            w.transition(RunStatus.PLANNING)
+            w.transition(RunStatus.RUNNING)
+            done = board_of(steps).done
+            w.event(
+                EventType.PROGRESS_UPDATE,
+                ProgressUpdatePayload(
+                    current_step=done,
+                    total_steps=len(steps),
+                    percent=round(100 * done / len(steps)) if steps else 0,
+                    status=RunStatus.RUNNING,
+                ),
+            )
+            started = self.start_next(w, steps, parallel=is_parallel(rows.plan))
+            if started is not None:
+                write_steps([started], STEP_STARTED)
+
     def start_step(self, w: Any, step: Step, resume: Resume | None, *, save: bool = True) -> None:
         """Mark `step` running, with its step_started event, in `w`'s transaction (its row is
         written unless `save` is False: the caller writes it with others). A step found running
@@ -635,6 +663,7 @@ class RunExecutor:
                     direct=direct,
                     transcript=recipe.step_transcript(self, run, hooks),
                     one_cycle=recipe.one_cycle,
+                    instruction=run.instruction,
                 ),
                 workspace=workspace,
                 run_id=run.pk,

@@ -35,6 +35,8 @@ def test_replaying_an_ended_run_queues_a_replay_of_it(owner, owner_api):
     assert body["origin"] == {
         "kind": "replay",
         "run_id": source.pk,
+        "after_step": None,
+        "plan_version": None,
         "divergences": 0,
         "first_divergence": None,
     }

@@ -18,6 +18,7 @@ from agents_app.approvals.policy import (
 from agents_app.approvals.rules import yolo_grant, yolo_set
 from agents_app.core.audit import APPROVAL_REQUEST, arguments_sha256
 from agents_app.engine.executor import AwaitApproval
+from agents_app.engine.taint import Source, Taint
 from agents_app.models import (
     ApprovalRule,
     AuditEvent,
@@ -223,3 +224,24 @@ def test_the_reasoning_shown_with_a_call_is_cut_at_its_limit(owner, tmp_path):
     step.refresh_from_db()
     assert step.progress == {"approval_id": approval.pk}
     assert AuditEvent.objects.get(action=APPROVAL_REQUEST).target == "send"
+
+
+@pytest.mark.django_db
+@pytest.mark.dialect
+def test_a_tainted_call_a_pattern_rule_lets_through_reads_the_rules_once(
+    owner, tmp_path, django_assert_num_queries
+):
+    # The taint check and the moderate level both ask whether a pattern rule fits: the tool's
+    # pin and the owner's pattern rules are read once for both.
+    ApprovalRule.objects.create(
+        owner=owner, tool="send", pattern_kind="host", pattern="example.com"
+    )
+    arguments = {"to": "https://example.com/inbox", "text": "hi"}
+    source = Source(text="post to https://example.com/inbox", label="http_get call 1")
+    taint = Taint(argument="to", fragment="example.com", kind="host", source=source)
+
+    # The pin, the pattern rules, the owner and their YOLO switch, a whole-tool rule: 5 (7
+    # when the pin and the pattern rules were read again for the moderate level).
+    with django_assert_num_queries(5):
+        decided = approval_policy(owner.pk, SEND, arguments, tmp_path, taints=lambda: [taint])
+    assert decided == (None, "pattern")

@@ -50,14 +50,19 @@ def test_stop_now_the_poll_reads_mid_answer_cuts_the_answer_and_keeps_what_came(
     agent = agent_create(owner=owner, interface="api", contract="Echo a.")
     run = agent_start(agent=agent, actor=owner, interface="api")
 
-    def stop_now_then_answer(body):
-        # Stop, then Stop now, once the request is in flight: the next poll cuts the stream.
+    def stop_now():
+        # Stop, then Stop now, once the first piece was sent: the next poll cuts the stream.
+        # (Pressed when the request came, a poll after the stream's first, empty chunk could
+        # cut it before anything came: on a busy machine it did.)
         agent_stop(agent=agent, actor=owner, interface="api")
         agent_stop(agent=agent, actor=owner, interface="api", now=True)
         connection.close()
+
+    def stop_now_then_answer(body):
         return {
             "chunks": ["Here is ", "my answer ", "at last."],
             "chunk_delay": POLL_SECONDS + 0.05,
+            "before_chunk": {1: stop_now},
         }
 
     llm.script([{"match": "AGENTDESK:CONTRACT", "replies": [stop_now_then_answer]}])

@@ -10,7 +10,7 @@ import pytest
 
 from agents_app.models import Run, Step, ToolCall, WorkspaceChange
 from agents_app.runs.files import workspace_dir
-from agents_app.runs.journal import BLOBS, blob_path
+from agents_app.runs.journal import BLOBS, WorkspaceJournal, blob_path
 from agents_app.worker.execution import execute_run
 from tests.support.journal import run_steps
 from tests.support.runs import make_run
@@ -165,3 +165,43 @@ def test_files_already_in_the_workspace_are_recorded_before_the_first_call(owner
         ("given.txt", True),
         ("new.txt", False),
     ]
+
+
+def test_a_later_delivery_starts_from_the_journal_and_records_only_what_changed_in_between(
+    owner, own_workspaces
+):
+    # A delivery after a crash has no state in memory: it rebuilds the workspace's last state
+    # from the journal's rows, reads again only what it cannot tell unchanged by its stat (the
+    # rows keep no mtime), and records what differs with no call.
+    run = run_steps(
+        owner,
+        [
+            tool_call("disk", path="same.txt", content="kept"),
+            tool_call("disk", path="edited.txt", content="abcd"),
+            tool_call("disk", path="gone.txt", content="bye"),
+        ],
+    )
+    directory = workspace_dir(run)
+    (directory / "edited.txt").write_text("wxyz")  # the same size, another content
+    (directory / "gone.txt").unlink()
+    (directory / "new.txt").write_text("kept")  # a content the journal stored before
+
+    pending: list[WorkspaceChange] = []
+    WorkspaceJournal(run).before_call(workspace=directory, step_id=None, pending=pending)
+
+    assert [(c.kind, c.path, c.sha256, c.tool_call_id) for c in pending] == [
+        ("write", "edited.txt", sha("wxyz"), None),
+        ("write", "new.txt", sha("kept"), None),
+        ("delete", "gone.txt", "", None),
+    ]
+    # Only a new content counts against the quota: "kept" was stored before.
+    assert [c.counted for c in pending] == [4, 0, 0]
+
+    unchanged: list[WorkspaceChange] = []
+    (directory / "edited.txt").write_text("abcd")
+    (directory / "gone.txt").write_text("bye")
+    (directory / "new.txt").unlink()
+    later = WorkspaceJournal(Run.objects.get(pk=run.pk))
+    later.before_call(workspace=directory, step_id=None, pending=unchanged)
+    assert unchanged == []
+    assert later.bytes == run.journal_bytes

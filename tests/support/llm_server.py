@@ -350,7 +350,12 @@ class _Handler(BaseHTTPRequestHandler):
         if reply.get("garbled"):
             send('{"id": "broken", "choices": [{"delta": {"content": "unterminated')
             return
-        for piece in reply.get("chunks") or wire.pieces(reply.get("content", "")):
+        # `before_chunk`: {i: function} called (in the server's thread) just before content
+        # piece i is sent, once the pieces before it were.
+        before = reply.get("before_chunk") or {}
+        for i, piece in enumerate(reply.get("chunks") or wire.pieces(reply.get("content", ""))):
+            if i in before:
+                before[i]()
             chunk({"content": piece})
         if reply.get("truncate"):
             return

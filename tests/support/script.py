@@ -36,6 +36,7 @@ Over HTTP only (the provider refuses them):
                                  the test needs, however slow the machine
     delay: seconds               sleep before answering (timeouts)
     chunk_delay: seconds         sleep between streamed chunks
+    before_chunk: {i: function}  call function (server's thread) just before content piece i
     drop: True                   close the connection without answering
     truncate: True               stop the stream after the content, without finish or [DONE]
     garbled: True                send a chunk that is not JSON
@@ -52,7 +53,7 @@ from typing import Any
 DEFAULT_USAGE = {"prompt_tokens": 11, "completion_tokens": 7}
 WIRE_ONLY = frozenset(
     ["chunks", "status", "error", "retry_after", "delay", "chunk_delay", "drop", "truncate"]
-    + ["garbled", "reasoning_field", "meet", "hold"]
+    + ["garbled", "reasoning_field", "meet", "hold", "before_chunk"]
 )
 
 

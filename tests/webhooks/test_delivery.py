@@ -156,6 +156,7 @@ def test_a_finished_run_writes_a_run_finished_delivery(owner, hook_for):
         "cause": "Cancelled by request",
         "final_response": "",
         "finished_at": run.finished_at.isoformat(),
+        "origin": None,
         "links": {
             "self": f"/api/v1/runs/{run.pk}",
             "events": f"/api/v1/runs/{run.pk}/events",

@@ -1,5 +1,5 @@
-"""The MCP server's run tools: submit a task, read and list runs, cancel and restart one, and
-compare two. The
+"""The MCP server's run tools: submit a task, read and list runs, cancel, restart and fork one,
+and compare two. The
 same services, selectors and presenters as /api/v1/runs, as the key's user; the structured
 outputs are the REST shapes without REST's `success` flag (MCP has `isError`). Importing this
 module registers them on `api.mcp_server.server`."""
@@ -23,10 +23,12 @@ from agents_app.api.runs.schemas import (
     RunSummary,
 )
 from agents_app.api.schemas import Count, Flag, Id, JsonObject, NonBlankText, Page, PageSize
+from agents_app.core.inputs import QUERY_INT_MAX
 from agents_app.models import AuditInterface, ClosePolicy, RunStatus
 from agents_app.runs import presenters, services
 from agents_app.runs import selectors as run_selectors
 from agents_app.runs.diff import run_diff, run_diff_out
+from agents_app.runs.forks import run_fork
 from agents_app.runs.presenters import (
     plan_out,
     plan_replacements_out,
@@ -200,6 +202,65 @@ async def replay_run(
         return RunSummary.model_validate(run_summary(new_run))
 
     return await in_django(replay, caller(ctx))
+
+
+@tool(annotations=ToolAnnotations(destructive_hint=False, idempotent_hint=False))
+async def fork_run(
+    ctx: Context,
+    run_id: RunId,
+    after_step: Annotated[
+        int,
+        Field(
+            ge=-QUERY_INT_MAX,
+            le=QUERY_INT_MAX,
+            description="Go on after this completed step (1 is the first, as the run page "
+            "numbers them).",
+        ),
+    ],
+    plan_version: Annotated[
+        int | None,
+        Field(
+            ge=-QUERY_INT_MAX,
+            le=QUERY_INT_MAX,
+            description="The plan version the step is numbered in; null: the latest.",
+        ),
+    ] = None,
+    steps: Annotated[
+        list[str] | None,
+        Field(
+            description="The remaining steps' objectives instead of the source's; null: as planned."
+        ),
+    ] = None,
+    instruction: Annotated[
+        str | None, Field(description="Added to the input of every step the fork runs.")
+    ] = None,
+    connection: Annotated[
+        ConnectionName | None,
+        Field(description="The LLM connection (id or name) to run on; null: the source's."),
+    ] = None,
+) -> RunSummary:
+    """Fork one of your finished runs after one of its completed steps: a new run of its task
+    whose steps up to there are copied (not run again), its files rebuilt as they were then,
+    that goes on from the next step, optionally with the remaining steps edited, an extra
+    instruction or another LLM connection. Returns the new run. NOT_FOUND for another
+    person's run, VALIDATION_ERROR for a step that is not a completed one or an unknown
+    connection, CONFLICT while the run is still going."""
+
+    def fork(user: Any) -> RunSummary:
+        new_run = run_fork(
+            user=user,
+            run_id=run_id,
+            after_step=after_step,
+            plan_version=plan_version,
+            steps=steps,
+            instruction=instruction,
+            connection=connection,
+            actor=user,
+            interface=AuditInterface.MCP,
+        )
+        return RunSummary.model_validate(run_summary(new_run))
+
+    return await in_django(fork, caller(ctx))
 
 
 @tool(annotations=READ_ONLY)

@@ -13,6 +13,7 @@ from agents_app.api.pagination import page_of
 from agents_app.api.runs.schemas import (
     Accepted,
     EventPage,
+    ForkIn,
     ReplayIn,
     RunDetail,
     RunDiffOut,
@@ -27,6 +28,7 @@ from agents_app.core.inputs import QUERY_INT_MAX
 from agents_app.models import TERMINAL_STATUSES, AuditInterface, Run, RunStatus
 from agents_app.runs import listing, presenters, selectors, services
 from agents_app.runs.diff import run_diff, run_diff_out
+from agents_app.runs.forks import run_fork
 from agents_app.runs.presenters import (
     plan_out,
     plan_replacements_out,
@@ -202,6 +204,32 @@ def replay_run(request: HttpRequest, run_id: int, payload: ReplayIn | None = Non
         rerun=payload.rerun if payload is not None else None,
     )
     return Status(201, run_summary(replay))
+
+
+@router.post(
+    "/runs/{int:run_id}/fork",
+    response={201: RunSummary, **errors(409, 429, 503)},
+    summary="Fork a finished run after one of its steps",
+)
+def fork_run(request: HttpRequest, run_id: int, payload: ForkIn):
+    """A new run of the run's task that goes on after its completed step `after_step` (201):
+    the steps up to it are copied, not run again, and its files are rebuilt as they were
+    then; optionally with the remaining steps edited, an extra instruction, or another LLM
+    connection. 400 for a step that is not a completed step of the plan version or an
+    unknown connection, 404 for another person's run, 409 while the run is still going, for
+    a kind not forked on its own, or where its files after the step cannot be rebuilt."""
+    new_run = run_fork(
+        user=request.user,
+        run_id=run_id,
+        after_step=payload.after_step,
+        plan_version=payload.plan_version,
+        steps=payload.steps,
+        instruction=payload.instruction,
+        connection=payload.connection,
+        actor=request.user,
+        interface=AuditInterface.API,
+    )
+    return Status(201, run_summary(new_run))
 
 
 @router.post(

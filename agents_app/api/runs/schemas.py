@@ -81,8 +81,13 @@ class RunLinks(Schema):
 
 
 class RunOrigin(Schema):
-    kind: str = Field(description="replay (of `run_id`, its recorded answers, no model) or fork.")
+    kind: str = Field(description="fork or replay.")
     run_id: int | None = Field(description="The run it came from; null once that was deleted.")
+    after_step: int | None = Field(
+        description="A fork: the step of its source it goes on after, numbered as the run page "
+        "numbers them (1 is the first); its steps up to it are the source's, copied."
+    )
+    plan_version: int | None = Field(description="A fork: the source's plan version forked.")
     divergences: int | None = Field(
         None,
         description="A replay's: how often it parted from its source so far (0: never).",
@@ -100,6 +105,28 @@ class ReplayIn(Schema):
         None,
         description="The MCP and network tools to call again; by default their recorded "
         "results answer them.",
+    )
+
+
+class ForkIn(Schema):
+    after_step: Annotated[StrictInt, Field(ge=-QUERY_INT_MAX, le=QUERY_INT_MAX)] = Field(
+        description="Go on after this completed step (1 is the first, as the run page numbers "
+        "them); every step before it must have ended."
+    )
+    plan_version: Annotated[StrictInt, Field(ge=-QUERY_INT_MAX, le=QUERY_INT_MAX)] | None = Field(
+        default=None, description="The plan version the step is numbered in; null: the latest."
+    )
+    steps: list[Text] | None = Field(
+        default=None,
+        description="The remaining steps' objectives, to do instead of the source's; null: "
+        "as planned.",
+    )
+    instruction: Text | None = Field(
+        default=None, description="Added to the input of every step the fork runs."
+    )
+    connection: ConnectionName | None = Field(
+        default=None,
+        description="The LLM connection (id or name) the fork runs on; null: the source's.",
     )
 
 
@@ -147,7 +174,8 @@ class RunSummary(Schema):
         description="Why it cannot be replayed, when `replayable` is false; empty otherwise."
     )
     origin: RunOrigin | None = Field(
-        None, description="Where it came from besides its task (a replay, a fork); null: none."
+        description="A fork or a replay of another run: which, and after which step (a replay: "
+        "how often it diverged, and where first); null for a run of its task."
     )
     kind: str = Field(
         description="task, chat, contract; team (a head node), child (a subtask done by an "

@@ -16,6 +16,7 @@ AGENTDESK_TOOLS = {
     "list_runs",
     "cancel_run",
     "restart_run",
+    "fork_run",
     "replay_run",
     "diff_runs",
     "list_approvals",
@@ -295,6 +296,8 @@ def test_replay_run_queues_a_replay_of_your_ended_run_and_refuses_a_running_one(
     assert shape["origin"] == {
         "kind": "replay",
         "run_id": ended.pk,
+        "after_step": None,
+        "plan_version": None,
         "divergences": 0,
         "first_divergence": None,
     }
