@@ -45,7 +45,7 @@ def run_replay(
     (runs_replay executes it in its own process). `rerun`: the MCP and network tools it runs
     again instead of answering them from the record. Returns the new Run. Raises DomainError
     VALIDATION_ERROR for a bad `rerun`; CONFLICT for a run of a kind that is not replayed on
-    its own, one still working, or one recorded before model answers were kept."""
+    its own, one still working, one recorded before model answers were kept, or a fork."""
     names = _rerun_of(rerun)
     recipe = recipe_for(run.kind)
     if "replay" not in recipe.actions:
@@ -64,6 +64,14 @@ def run_replay(
             )
         if reason := w.run.not_replayable_because:
             raise DomainError(ErrorCode.CONFLICT, reason, {"recorded": False})
+        if w.run.origin == Origin.FORK:
+            # Its first steps were copied, not asked: there is nothing recorded to answer them.
+            raise DomainError(
+                ErrorCode.CONFLICT,
+                f"Run {run.pk} is a fork: its copied steps were never asked of a model; "
+                "replay its source instead",
+                {"origin": Origin.FORK},
+            )
     turns = admission_check(run.owner_id) if admit else None
     replay = run_create(
         task=run.task,

@@ -117,3 +117,13 @@ def test_the_run_shape_says_where_a_replay_diverged(owner, owner_api, monkeypatc
     assert (first["kind"], first["step"], first["call"]) == ("result_differs", 2, 1)
     assert first["anchor"] == "step-2-call-1"
     assert owner_api.get(f"/api/v1/runs/{source.pk}").json()["origin"] is None
+
+
+def test_a_fork_is_not_replayed(owner, owner_api):
+    run = fail(make_run(owner))
+    Run.objects.filter(pk=run.pk).update(origin="fork")
+
+    error = assert_error(replay(owner_api, run), 409, "CONFLICT")
+
+    assert error["message"].endswith("replay its source instead")
+    assert Run.objects.count() == 1
