@@ -5,7 +5,7 @@ from contextlib import AbstractContextManager, contextmanager, nullcontext
 from functools import partial
 from typing import Any
 
-from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections, transaction
+from django.db import DEFAULT_DB_ALIAS, DatabaseError, IntegrityError, connections, transaction
 from django.utils import timezone
 
 from agents_app.core import rows
@@ -251,10 +251,18 @@ def fenced_run(run: Run, lease_token: str) -> Iterator[FencedWriter]:
     On PostgreSQL its statements go as a pipeline: those whose results nothing reads (the
     rows written, the events) are sent without waiting for each answer; a read (the fence's
     RETURNING, an id) waits for everything before it."""
-    with transaction.atomic(), _pipelined():
-        writer = FencedWriter(run, lease_token)
-        yield writer
-        writer.flush()
+    try:
+        with transaction.atomic(), _pipelined():
+            writer = FencedWriter(run, lease_token)
+            yield writer
+            writer.flush()
+    except IntegrityError:
+        # The rows a worker numbers from its own view of the run (model exchanges, workspace
+        # changes) collide with those of a worker that took the run over while this one was
+        # frozen: before the fence could say so, the lease was lost.
+        if Run.objects.filter(pk=run.pk, lease_owner=lease_token).exists():
+            raise
+        raise LeaseLost(f"run {run.pk} is leased by another worker") from None
 
 
 def _pipelined() -> AbstractContextManager[Any]:
