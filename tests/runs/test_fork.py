@@ -4,6 +4,7 @@ journal as it was then, on the one engine, optionally on another model, with an 
 instruction or with the remaining steps edited."""
 
 import os
+from datetime import timedelta
 
 import pytest
 
@@ -36,6 +37,8 @@ pytestmark = [
     pytest.mark.usefixtures("own_workspaces", "queued_runs"),
 ]
 __all__ = ["own_workspaces"]
+
+ONE_SECOND = timedelta(seconds=1)
 
 
 def fork(owner, source, after_step=3, **options):
@@ -287,3 +290,17 @@ def test_a_later_step_at_work_before_the_step_ended_makes_it_a_conflict(owner):
     error = refused(ErrorCode.CONFLICT, owner=owner, source=source)
 
     assert error.details["in_flight"] == [4]
+
+
+def test_an_earlier_step_that_ended_after_the_step_makes_it_a_conflict(owner):
+    source = five_step_run(owner)
+    third = Step.objects.get(run=source, index=2)
+    # As a parallel plan's step 2 would have: still at work when step 3 ended, so the journal
+    # cut at step 3's end holds only part of its writes.
+    Step.objects.filter(run=source, index=1).update(finished_at=third.finished_at + ONE_SECOND)
+
+    error = refused(ErrorCode.CONFLICT, owner=owner, source=source)
+
+    assert error.details["in_flight"] == [2]
+    assert error.message.startswith("Step 2 was still at work when step 3 ended")
+    assert Run.objects.count() == 1

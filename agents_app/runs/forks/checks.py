@@ -133,11 +133,13 @@ def checked_steps(source: Run, plan: Plan, number: int) -> list[Step]:
 
 
 def in_flight(number: int, steps: list[int]) -> DomainError:
-    """CONFLICT: later steps were at work when step `number` ended, so what the run was after
-    it alone was never there to fork from (their changes are mixed in)."""
+    """CONFLICT: other steps (an earlier one not ended yet, a later one started) were at work
+    when step `number` ended, so what the run was after it alone was never there to fork from
+    (their changes are mixed in, or cut in the middle)."""
     return DomainError(
         ErrorCode.CONFLICT,
-        f"Step {steps[0]} was already at work when step {number} ended: what the run was "
+        f"Step {steps[0]} was {'still' if steps[0] < number else 'already'} at work when "
+        f"step {number} ended: what the run was "
         f"after step {number} alone was never there to fork from",
         {"after_step": number, "in_flight": steps},
     )
@@ -157,10 +159,18 @@ def own_fork_point(source: Run, plan: Plan, steps: list[Step], number: int) -> F
     step `number` (runs.journal_files). CONFLICT where a later step was at work then, or the
     journal stopped before."""
     step = steps[number - 1]
+    end = step.finished_at
+    # An earlier step that ended after it, or a later one started before, was at work then:
+    # the journal cut at its end holds part of that step's changes only.
     overlapping = [
         s.index + 1
-        for s in steps[number:]
-        if s.started_at is not None and step.finished_at and s.started_at < step.finished_at
+        for s in steps
+        if end is not None
+        and s.index != step.index
+        and (
+            (s.index < step.index and s.finished_at is not None and s.finished_at > end)
+            or (s.index > step.index and s.started_at is not None and s.started_at < end)
+        )
     ]
     if overlapping:
         raise in_flight(number, overlapping)
