@@ -2,12 +2,14 @@
 
 A head node's steps are done by its children, which write the team's one workspace; the head
 node itself calls no tool, so its own journal is empty. After step N, then, means after the
-child that did step N ended, and a fork is possible there only if no child of a later step had
-been started by then (else 409: its work is mixed into the files). The children of steps up to
-N come with the fork, copied as ended children of it (their plans, steps, calls and journals,
-and their envelopes, which the fork's end and its Team panel read), and the fork's workspace is
-the team's as those children (and any micro agents they started) and the children of earlier
-plan versions left it. The fork then delegates steps N+1.. as any head node does.
+child that did step N ended, and a fork is possible there only if no child was at work then:
+none of a later step had been started, none started before had not ended (else 409: its work
+is mixed into the files, or cut in the middle). The children of steps up to N come with the
+fork, copied as ended children of it (their plans, steps, calls and journals, and their
+envelopes, which the fork's end and its Team panel read), and the fork's workspace is the
+team's as every run of the tree created before that point left it (those children, any micro
+agents they started, the children of earlier plan versions; never one of a newer plan
+version, started afterwards). The fork then delegates steps N+1.. as any head node does.
 
 Not copied: the copied children's own events and messages (their pages show their plan and
 results, the Team panel's timeline starts with the fork's own children), and the micro agents
@@ -63,10 +65,12 @@ def _children_of(source: Run, steps: list[Step]) -> list[Run]:
 
 
 def team_fork_point(source: Run, plan: Plan, steps: list[Step], number: int) -> ForkPoint:
-    """The team's workspace after the child that did step `number` ended: every change of the
-    tree's runs but the children of later steps (and what they started), in the order made.
-    CONFLICT when no child did the step, one of them still works, a child of a later step was
-    started before it ended, or a journal it needs stopped early."""
+    """The team's workspace after the child that did step `number` ended (`at`): every change
+    of the tree's runs created before then, in the order made (a child of a later step, or of
+    a newer plan version, started afterwards, and what it started, are left out). CONFLICT when
+    no child did the step, one of them still works, a child of a later step was started before
+    `at`, a kept run ended after it (it was at work then), or a journal it needs stopped
+    early."""
     kept, later = steps[:number], steps[number:]
     children = _children_of(source, kept)
     ended = [c.finished_at for c in children if c.parent_step_id == kept[-1].pk and c.finished_at]
@@ -86,14 +90,18 @@ def team_fork_point(source: Run, plan: Plan, steps: list[Step], number: int) -> 
     started = Run.objects.filter(parent=source, parent_step__in=later, created_at__lt=at)
     if flying := sorted({c.parent_step.index + 1 for c in started.select_related("parent_step")}):
         raise in_flight(number, flying)
-    # Every run of the tree but the children of later steps and what they started.
-    excluded = Run.objects.filter(parent=source, parent_step__in=later).values("pk")
+    # Every run of the tree created before that point (whichever plan version it served), and
+    # the children of the steps up to it; none of them may have been at work then.
     tree = list(
-        Run.objects.filter(Q(pk=source.pk) | Q(root_id=source.pk))
-        .exclude(pk__in=excluded)
-        .exclude(parent_id__in=excluded)
-        .only("pk", "journaled", "journal_complete_until")
+        Run.objects.filter(
+            Q(pk=source.pk)
+            | Q(root_id=source.pk, created_at__lt=at)
+            | Q(parent=source, parent_step__in=kept)
+        )
+        .order_by("pk")
+        .only("pk", "journaled", "journal_complete_until", "finished_at", "parent_step_id")
     )
+    _none_at_work(source, plan, [r for r in tree if r.pk != source.pk], at, number)
     for run in tree:
         if not run.journaled or run.journal_complete_until is not None:
             raise journal_stopped(run, number)
@@ -101,6 +109,25 @@ def team_fork_point(source: Run, plan: Plan, steps: list[Step], number: int) -> 
         "created_at", "run_id", "seq"
     )
     return ForkPoint(changes=list(changes))
+
+
+def _none_at_work(source: Run, plan: Plan, kept: list[Run], at: Any, number: int) -> None:
+    """CONFLICT when a run the fork keeps had not ended at `at`: its files are cut in the
+    middle. A child of one of the plan's steps is named by its step, another by its id."""
+    flying = [r for r in kept if r.finished_at is None or r.finished_at > at]
+    if not flying:
+        return
+    steps = dict(Step.objects.filter(plan=plan).values_list("pk", "index"))
+    numbers = sorted({steps[r.parent_step_id] + 1 for r in flying if r.parent_step_id in steps})
+    if numbers and len(numbers) == len(flying):
+        raise in_flight(number, numbers)
+    others = [r.pk for r in flying if r.parent_step_id not in steps]
+    raise DomainError(
+        ErrorCode.CONFLICT,
+        f"Run {others[0]} of run {source.pk}'s team was still at work when step {number} "
+        f"ended: what the team was after step {number} alone was never there to fork from",
+        {"after_step": number, "in_flight": numbers, "in_flight_runs": others},
+    )
 
 
 def team_fork_raw(raw: dict[str, Any], number: int, edited: list[str]) -> dict[str, Any]:

@@ -3,6 +3,8 @@ child of a later step started, the fork comes with the children of the steps up 
 with their envelopes) and the team's files as they left them, and delegates the rest as any
 head node does; where a later child was already at work it is a conflict."""
 
+from datetime import timedelta
+
 import pytest
 
 from agents_app.core.errors import DomainError, ErrorCode
@@ -45,9 +47,13 @@ def writes(child: Run, files: dict[str, str]) -> None:
         changes_write(pending, w)
 
 
-def finished_team(owner, profile, *, overlapping: bool = False) -> tuple[Run, list[Run]]:
+def finished_team(
+    owner, profile, *, overlapping: bool = False, first_ends_last: bool = False, replan: str = ""
+) -> tuple[Run, list[Run]]:
     """A succeeded head node of two subtasks, each done by one child that wrote notes.txt; the
-    second child started after the first ended, or (`overlapping`) before."""
+    second child started after the first ended, or (`overlapping`) before, or (`first_ends_last`)
+    started and ended while the first worked. `replan`: then plan v2's one subtask, done by a
+    child that writes it into notes.txt."""
     head = make_head(owner)
     subtasks = ["Research the parsers", "Build the parser"]
     plan = add_plan(head, subtasks)
@@ -63,12 +69,22 @@ def finished_team(owner, profile, *, overlapping: bool = False) -> tuple[Run, li
     )
     first_step, second_step = Step.objects.filter(plan=plan).order_by("index")
     first = delegated(head, first_step, profile)
-    second = delegated(head, second_step, profile) if overlapping else None
-    writes(first, {"notes.txt": "found by research"})
-    first = child_succeeds(first, "researched")
+    second = delegated(head, second_step, profile) if overlapping or first_ends_last else None
+    if not first_ends_last:
+        writes(first, {"notes.txt": "found by research"})
+        first = child_succeeds(first, "researched")
     second = second or delegated(head, second_step, profile)
     writes(second, {"notes.txt": "changed by build"})
     second = child_succeeds(second, "built")
+    if first_ends_last:
+        writes(first, {"notes.txt": "found by research"})
+        first = child_succeeds(first, "researched")
+    if replan:
+        newer = Plan.objects.create(run=head, version=2, raw={"team": True, "subtasks": []})
+        step = Step.objects.create(plan=newer, run=head, index=0, objective=replan)
+        fixer = delegated(head, step, profile)
+        writes(fixer, {"notes.txt": replan})
+        child_succeeds(fixer, "fixed")
     head.refresh_from_db()
     to_status(head, RunStatus.VERIFYING)
     with locked_run(head.pk) as w:
@@ -159,3 +175,49 @@ def test_a_child_is_not_forked_on_its_own(owner, seeded_profiles):
 
     assert refused.value.code == ErrorCode.CONFLICT
     assert "not forked on its own" in refused.value.message
+
+
+def test_a_head_node_forked_after_a_step_of_an_older_plan_leaves_out_the_newer_plans_children(
+    owner, seeded_profiles
+):
+    head, _ = finished_team(owner, seeded_profiles["research_agent"], replan="fixed by v2")
+    assert (workspace_dir(head) / "notes.txt").read_text() == "fixed by v2"
+
+    fork = run_fork(
+        user=owner, run_id=head.pk, after_step=1, plan_version=1, actor=owner, interface="api"
+    )
+
+    # The files as step 1's child left them: v2's child started afterwards.
+    assert (workspace_dir(fork) / "notes.txt").read_text() == "found by research"
+    assert fork.origin_plan_version == 1
+
+
+def test_a_head_node_whose_earlier_child_was_still_at_work_is_not_forked_there(
+    owner, seeded_profiles
+):
+    head, _ = finished_team(owner, seeded_profiles["research_agent"], first_ends_last=True)
+
+    with pytest.raises(DomainError) as refused:
+        run_fork(user=owner, run_id=head.pk, after_step=2, actor=owner, interface="api")
+
+    assert refused.value.code == ErrorCode.CONFLICT
+    assert refused.value.details["in_flight"] == [1]
+    assert refused.value.message.startswith("Step 1 was still at work when step 2 ended")
+    assert Run.objects.filter(origin="fork").count() == 0
+
+
+def test_a_head_node_whose_child_of_an_older_plan_was_still_at_work_is_not_forked_there(
+    owner, seeded_profiles
+):
+    head, (_, second) = finished_team(owner, seeded_profiles["research_agent"], replan="fix")
+    fixer = Run.objects.get(parent=head, parent_step__plan__version=2)
+    # As if plan v1's second child had still worked when plan v2's first one ended.
+    Run.objects.filter(pk=second.pk).update(finished_at=fixer.finished_at + timedelta(seconds=1))
+
+    with pytest.raises(DomainError) as refused:
+        run_fork(user=owner, run_id=head.pk, after_step=1, actor=owner, interface="api")
+
+    assert refused.value.code == ErrorCode.CONFLICT
+    assert refused.value.details["in_flight_runs"] == [second.pk]
+    assert refused.value.message.startswith(f"Run {second.pk} of run {head.pk}'s team was still")
+    assert Run.objects.filter(origin="fork").count() == 0
