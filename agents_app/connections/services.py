@@ -6,6 +6,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 
 from agents_app.core.errors import DomainError, ErrorCode
+from agents_app.core.inputs import text_problem
 from agents_app.core.prepared import Prepared
 from agents_app.models import LLMConnection
 
@@ -142,6 +143,10 @@ def _enabled_named(value: Any, *, field: str = "connection") -> LLMConnection:
     if isinstance(value, int) and not isinstance(value, bool):
         found = enabled.filter(pk=value).first() if 0 < value < 2**63 else None
     elif isinstance(value, str) and value.strip():
+        if problem := text_problem(value):  # refused before a query does, on every database
+            raise DomainError(
+                ErrorCode.VALIDATION_ERROR, f"The LLM connection {problem}", {"field": field}
+            )
         text = value.strip()
         found = enabled.filter(name=text).first()
         if found is None and text.isascii() and text.isdigit() and len(text) < 19:

@@ -74,6 +74,24 @@ def test_bad_input_is_a_validation_error(owner, owner_api, body, field):
     assert Run.objects.count() == 1
 
 
+@pytest.mark.dialect
+@pytest.mark.parametrize("bad", ["no\x00body", "lone \ud800 half"])
+@pytest.mark.parametrize("field", ["connection", "steps", "instruction"])
+def test_text_no_database_stores_is_a_validation_error_on_every_database(
+    owner, owner_api, field, bad
+):
+    source = five_step_run(owner)
+    body = {"after_step": 3, field: [bad] if field == "steps" else bad}
+
+    error = assert_error(post_json(owner_api, fork_url(source), body), 400, "VALIDATION_ERROR")
+
+    assert error["details"]["errors"] and all(
+        e["field"].startswith(field) for e in error["details"]["errors"]
+    )
+    assert "NUL" in error["message"] or "surrogate" in error["message"]
+    assert Run.objects.count() == 1
+
+
 def test_a_step_number_that_is_no_number_is_a_validation_error(owner, owner_api):
     source = five_step_run(owner)
 

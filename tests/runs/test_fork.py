@@ -304,3 +304,23 @@ def test_an_earlier_step_that_ended_after_the_step_makes_it_a_conflict(owner):
     assert error.details["in_flight"] == [2]
     assert error.message.startswith("Step 2 was still at work when step 3 ended")
     assert Run.objects.count() == 1
+
+
+@pytest.mark.dialect
+@pytest.mark.parametrize("bad", ["no\x00body", "lone \ud800 half"])
+@pytest.mark.parametrize("field", ["connection", "steps", "instruction"])
+def test_text_no_database_stores_is_a_validation_error_before_any_query(owner, field, bad):
+    """As MCP and the page pass them: PostgreSQL refuses NUL in a query's parameter, SQLite's
+    driver a lone surrogate; neither is asked."""
+    source = five_step_run(owner)
+
+    error = refused(
+        ErrorCode.VALIDATION_ERROR,
+        field,
+        owner=owner,
+        source=source,
+        **{field: [bad] if field == "steps" else bad},
+    )
+
+    assert "NUL" in error.message or "surrogate" in error.message
+    assert Run.objects.count() == 1

@@ -111,3 +111,17 @@ def test_a_post_without_the_csrf_token_is_refused(owner):
 
     assert response.status_code == 403
     assert Run.objects.count() == 1
+
+
+@pytest.mark.dialect
+@pytest.mark.parametrize("field", ["connection", "steps", "instruction"])
+def test_a_nul_in_a_forms_text_shows_the_error_on_the_run_page(owner, owner_session, field):
+    source = five_step_run(owner)
+
+    response = owner_session.post(
+        f"/runs/{source.pk}/fork/", {"after_step": "3", "plan_version": "1", field: "a\x00b"}
+    )
+
+    assert response.status_code == 400
+    assert "must not contain NUL" in response.content.decode()
+    assert Run.objects.count() == 1
