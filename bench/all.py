@@ -184,6 +184,16 @@ BENCHMARKS = [
         TAINT,
     ),
     Benchmark(
+        "exchange_cost",
+        "exchange_cost",
+        ("--steps", "50", "--rounds", "10"),
+        ("--steps", "20", "--rounds", "4"),
+        (
+            (r"^\s*(recorded|not recorded)\s+median.*", None),
+            (r"^\s*recorded / not: .*", None),
+        ),
+    ),
+    Benchmark(
         "run_overhead",
         "run_overhead",
         ("--steps", "50", "--steps", "500"),
