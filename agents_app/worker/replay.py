@@ -238,25 +238,39 @@ def _kept(recorded: RecordedCall) -> Any:
 
 class DivergenceLog:
     """Writes each divergence as it is found, in a commit of its own (the lease holder's):
-    a `replay_diverged` event, and the run's replay_report (the count and the first)."""
+    a `replay_diverged` event, and the run's replay_report (the count and the first); a
+    child's is counted into its root's report too (record_divergence)."""
 
     def __init__(self, run_id: int, lease: Lease) -> None:
         self.run_id = run_id
         self.lease = lease
 
     def __call__(self, divergence: Divergence) -> None:
-        with locked_run(self.run_id, self.lease.token) as w:
-            _write(w, divergence)
+        record_divergence(self.run_id, divergence, self.lease.token)
 
 
-def _write(w: Any, divergence: Divergence) -> None:
-    """`divergence` in `w`'s transaction: its event, and the run's replay_report."""
+def record_divergence(run_id: int, divergence: Divergence, token: str | None = None) -> None:
+    """`divergence` of run `run_id` written: its event and its replay_report (as the lease
+    holder `token`, if given); then, when the run is in a tree, counted into the root's
+    replay_report in a commit of its own, so a replay's report is its whole tree's (a child's
+    divergence is the head's too). The root's row is locked after the child's was let go:
+    no two rows are held at once."""
+    with locked_run(run_id, token) as w:
+        shown = _count(w, divergence, "")
+        w.event(EventType.REPLAY_DIVERGED, shown)
+        root_id = w.run.root_id
+    if root_id is not None and root_id != run_id:
+        with locked_run(root_id) as w:
+            _count(w, divergence, f"run {run_id}: ")
+
+
+def _count(w: Any, divergence: Divergence, where: str) -> dict[str, Any]:
+    """`divergence` counted in `w`'s run's replay_report; returns it as shown."""
     shown = divergence.as_dict()
     report = w.run.replay_report or {}
-    w.set(
-        replay_report={"count": report.get("count", 0) + 1, "first": report.get("first") or shown}
-    )
-    w.event(EventType.REPLAY_DIVERGED, shown)
+    first = report.get("first") or {**shown, "message": where + shown["message"]}
+    w.set(replay_report={"count": report.get("count", 0) + 1, "first": first})
+    return shown
 
 
 def replay_engine(run: Run, lease: Lease, registry: ToolRegistry) -> tuple[Any, ToolRegistry]:
@@ -317,13 +331,12 @@ def decide_as_recorded(run_id: int) -> bool:
         recorded = matching[nth] if nth < len(matching) else None
         decision = RECORDED_DECISIONS.get(recorded.status) if recorded is not None else None
         if decision is None:
-            with locked_run(run_id) as w:
-                divergence = Divergence(
-                    DivergenceKind.APPROVAL_NOT_RECORDED,
-                    f"an approval of {approval.tool or 'the plan'} its source never decided: "
-                    "it waits for a person",
-                )
-                _write(w, divergence)
+            divergence = Divergence(
+                DivergenceKind.APPROVAL_NOT_RECORDED,
+                f"an approval of {approval.tool or 'the plan'} its source never decided: "
+                "it waits for a person",
+            )
+            record_divergence(run_id, divergence)
             continue
         extra = recorded.decision_arguments or {}
         approval_decide(

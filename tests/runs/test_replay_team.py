@@ -3,12 +3,16 @@ same way, and each child is a replay of its source's matching child, answered fr
 child's record; no model is asked anywhere in the tree."""
 
 import pytest
+from django.core.management import call_command
 
+from agents_app.engine import executor, prompts
 from agents_app.models import Run
 from tests.support.replays import divergences, no_model, recorded_team, replayed_tree
 from tests.support.tools import make_registry
+from tests.support.workspaces import own_workspaces
 
 pytestmark = pytest.mark.django_db(transaction=True)
+__all__ = ["own_workspaces"]
 
 
 @pytest.mark.dialect
@@ -33,3 +37,37 @@ def test_a_team_is_replayed_with_its_children_as_replays_of_the_source_children(
     assert [c.status for c in mine] == ["succeeded", "succeeded"]
     assert [c.final_response for c in mine] == [c.final_response for c in theirs]
     assert all(divergences(run) == [] for run in (replay, *mine))
+
+
+@pytest.mark.dialect
+@pytest.mark.usefixtures("own_workspaces")
+def test_a_child_that_diverged_is_the_replay_s_divergence(
+    owner, owner_api, seeded_profiles, queued_runs, settings, monkeypatch, capsys
+):
+    """A prompt only the children use changed: runs_replay of the head exits 1 naming the
+    child's divergence, and the head's origin (REST) counts it."""
+    settings.AGENT_FAST_PATH_MAX_CHARS = 500
+    source = recorded_team(owner)
+    assert source.status == "succeeded", (source.error_code, source.error_message)
+    no_model(monkeypatch)
+    original = prompts.direct_messages
+
+    def brief(**kw):
+        messages = original(**kw)
+        messages[0]["content"] += " Be brief."
+        return messages
+
+    monkeypatch.setattr(executor, "direct_messages", brief)
+
+    with pytest.raises(SystemExit) as exited:
+        call_command("runs_replay", str(source.pk))
+
+    assert exited.value.code == 1
+    replay = Run.objects.get(origin_run=source)
+    kids = list(Run.objects.filter(parent=replay).order_by("pk"))
+    out = capsys.readouterr().out
+    assert f"run {kids[0].pk}: " in out and "request_drift" in out, out
+    origin = owner_api.get(f"/api/v1/runs/{replay.pk}").json()["origin"]
+    assert origin["divergences"] == sum(len(divergences(kid)) for kid in kids) > 0
+    assert origin["first_divergence"]["kind"] == "request_drift"
+    assert origin["first_divergence"]["message"].startswith(f"run {kids[0].pk}: ")

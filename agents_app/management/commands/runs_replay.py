@@ -4,6 +4,7 @@ recorded runs as regression tests of its prompts and tools (issue 36, item 4).""
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
+from django.db.models import Q
 
 from agents_app.core.events import EventType
 from agents_app.models import AuditInterface, Run, RunEvent
@@ -60,8 +61,16 @@ class Command(BaseCommand):
         """Print the replay's outcome; True when it diverged."""
         head = f"run {source_id}: replay {replay.pk} {replay.status}"
         source = replay.origin_run
-        events = RunEvent.objects.filter(run=replay, type=EventType.REPLAY_DIVERGED).order_by("seq")
-        divergences = [event.payload for event in events]
+        # Its whole tree's: a team's child that diverged is where the replay parted.
+        events = RunEvent.objects.filter(
+            Q(run_id=replay.pk) | Q(run__root_id=replay.pk), type=EventType.REPLAY_DIVERGED
+        ).order_by("run_id", "seq")
+        divergences = [
+            event.payload
+            if event.run_id == replay.pk
+            else {**event.payload, "message": f"run {event.run_id}: {event.payload['message']}"}
+            for event in events
+        ]
         if source is not None and source.status != replay.status:
             # Nothing it was told differed, yet it ended otherwise (its verdict, a budget).
             divergences.append(
