@@ -48,6 +48,7 @@ class DivergenceKind(StrEnum):
     RESULT_DIFFERS = "result_differs"
     CALL_NOT_RECORDED = "call_not_recorded"
     APPROVAL_NOT_RECORDED = "approval_not_recorded"
+    APPROVAL_NOT_APPLIED = "approval_not_applied"
 
 
 @dataclass(frozen=True)

@@ -909,13 +909,15 @@ def execute_run(
         return Outcome("lost")
     finally:
         lease.release(handed_back=handed_back)
-        if parked_replay:
-            decide_as_recorded(run_id)
-        PUBLISHER.flush()
-        if owner_id is not None:
-            # The run let its turn go (it ended or parked) or kept it (the lease was lost):
-            # either way the person's runs waiting their turn may go now (runs.admission).
-            admit_waiting_quietly(owner_id)
+        try:
+            if parked_replay:
+                decide_as_recorded(run_id)
+        finally:
+            PUBLISHER.flush()
+            if owner_id is not None:
+                # The run let its turn go (it ended or parked) or kept it (the lease was
+                # lost): either way the person's runs waiting their turn may go now.
+                admit_waiting_quietly(owner_id)
 
 
 # The most rounds execute_replay makes of a replay's tree (each round delivers every run of it

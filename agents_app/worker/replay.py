@@ -15,6 +15,7 @@ from typing import Any
 
 from agents_app.approvals.decisions import approval_decide
 from agents_app.core.audit import arguments_sha256
+from agents_app.core.errors import DomainError
 from agents_app.core.events import EventType
 from agents_app.engine.llm import Usage
 from agents_app.engine.replay import (
@@ -339,19 +340,32 @@ def decide_as_recorded(run_id: int) -> bool:
             record_divergence(run_id, divergence)
             continue
         extra = recorded.decision_arguments or {}
-        approval_decide(
-            approval_id=approval.pk,
-            decision=decision,
-            # The person's decision, applied by the worker: a plan they edited says who
-            # reshaped the task (its verifier is told), as it did in the source.
-            actor=recorded.decided_by,
-            interface=AuditInterface.WORKER,
-            arguments={k: v for k, v in extra.items() if k != "note"}
-            if decision == Decision.MODIFY
-            else None,
-            note=extra.get("note", "")
-            if decision == Decision.MODIFY
-            else extra.get("feedback", ""),
-        )
+        try:
+            approval_decide(
+                approval_id=approval.pk,
+                decision=decision,
+                # The person's decision, applied by the worker: a plan they edited says who
+                # reshaped the task (its verifier is told), as it did in the source.
+                actor=recorded.decided_by,
+                interface=AuditInterface.WORKER,
+                arguments={k: v for k, v in extra.items() if k != "note"}
+                if decision == Decision.MODIFY
+                else None,
+                note=extra.get("note", "")
+                if decision == Decision.MODIFY
+                else extra.get("feedback", ""),
+            )
+        except DomainError as exc:
+            # A person decided it meanwhile (CONFLICT), or the recorded arguments no longer
+            # fit the tool (INVALID_ARGUMENTS): said, and the approval is left as it is.
+            record_divergence(
+                run_id,
+                Divergence(
+                    DivergenceKind.APPROVAL_NOT_APPLIED,
+                    f"the recorded decision ({decision}) on {approval.tool or 'the plan'} "
+                    f"could not be applied: {exc.code}: {exc.message}",
+                ),
+            )
+            continue
         decided = True
     return decided

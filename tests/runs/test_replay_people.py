@@ -101,3 +101,22 @@ def test_a_plan_a_person_edited_at_its_approval_is_edited_so_again(owner, monkey
 def approval_now(approval):
     approval.refresh_from_db()
     return approval.decision_arguments
+
+
+def test_a_recorded_decision_that_cannot_be_applied_is_a_divergence(owner, monkeypatch):
+    """The recorded MODIFY arguments no longer fit the tool: the replay says so and waits for
+    a person, instead of the decision's error escaping its delivery."""
+    source = decided(owner, "approve")
+    Approval.objects.filter(run=source).update(
+        status="modified", decision_arguments={"no_such_argument": 1}
+    )
+    no_model(monkeypatch)
+
+    replay = replayed(source)
+
+    assert replay.status == "waiting_approval"
+    (found,) = divergences(replay)
+    assert found["kind"] == "approval_not_applied"
+    assert "could not be applied" in found["message"], found
+    assert Approval.objects.get(run=replay).status == "pending"
+    assert replay.replay_report["count"] == 1

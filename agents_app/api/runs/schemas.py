@@ -95,7 +95,8 @@ class RunOrigin(Schema):
     first_divergence: dict[str, Any] | None = Field(
         None,
         description="A replay's first divergence: kind (request_drift, result_differs, "
-        "answer_invalid, answers_ran_out, call_not_recorded), message, step and call (from 1), "
+        "answer_invalid, answers_ran_out, call_not_recorded, approval_not_recorded, "
+        "approval_not_applied), message, step and call (from 1), "
         "anchor (on the diff page), diff (a drifted request's unified diff).",
     )
 
