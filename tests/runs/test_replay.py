@@ -8,9 +8,12 @@ from django.core.management import CommandError, call_command
 from agents_app.approvals.decisions import approval_decide
 from agents_app.core.errors import DomainError
 from agents_app.engine import prompts
-from agents_app.models import Approval, ModelExchange, Run, ToolCall
+from agents_app.models import Approval, AuditInterface, ModelExchange, Run, ToolCall
 from agents_app.runs.files import workspace_dir
-from agents_app.worker.execution import execute_run
+from agents_app.runs.lease import Lease
+from agents_app.runs.replays import run_replay
+from agents_app.worker import execution
+from agents_app.worker.execution import execute_replay, execute_run
 from tests.support.replays import (
     divergences,
     fetch_script,
@@ -27,6 +30,7 @@ from tests.support.site import page_served
 from tests.support.tools import make_registry
 from tests.support.workspaces import own_workspaces
 from tools_app.builtin.files import ReadFileTool
+from tools_app.process_registry import get_registry
 from tools_app.registry import Tool, ToolResult, ToolSpec
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("own_workspaces")]
@@ -269,3 +273,26 @@ def test_arguments_the_model_sent_in_any_order_replay_without_drift(owner, monke
     replay = replayed(source)
 
     assert divergences(replay) == []
+
+
+def test_a_replay_another_worker_holds_is_waited_for_not_given_up(owner, monkeypatch):
+    """A Celery worker took a run of the replay's tree: execute_replay waits for its lease to
+    be let go and goes on, instead of spending its rounds at once and reporting an outcome
+    its source did not have."""
+    source = recorded(owner, notes_script())
+    no_model(monkeypatch)
+    replay = run_replay(run=source, actor=owner, interface=AuditInterface.API, admit=False)
+    held = Lease.claim(replay.pk, 60)
+    looks = []
+
+    def pause(seconds):
+        looks.append(seconds)
+        if len(looks) == 3:
+            held.release()
+
+    monkeypatch.setattr(execution, "_pause", pause)
+
+    done = execute_replay(replay.pk, registry=get_registry())
+
+    assert (done.status, divergences(done)) == ("succeeded", [])
+    assert looks == [execution.REPLAY_POLL_SECONDS] * 3
