@@ -27,6 +27,7 @@ from enum import StrEnum
 from typing import Any
 
 from agents_app.core.errors import ErrorCode
+from agents_app.core.secrecy import redact
 from agents_app.engine.hooks import StopRun
 from agents_app.engine.llm import (
     LLMError,
@@ -221,7 +222,9 @@ class ReplayProvider:
                     DivergenceKind.REQUEST_DRIFT,
                     f"{where}the {asked.phase} request differs from the recorded one",
                     step,
-                    diff=request_diff(answer.request, asked.text),
+                    # The recorded text was redacted when it was written: so is what it is
+                    # compared with (a secret in the request is neither shown nor a change).
+                    diff=request_diff(answer.request, redact(asked.text)),
                 )
             )
         unknown = _not_offered_any_more(answer, request)

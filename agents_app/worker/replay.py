@@ -17,6 +17,7 @@ from agents_app.approvals.decisions import approval_decide
 from agents_app.core.audit import arguments_sha256
 from agents_app.core.errors import DomainError
 from agents_app.core.events import EventType
+from agents_app.core.secrecy import redact_all
 from agents_app.engine.llm import Usage
 from agents_app.engine.replay import (
     Divergence,
@@ -270,7 +271,8 @@ def _count(w: Any, divergence: Divergence, where: str) -> dict[str, Any]:
     shown = divergence.as_dict()
     report = w.run.replay_report or {}
     first = report.get("first") or {**shown, "message": where + shown["message"]}
-    w.set(replay_report={"count": report.get("count", 0) + 1, "first": first})
+    # Its diff and message may hold what a model or a tool said: redacted, as its event is.
+    w.set(replay_report=redact_all({"count": report.get("count", 0) + 1, "first": first}))
     return shown
 
 

@@ -2,11 +2,15 @@
 again in a fresh workspace; where it parts from its source is reported, with the diff of a
 request that drifted, and `runs_replay` exits non-zero."""
 
+import json
+import uuid
+
 import pytest
 from django.core.management import CommandError, call_command
 
 from agents_app.approvals.decisions import approval_decide
 from agents_app.core.errors import DomainError
+from agents_app.core.secrecy import secret_register
 from agents_app.engine import prompts
 from agents_app.models import Approval, AuditInterface, ModelExchange, Run, ToolCall
 from agents_app.runs.files import workspace_dir
@@ -15,6 +19,7 @@ from agents_app.runs.replays import run_replay
 from agents_app.worker import execution
 from agents_app.worker.execution import execute_replay, execute_run
 from tests.support.replays import (
+    NOTES_TASK,
     divergences,
     fetch_script,
     loopback_registry,
@@ -296,3 +301,45 @@ def test_a_replay_another_worker_holds_is_waited_for_not_given_up(owner, monkeyp
 
     assert (done.status, divergences(done)) == ("succeeded", [])
     assert looks == [execution.REPLAY_POLL_SECONDS] * 3
+
+
+def test_a_secret_in_a_drifted_request_is_neither_shown_nor_a_difference(owner, monkeypatch):
+    """The recorded requests were redacted when written: the drift diff compares them with
+    the replay's request redacted too (a line holding a secret is no change), and what the
+    replay keeps (its report, its events) holds no secret."""
+    secret = "replay-" + uuid.uuid4().hex[:12]
+    secret_register(secret)
+    source = recorded(owner, notes_script(), f"{NOTES_TASK}; keep {secret} out of it")
+    monkeypatch.setattr(prompts, "DATA_RULE", prompts.DATA_RULE + " Be brief.")
+
+    replay = replayed(source)
+
+    found = divergences(replay)
+    assert len(found) == 6 and all(d["kind"] == "request_drift" for d in found)
+    added = [
+        line
+        for d in found
+        for line in d["diff"].splitlines()
+        if line.startswith("+") and not line.startswith("+++")
+    ]
+    # Only the rule changed: no line (the task's) differs by a secret.
+    assert added and all("Be brief." in line for line in added), added
+    assert secret not in json.dumps(replay.replay_report)
+    assert secret not in json.dumps(found)
+
+
+def test_a_replay_s_report_is_redacted_as_its_events_are(owner, monkeypatch):
+    """A secret known only since the source was recorded is in the recorded request's text:
+    the report keeps its diff redacted, as the divergence's event does."""
+    secret = "later-" + uuid.uuid4().hex[:12]
+    monkeypatch.setattr(prompts, "DATA_RULE", prompts.DATA_RULE + f" Never say {secret}.")
+    source = recorded(owner, notes_script())
+    secret_register(secret)
+    monkeypatch.setattr(prompts, "DATA_RULE", prompts.DATA_RULE + " Be brief.")
+
+    replay = replayed(source)
+
+    assert replay.replay_report["first"]["kind"] == "request_drift"
+    assert "Never say [redacted]" in replay.replay_report["first"]["diff"]
+    assert secret not in json.dumps(replay.replay_report)
+    assert secret not in json.dumps(divergences(replay))
