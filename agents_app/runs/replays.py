@@ -9,6 +9,7 @@ from django.db import transaction
 
 from agents_app.core.audit import RUN_REPLAY, audit_record
 from agents_app.core.errors import DomainError, ErrorCode
+from agents_app.core.inputs import text_problem
 from agents_app.models import Origin, Run
 from agents_app.runs.admission import admission_check, run_admit
 from agents_app.runs.control import refuse_while_halted
@@ -27,7 +28,10 @@ def _rerun_of(rerun: Any) -> list[str]:
     if (
         not isinstance(rerun, list)
         or len(rerun) > RERUN_MAX
-        or not all(isinstance(n, str) and 0 < len(n) <= TOOL_NAME_MAX for n in rerun)
+        or not all(
+            isinstance(n, str) and 0 < len(n) <= TOOL_NAME_MAX and text_problem(n) is None
+            for n in rerun
+        )
     ):
         raise DomainError(
             ErrorCode.VALIDATION_ERROR,

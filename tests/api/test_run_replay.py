@@ -86,7 +86,8 @@ def test_a_contract_attempt_is_not_replayed_on_its_own(owner, owner_api):
     assert "not replayed on its own" in error["message"]
 
 
-@pytest.mark.parametrize("rerun", [[""], ["x" * 201], "http_get"])
+@pytest.mark.dialect
+@pytest.mark.parametrize("rerun", [[""], ["x" * 201], "http_get", ["a\x00b"], ["\ud800"]])
 def test_a_bad_rerun_list_is_a_validation_error(owner, owner_api, rerun):
     run = fail(make_run(owner))
 

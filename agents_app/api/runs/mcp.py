@@ -17,6 +17,7 @@ from agents_app.api.runs.schemas import (
     PLANNING,
     VERIFYING,
     ConnectionName,
+    RerunTools,
     RunDetail,
     RunDiffOut,
     RunLinks,
@@ -184,7 +185,7 @@ async def replay_run(
     ctx: Context,
     run_id: RunId,
     rerun: Annotated[
-        list[str] | None,
+        RerunTools | None,
         Field(
             description="The MCP and network tools to call again; by default their recorded "
             "results answer them."

@@ -12,6 +12,7 @@ from agents_app.api.schemas import Count, Flag, JsonObject, NonBlankText, Page, 
 from agents_app.core.inputs import QUERY_INT_MAX, STORED_INT_MAX
 from agents_app.models import ClosePolicy, TimeoutStrategy
 from agents_app.runs.listing import SEARCH_MAX_LENGTH, RunListKind, RunListStatus, RunSort
+from agents_app.runs.replays import RERUN_MAX, TOOL_NAME_MAX
 from agents_app.runs.services import APPROVAL_TIMEOUT_MAX
 
 # An LLM connection by its id or name (GET /api/v1/connections).
@@ -101,8 +102,14 @@ class RunOrigin(Schema):
     )
 
 
+# A tool's name a replay is asked to run again: text both databases store (no NUL, no lone
+# surrogate), refused by the schema with the error shape (runs.replays checks it too).
+RerunTool = Annotated[NonBlankText, Field(max_length=TOOL_NAME_MAX)]
+RerunTools = Annotated[list[RerunTool], Field(max_length=RERUN_MAX)]
+
+
 class ReplayIn(Schema):
-    rerun: list[str] | None = Field(
+    rerun: RerunTools | None = Field(
         None,
         description="The MCP and network tools to call again; by default their recorded "
         "results answer them.",

@@ -304,3 +304,16 @@ def test_replay_run_queues_a_replay_of_your_ended_run_and_refuses_a_running_one(
     new = Run.objects.get(pk=shape["id"])
     assert (new.origin_run_id, new.origin_options) == (ended.pk, {"rerun": ["http_get"]})
     assert (refused["code"], refused["http_status"]) == ("CONFLICT", 409)
+
+
+@pytest.mark.dialect
+def test_a_rerun_name_no_database_stores_is_a_validation_error_over_mcp(owner, owner_mcp):
+    """(A lone surrogate never reaches the tool over MCP: test_bad_input.raw_call.)"""
+    run = make_run(owner)
+    Run.objects.filter(pk=run.pk).update(status=RunStatus.FAILED)
+
+    error = error_of(owner_mcp.call("replay_run", {"run_id": run.pk, "rerun": ["a\x00b"]}))
+
+    assert (error["code"], error["http_status"]) == ("VALIDATION_ERROR", 400)
+    assert error["trace_id"]
+    assert Run.objects.count() == 1
