@@ -28,6 +28,7 @@ from agents_app.engine.replay import (
 )
 from agents_app.models import (
     Approval,
+    ApprovalKind,
     ApprovalStatus,
     AuditInterface,
     Decision,
@@ -342,6 +343,13 @@ def decide_as_recorded(run_id: int) -> bool:
             record_divergence(run_id, divergence)
             continue
         extra = recorded.decision_arguments or {}
+        arguments, note = None, extra.get("feedback", "")
+        if decision == Decision.MODIFY:
+            # Only a plan's edit carries the person's note among its decision's arguments; a
+            # tool's modified arguments are the call's own (a `note` argument among them).
+            plan = approval.kind == ApprovalKind.PLAN
+            arguments = {k: v for k, v in extra.items() if k != "note"} if plan else extra
+            note = extra.get("note", "") if plan else ""
         try:
             approval_decide(
                 approval_id=approval.pk,
@@ -350,12 +358,8 @@ def decide_as_recorded(run_id: int) -> bool:
                 # reshaped the task (its verifier is told), as it did in the source.
                 actor=recorded.decided_by,
                 interface=AuditInterface.WORKER,
-                arguments={k: v for k, v in extra.items() if k != "note"}
-                if decision == Decision.MODIFY
-                else None,
-                note=extra.get("note", "")
-                if decision == Decision.MODIFY
-                else extra.get("feedback", ""),
+                arguments=arguments,
+                note=note,
             )
         except DomainError as exc:
             # A person decided it meanwhile (CONFLICT), or the recorded arguments no longer

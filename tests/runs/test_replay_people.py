@@ -2,6 +2,8 @@
 approved or denied, a plan edited, is decided so again (their decision, applied by the worker)
 without waiting for anyone; a run stopped is stopped at the same point."""
 
+from dataclasses import replace
+
 import pytest
 
 from agents_app.approvals.decisions import approval_decide
@@ -10,8 +12,9 @@ from agents_app.runs.services import run_cancel, run_create
 from agents_app.worker.execution import execute_run
 from tests.support.replays import decided, divergences, no_model, notes_script, replayed
 from tests.support.runs import make_run
-from tests.support.script import verdict
+from tests.support.script import plan_reply, step, tool_call, verdict
 from tests.support.scripted_provider import ScriptedProvider
+from tests.support.tools import SendTool, make_registry
 from tests.support.workspaces import own_workspaces
 from tools_app.process_registry import get_registry
 
@@ -120,3 +123,57 @@ def test_a_recorded_decision_that_cannot_be_applied_is_a_divergence(owner, monke
     assert "could not be applied" in found["message"], found
     assert Approval.objects.get(run=replay).status == "pending"
     assert replay.replay_report["count"] == 1
+
+
+class NoteTool(SendTool):
+    """A tool with a `note` argument of its own: external, so its calls ask."""
+
+    spec = replace(
+        SendTool.spec,
+        name="send_note",
+        input_schema={
+            "type": "object",
+            "properties": {"to": {"type": "string"}, "note": {"type": "string"}},
+            "required": ["to", "note"],
+            "additionalProperties": False,
+        },
+    )
+
+
+NOTE_SCRIPT = [
+    {"match": "AGENTDESK:PLAN", "replies": [plan_reply(step("send it", ["send_note"]))]},
+    {"match": ["AGENTDESK:STEP 0", "sent"], "replies": [{"content": "sent"}], "repeat": True},
+    {
+        "match": "AGENTDESK:STEP 0",
+        "replies": [tool_call("send_note", to="ann", note="hi")],
+        "repeat": True,
+    },
+    {"match": "AGENTDESK:VERIFY", "replies": [verdict(True, "sent", evidence=[1])]},
+]
+
+
+def test_a_tool_s_own_note_argument_a_person_modified_is_replayed_with_it(owner, monkeypatch):
+    tool = NoteTool()
+    run = make_run(owner, "Send Ann a note", fast_path=False)
+    provider = ScriptedProvider(NOTE_SCRIPT)
+    execute_run(run.pk, provider=provider, registry=make_registry(tool))
+    approval = Approval.objects.get(run=run, status="pending")
+    approval_decide(
+        approval_id=approval.pk,
+        decision="modify",
+        arguments={"to": "bob", "note": "see you"},
+        actor=owner,
+        interface=AuditInterface.WEB,
+    )
+    execute_run(run.pk, provider=provider, registry=make_registry(tool))
+    run.refresh_from_db()
+    assert run.status == "succeeded", run.error_message
+    no_model(monkeypatch)
+
+    replay = replayed(run, registry=make_registry(tool))
+
+    assert divergences(replay) == []
+    assert replay.status == "succeeded"
+    (mine,) = Approval.objects.filter(run=replay)
+    assert (mine.status, mine.decision_arguments) == ("modified", {"to": "bob", "note": "see you"})
+    assert tool.calls == [{"to": "bob", "note": "see you"}] * 2
