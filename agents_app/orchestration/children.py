@@ -190,6 +190,10 @@ def spawn_child(
         # its first model call says so; it never asks a model).
         origin=Origin.REPLAY if replaying else Origin.NONE,
         origin_run=source_child(parent, step) if replaying else None,
+        # The tools its root was asked to run again, run again by the whole tree.
+        origin_options={"rerun": list(parent.origin_options.get("rerun") or ())}
+        if replaying
+        else {},
         task=task,
         owner_id=parent.owner_id,
         kind=kind,

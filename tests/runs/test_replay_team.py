@@ -6,7 +6,9 @@ import pytest
 from django.core.management import call_command
 
 from agents_app.engine import executor, prompts
-from agents_app.models import Run
+from agents_app.models import AuditInterface, Run
+from agents_app.runs.replays import run_replay
+from agents_app.worker.execution import execute_replay
 from tests.support.replays import divergences, no_model, recorded_team, replayed_tree
 from tests.support.tools import make_registry
 from tests.support.workspaces import own_workspaces
@@ -71,3 +73,20 @@ def test_a_child_that_diverged_is_the_replay_s_divergence(
     assert origin["divergences"] == sum(len(divergences(kid)) for kid in kids) > 0
     assert origin["first_divergence"]["kind"] == "request_drift"
     assert origin["first_divergence"]["message"].startswith(f"run {kids[0].pk}: ")
+
+
+def test_a_team_s_children_run_again_the_tools_its_replay_was_asked_to(
+    owner, seeded_profiles, queued_runs, settings, monkeypatch
+):
+    settings.AGENT_FAST_PATH_MAX_CHARS = 500
+    source = recorded_team(owner)
+    no_model(monkeypatch)
+    replay = run_replay(
+        run=source, actor=owner, interface=AuditInterface.API, rerun=["http_get"], admit=False
+    )
+
+    replay = execute_replay(replay.pk, registry=make_registry())
+
+    assert replay.status == "succeeded", (replay.error_code, replay.error_message)
+    kids = Run.objects.filter(parent=replay)
+    assert [kid.origin_options for kid in kids] == [{"rerun": ["http_get"]}] * 2
