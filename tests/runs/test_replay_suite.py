@@ -120,6 +120,7 @@ def test_varied_runs_replay_without_a_model_or_a_divergence_and_changes_are_caug
     }
     assert asked["denied"].is_terminal
     no_model(monkeypatch)
+    before = len(llm.requests)
 
     call_command("runs_replay", *(str(run.pk) for run in asked.values()))
     Tool.objects.filter(name="write_file").delete()  # as when the others were recorded
@@ -157,3 +158,5 @@ def test_varied_runs_replay_without_a_model_or_a_divergence_and_changes_are_caug
     assert exited.value.code == 1
     said = capsys.readouterr().out
     assert "request_drift" in said and "+" in said and "Be brief." in said
+    # No model was asked anywhere: not one request reached the scripted server.
+    assert len(llm.requests) == before

@@ -2,6 +2,7 @@
 replay's page where it diverged from its source, with a link to the diff page."""
 
 import pytest
+from django.test import Client
 
 from agents_app.models import Run
 from tests.support.markup import ids
@@ -65,3 +66,25 @@ def test_a_replays_page_says_where_it_diverged_and_links_the_diff(
     assert "diverged at step 2 call 1: step 2: call 1 read_file result differs" in shown
     assert "(3 divergences)" in shown
     assert f'href="/runs/{source.pk}/diff/{diverged.pk}/#step-2-call-1"' in page
+
+
+def test_another_persons_run_is_not_found_on_the_replay_post(owner, outsider):
+    source = fail(make_run(owner, "secret plans"))
+    browser = Client(enforce_csrf_checks=True)
+    browser.force_login(outsider)
+    browser.get("/runs/")
+    token = browser.cookies["csrftoken"].value
+
+    response = browser.post(
+        f"/runs/{source.pk}/replay/", {"csrfmiddlewaretoken": token}, headers={"HX-Request": "true"}
+    )
+
+    assert response.status_code == 404
+    assert "secret plans" not in response.content.decode()
+    assert Run.objects.count() == 1
+    # The same token is good for the outsider's own run: it was the run that was refused.
+    theirs = fail(make_run(outsider))
+    mine = browser.post(
+        f"/runs/{theirs.pk}/replay/", {"csrfmiddlewaretoken": token}, headers={"HX-Request": "true"}
+    )
+    assert mine.status_code == 200 and mine["HX-Redirect"]
