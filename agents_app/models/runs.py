@@ -342,8 +342,21 @@ class Run(models.Model):
 
     @property
     def not_replayable_because(self) -> str:
-        """Why the run cannot be replayed, in a person's words; "" when it can."""
-        return "" if self.recorded else NOT_RECORDED
+        """Why the run cannot be replayed, in a person's words; "" when it can (the one rule:
+        runs.replays refuses, and the run page offers Replay, by it)."""
+        if not self.recorded:
+            return NOT_RECORDED
+        if self.origin == Origin.FORK:
+            # Its first steps were copied, not asked: there is nothing recorded to answer them.
+            return (
+                f"Run {self.pk} is a fork: its copied steps were never asked of a model; "
+                "replay its source instead"
+            )
+        return ""
+
+    @property
+    def replayable(self) -> bool:
+        return not self.not_replayable_because
 
     def can_transition_to(self, status: str) -> bool:
         return status in RUN_TRANSITIONS[self.status]

@@ -176,7 +176,7 @@ def run_summary(run: Run) -> dict[str, Any]:
         "connection_id": run.connection_id,
         "model": run.llm_model,
         "phase_models": run.phase_models,
-        "replayable": run.recorded,
+        "replayable": run.replayable,
         "not_replayable_because": run.not_replayable_because,
         "origin": run_origin(run),
         "links": run_links(run),

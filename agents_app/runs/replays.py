@@ -67,15 +67,8 @@ def run_replay(
                 {"status": w.run.status},
             )
         if reason := w.run.not_replayable_because:
-            raise DomainError(ErrorCode.CONFLICT, reason, {"recorded": False})
-        if w.run.origin == Origin.FORK:
-            # Its first steps were copied, not asked: there is nothing recorded to answer them.
-            raise DomainError(
-                ErrorCode.CONFLICT,
-                f"Run {run.pk} is a fork: its copied steps were never asked of a model; "
-                "replay its source instead",
-                {"origin": Origin.FORK},
-            )
+            details = {"origin": Origin.FORK} if w.run.origin == Origin.FORK else {}
+            raise DomainError(ErrorCode.CONFLICT, reason, details or {"recorded": False})
     turns = admission_check(run.owner_id) if admit else None
     replay = run_create(
         task=run.task,

@@ -127,4 +127,8 @@ def test_a_fork_is_not_replayed(owner, owner_api):
     error = assert_error(replay(owner_api, run), 409, "CONFLICT")
 
     assert error["message"].endswith("replay its source instead")
+    assert error["details"] == {"origin": "fork"}
     assert Run.objects.count() == 1
+    # Its shape says so before anyone asks (the one rule the page's Replay follows too).
+    body = owner_api.get(f"/api/v1/runs/{run.pk}").json()
+    assert (body["replayable"], body["not_replayable_because"]) == (False, error["message"])

@@ -33,12 +33,14 @@ def test_an_ended_recorded_run_offers_replay_and_it_opens_the_replay(owner, owne
     assert f'href="/runs/{source.pk}/diff/{new.pk}/"' in meta
 
 
-def test_a_run_still_going_or_not_recorded_offers_no_replay(owner, owner_session):
+def test_a_run_still_going_not_recorded_or_a_fork_offers_no_replay(owner, owner_session):
     going = make_run(owner)
     unrecorded = fail(make_run(owner))
     Run.objects.filter(pk=unrecorded.pk).update(recorded=False)
+    fork = fail(make_run(owner))
+    Run.objects.filter(pk=fork.pk).update(origin="fork")
 
-    for run in (going, unrecorded):
+    for run in (going, unrecorded, fork):
         assert "replay-run" not in ids(owner_session.get(f"/runs/{run.pk}/").content.decode())
 
 

@@ -175,8 +175,8 @@ class RunSummary(Schema):
         "when `model` did everything."
     )
     replayable: bool = Field(
-        description="Its model calls' answers are kept, so it can be replayed; false for a run "
-        "recorded before they were."
+        description="It can be replayed (its model calls' answers are kept); false for a run "
+        "recorded before they were, and for a fork (replay its source)."
     )
     not_replayable_because: str = Field(
         description="Why it cannot be replayed, when `replayable` is false; empty otherwise."
