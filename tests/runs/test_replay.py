@@ -16,8 +16,9 @@ from agents_app.models import Approval, AuditInterface, ModelExchange, Run, Tool
 from agents_app.runs.files import workspace_dir
 from agents_app.runs.lease import Lease
 from agents_app.runs.replays import run_replay
-from agents_app.worker import execution
-from agents_app.worker.execution import execute_replay, execute_run
+from agents_app.worker import replaying
+from agents_app.worker.execution import execute_run
+from agents_app.worker.replaying import execute_replay
 from tests.support.replays import (
     NOTES_TASK,
     divergences,
@@ -295,12 +296,12 @@ def test_a_replay_another_worker_holds_is_waited_for_not_given_up(owner, monkeyp
         if len(looks) == 3:
             held.release()
 
-    monkeypatch.setattr(execution, "_pause", pause)
+    monkeypatch.setattr(replaying, "_pause", pause)
 
     done = execute_replay(replay.pk, registry=get_registry())
 
     assert (done.status, divergences(done)) == ("succeeded", [])
-    assert looks == [execution.REPLAY_POLL_SECONDS] * 3
+    assert looks == [replaying.REPLAY_POLL_SECONDS] * 3
 
 
 def test_a_secret_in_a_drifted_request_is_neither_shown_nor_a_difference(owner, monkeypatch):

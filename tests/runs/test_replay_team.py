@@ -8,7 +8,7 @@ from django.core.management import call_command
 from agents_app.engine import executor, prompts
 from agents_app.models import AuditInterface, Run
 from agents_app.runs.replays import run_replay
-from agents_app.worker.execution import execute_replay
+from agents_app.worker.replaying import execute_replay
 from tests.support.replays import divergences, no_model, recorded_team, replayed_tree
 from tests.support.tools import make_registry
 from tests.support.workspaces import own_workspaces

@@ -9,7 +9,8 @@ from agents_app.models import Approval, AuditInterface, Run, RunEvent, Task
 from agents_app.runs.replays import run_replay
 from agents_app.runs.services import run_cancel, run_create
 from agents_app.worker import execution
-from agents_app.worker.execution import execute_replay, execute_run
+from agents_app.worker.execution import execute_run
+from agents_app.worker.replaying import execute_replay
 from tests.support.approvals import asking_script, make_tool_ask
 from tests.support.runs import make_run
 from tests.support.script import json_reply, plan_reply, step, tool_call, verdict

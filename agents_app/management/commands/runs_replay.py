@@ -9,7 +9,7 @@ from django.db.models import Q
 from agents_app.core.events import EventType
 from agents_app.models import AuditInterface, Run, RunEvent
 from agents_app.runs.replays import run_replay
-from agents_app.worker.execution import execute_replay
+from agents_app.worker.replaying import execute_replay
 
 # Exit statuses besides 0 (every replay matched its source): one diverged; an ID named no run
 # that can be replayed.
