@@ -344,3 +344,53 @@ def test_a_replay_s_report_is_redacted_as_its_events_are(owner, monkeypatch):
     assert "Never say [redacted]" in replay.replay_report["first"]["diff"]
     assert secret not in json.dumps(replay.replay_report)
     assert secret not in json.dumps(divergences(replay))
+
+
+class TokenTool(Tool):
+    """Reads a token: a secret in its result (which the record keeps redacted)."""
+
+    spec = ToolSpec(
+        name="read_token",
+        description="Read the deploy token.",
+        input_schema={"type": "object", "properties": {}},
+        capabilities=frozenset({"READ"}),
+        domain="testing",
+    )
+
+    def __init__(self, token: str):
+        self.token = token
+
+    def run(self, arguments, context):
+        return ToolResult(ok=True, content={"token": self.token, "scope": "deploy"})
+
+
+def test_a_tool_result_holding_a_secret_is_compared_as_it_was_recorded(owner, monkeypatch):
+    # The record keeps the result redacted, and the registry gives the replay the result it
+    # ran redacted the same way (tools_app.registry): the same result again is no difference
+    # (compared raw, every call that read a secret would diverge), another one is.
+    token = "tok-" + uuid.uuid4().hex[:12]
+    secret_register(token)
+    script = [
+        {
+            "match": "AGENTDESK:PLAN",
+            "replies": [plan_reply(step("read the token", ["read_token"]))],
+        },
+        {
+            "match": "AGENTDESK:STEP 0",
+            "replies": [tool_call("read_token"), {"content": "the token is read"}],
+        },
+        {"match": "AGENTDESK:VERIFY", "replies": [verdict(True, "read", evidence=[1])]},
+    ]
+    source = recorded(
+        owner, script, "Read the deploy token", registry=make_registry(TokenTool(token))
+    )
+    assert source.status == "succeeded", (source.error_code, source.error_message)
+    assert token not in json.dumps(calls(source))
+    no_model(monkeypatch)
+
+    replay = replayed(source, registry=make_registry(TokenTool(token)))
+
+    assert divergences(replay) == [] and replay.status == "succeeded"
+    # A token that changed is a difference all the same.
+    again = replayed(source, registry=make_registry(TokenTool("tok-other")))
+    assert [d["kind"] for d in divergences(again)][:1] == ["result_differs"]
