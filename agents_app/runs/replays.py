@@ -13,9 +13,7 @@ from agents_app.core.inputs import text_problem
 from agents_app.models import Origin, Run
 from agents_app.runs.admission import admission_check, run_admit
 from agents_app.runs.control import refuse_while_halted
-from agents_app.runs.recipes import recipe_for
-from agents_app.runs.services import run_create
-from agents_app.runs.writer import locked_run
+from agents_app.runs.services import ended_run, refuse_unless_offered, run_create
 
 # The most tool names a replay may be asked to run again, and the longest name.
 RERUN_MAX = 100
@@ -51,21 +49,9 @@ def run_replay(
     VALIDATION_ERROR for a bad `rerun`; CONFLICT for a run of a kind that is not replayed on
     its own, one still working, one recorded before model answers were kept, or a fork."""
     names = _rerun_of(rerun)
-    recipe = recipe_for(run.kind)
-    if "replay" not in recipe.actions:
-        raise DomainError(
-            ErrorCode.CONFLICT,
-            f"Run {run.pk} is a {recipe.label}, which is not replayed on its own",
-            {"kind": run.kind},
-        )
+    recipe = refuse_unless_offered(run, "replay", "replayed")
     refuse_while_halted()
-    with locked_run(run.pk) as w:
-        if not w.run.is_terminal:
-            raise DomainError(
-                ErrorCode.CONFLICT,
-                f"Run {run.pk} is still {w.run.status}: only an ended run is replayed",
-                {"status": w.run.status},
-            )
+    with ended_run(run.pk, ": only an ended run is replayed") as w:
         if reason := w.run.not_replayable_because:
             details = {"origin": Origin.FORK} if w.run.origin == Origin.FORK else {}
             raise DomainError(ErrorCode.CONFLICT, reason, details or {"recorded": False})

@@ -4,6 +4,7 @@ so that no caller can leave it silently wrong."""
 
 import contextlib
 import json
+from collections.abc import Iterator
 from typing import Any
 
 from django.conf import settings
@@ -345,27 +346,43 @@ def _children_too(run_id: int, change: Any, actor: Any, interface: str) -> None:
     transaction.on_commit(apply)
 
 
+def refuse_unless_offered(run: Run, action: str, done: str) -> Any:
+    """The run's recipe, when its kind offers `action` (a recipe's `actions`); else CONFLICT:
+    "Run N is a <label>, which is not <done> on its own"."""
+    recipe = recipe_for(run.kind)
+    if action not in recipe.actions:
+        raise DomainError(
+            ErrorCode.CONFLICT,
+            f"Run {run.pk} is a {recipe.label}, which is not {done} on its own",
+            {"kind": run.kind},
+        )
+    return recipe
+
+
+@contextlib.contextmanager
+def ended_run(run_id: int, still: str) -> Iterator[RunWriter]:
+    """The run's row locked (runs.writer.locked_run), when it has ended; else CONFLICT
+    "Run N is still <status><still>"."""
+    with locked_run(run_id) as w:
+        if not w.run.is_terminal:
+            raise DomainError(
+                ErrorCode.CONFLICT,
+                f"Run {run_id} is still {w.run.status}{still}",
+                {"status": w.run.status},
+            )
+        yield w
+
+
 @transaction.atomic
 def run_restart(*, run: Run, actor: Any, interface: str) -> Run:
     """A new attempt of the run's task, queued. Returns the new Run. Raises DomainError
     CONFLICT unless `run` has finished (succeeded, failed or cancelled)."""
-    recipe = recipe_for(run.kind)
-    if "restart" not in recipe.actions:
-        # A chat answer is answered again by writing again, an attempt by its agent's
-        # Restart, a subtask by its head node: a new run of its Task would be none of them.
-        raise DomainError(
-            ErrorCode.CONFLICT,
-            f"Run {run.pk} is a {recipe.label}, which is not restarted on its own",
-            {"kind": run.kind},
-        )
+    # A chat answer is answered again by writing again, an attempt by its agent's Restart, a
+    # subtask by its head node: a new run of its Task would be none of them.
+    refuse_unless_offered(run, "restart", "restarted")
     refuse_while_halted()
-    with locked_run(run.pk) as w:
-        if not w.run.is_terminal:
-            raise DomainError(
-                ErrorCode.CONFLICT,
-                f"Run {run.pk} is still {w.run.status}; cancel it before restarting",
-                {"status": w.run.status},
-            )
+    with ended_run(run.pk, "; cancel it before restarting"):
+        pass
     admission_check(run.owner_id)
     new_run = run_create(task=run.task, close_policy=run.close_policy)
     audit_record(

@@ -29,7 +29,6 @@ from django.db import transaction
 
 from agents_app.connections.services import connection_for_phase
 from agents_app.core.audit import RUN_FORK, audit_record
-from agents_app.core.errors import DomainError, ErrorCode
 from agents_app.models import (
     ChangeKind,
     Origin,
@@ -55,10 +54,8 @@ from agents_app.runs.forks.copies import (
     files_at,
     rebuild_workspace,
 )
-from agents_app.runs.recipes import recipe_for
 from agents_app.runs.selectors import run_get
-from agents_app.runs.services import run_create
-from agents_app.runs.writer import locked_run
+from agents_app.runs.services import ended_run, refuse_unless_offered, run_create
 
 
 @transaction.atomic
@@ -83,20 +80,8 @@ def run_fork(
     the step cannot be rebuilt, VALIDATION_ERROR (details.field) for bad input, and as
     task_submit does while the kill switch is engaged or the person's queue is full."""
     source = run_get(user=user, run_id=run_id)
-    recipe = recipe_for(source.kind)
-    if "fork" not in recipe.actions:
-        raise DomainError(
-            ErrorCode.CONFLICT,
-            f"Run {source.pk} is a {recipe.label}, which is not forked on its own",
-            {"kind": source.kind},
-        )
-    with locked_run(source.pk) as w:
-        if not w.run.is_terminal:
-            raise DomainError(
-                ErrorCode.CONFLICT,
-                f"Run {source.pk} is still {w.run.status}; a run is forked once it ended",
-                {"status": w.run.status},
-            )
+    recipe = refuse_unless_offered(source, "fork", "forked")
+    with ended_run(source.pk, "; a run is forked once it ended") as w:
         source = w.run
     number = step_number(after_step)
     plan = source_plan(source, plan_version)
