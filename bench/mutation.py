@@ -185,6 +185,16 @@ MODULES = {
         ("tests/approvals/test_patterns.py",),
         core=False,
     ),
+    "replay_provider": Module(
+        "agents_app/engine/replay.py",
+        ("tests/engine/test_replay_provider.py", "tests/runs/test_replay.py"),
+        core=False,
+    ),
+    "fork_checks": Module(
+        "agents_app/runs/forks/checks.py",
+        ("tests/runs/test_fork.py", "tests/orchestration/test_team_fork.py"),
+        core=False,
+    ),
     "parking": Module(
         "agents_app/approvals/parking.py",
         (
