@@ -5,8 +5,8 @@ import pytest
 
 from agents_app.engine.exchanges import request_text, text_sha256
 from agents_app.engine.hooks import StopRun
-from agents_app.engine.llm import Asked, LLMRequest, ToolSchema
-from agents_app.engine.replay import RecordedAnswer, ReplayProvider
+from agents_app.engine.llm import Asked, LLMError, LLMRequest, ToolSchema
+from agents_app.engine.replay import Divergence, DivergenceKind, RecordedAnswer, ReplayProvider
 
 READ = ToolSchema("read_file", "Reads a file.", {"type": "object"})
 WRITE = ToolSchema("write_file", "Writes a file.", {"type": "object"})
@@ -108,3 +108,21 @@ def test_the_same_prompt_written_by_two_processes_is_the_same_request(monkeypatc
     assert here.messages != there.messages  # each process its own nonces
     assert request_text(here) == request_text(there)
     assert "<untrusted source=" in request_text(here)
+
+
+def test_a_call_that_failed_in_its_source_fails_again_with_its_code():
+    request = asked("step 1")
+    provider = ReplayProvider(
+        [answer_to(request, error_code="REQUEST_TIMEOUT", error="no answer in 120 s")], [].append
+    )
+
+    with pytest.raises(LLMError) as failed:
+        provider.complete(asked("step 1"))
+
+    assert (failed.value.code, failed.value.message) == ("REQUEST_TIMEOUT", "no answer in 120 s")
+
+
+def test_a_divergence_is_anchored_where_the_diff_page_shows_it():
+    assert Divergence(DivergenceKind.RESULT_DIFFERS, "x", 2, 1).anchor == "step-2-call-1"
+    assert Divergence(DivergenceKind.REQUEST_DRIFT, "x", 3).anchor == "step-3"
+    assert Divergence(DivergenceKind.REQUEST_DRIFT, "x").anchor == ""

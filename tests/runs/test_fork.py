@@ -187,7 +187,15 @@ def test_another_persons_run_is_not_found(owner, outsider):
 
 @pytest.mark.parametrize(
     ("after_step", "field"),
-    [(0, "after_step"), (6, "after_step"), ("three", "after_step"), (True, "after_step")],
+    [
+        (0, "after_step"),
+        (-1, "after_step"),
+        (6, "after_step"),
+        ("three", "after_step"),
+        (True, "after_step"),
+        (3.0, "after_step"),
+        (None, "after_step"),
+    ],
 )
 def test_a_step_number_not_a_completed_step_is_a_validation_error(owner, after_step, field):
     source = five_step_run(owner)
@@ -198,7 +206,21 @@ def test_a_step_number_not_a_completed_step_is_a_validation_error(owner, after_s
 def test_bad_options_are_validation_errors(owner):
     source = five_step_run(owner)
 
-    refused(ErrorCode.VALIDATION_ERROR, "plan_version", owner=owner, source=source, plan_version=2)
+    error = refused(
+        ErrorCode.VALIDATION_ERROR, "plan_version", owner=owner, source=source, plan_version=2
+    )
+    assert error.message == f"Run {source.pk} has no plan version 2"
+    for version in ("two", 1.5, True):
+        error = refused(
+            ErrorCode.VALIDATION_ERROR,
+            "plan_version",
+            owner=owner,
+            source=source,
+            plan_version=version,
+        )
+        assert error.message == "plan_version is a whole number (null: the latest)"
+    # A text, not a list of the steps' objectives (each character would be a step).
+    refused(ErrorCode.VALIDATION_ERROR, "steps", owner=owner, source=source, steps="do it")
     refused(ErrorCode.VALIDATION_ERROR, "connection", owner=owner, source=source, connection=999)
     refused(ErrorCode.VALIDATION_ERROR, "steps", owner=owner, source=source, steps=["", "  "])
     refused(ErrorCode.VALIDATION_ERROR, "steps", owner=owner, source=source, steps=["x"] * 60)
