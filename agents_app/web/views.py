@@ -193,29 +193,25 @@ def _paused_or_resumed(request: HtmxHttpRequest, run_id: int, change) -> HttpRes
 @login_required
 @require_POST
 def run_restart(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
-    new_run, refused = _control(
-        request,
-        run_id,
-        lambda run: services.run_restart(run=run, actor=request.user, interface=AuditInterface.WEB),
-    )
-    if refused:
-        return refused
-    if request.htmx:
-        return HttpResponseClientRedirect(run_url(new_run))
-    return redirect(run_url(new_run))
+    return _to_new_run(request, run_id, services.run_restart)
 
 
 @login_required
 @require_POST
 def run_replay_view(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
     """Replay the run (runs.replays): its recorded answers, no model; the replay's page."""
-    replay, refused = _control(
+    return _to_new_run(request, run_id, run_replay)
+
+
+def _to_new_run(request: HtmxHttpRequest, run_id: int, make) -> HttpResponse:
+    """A new run made from the person's run `run_id` by `make` (a restart, a replay): its page."""
+    new_run, refused = _control(
         request,
         run_id,
-        lambda run: run_replay(run=run, actor=request.user, interface=AuditInterface.WEB),
+        lambda run: make(run=run, actor=request.user, interface=AuditInterface.WEB),
     )
     if refused:
         return refused
     if request.htmx:
-        return HttpResponseClientRedirect(run_url(replay))
-    return redirect(run_url(replay))
+        return HttpResponseClientRedirect(run_url(new_run))
+    return redirect(run_url(new_run))
