@@ -1,10 +1,12 @@
 """DatabaseHooks in this process: streamed tokens on the channel layer, the poll for a cancel
 while the model streams, retries and tool calls in the run's rows."""
 
+import os
 from dataclasses import replace
 
 import pytest
 
+from agents_app.core import secrecy
 from agents_app.core.errors import DomainError, ErrorCode
 from agents_app.core.events import publish, run_group
 from agents_app.engine.hooks import StopRun
@@ -41,8 +43,15 @@ NOTES = ToolSpec(
 
 @pytest.fixture
 def only_size_and_context_flush(monkeypatch):
-    """Tokens are also flushed every TOKEN_FLUSH_SECONDS: an hour keeps the clock out of it."""
+    """Tokens are also flushed every TOKEN_FLUSH_SECONDS: an hour keeps the clock out of it.
+    And only the test's own secrets are known: the end of a piece that could begin another
+    (one an earlier test in this process registered, or this machine's environment holds)
+    would be held back for the redaction, and the pieces come out cut elsewhere."""
     monkeypatch.setattr(hooks_module, "TOKEN_FLUSH_SECONDS", 3600)
+    monkeypatch.setattr(secrecy, "_registered", set())
+    for name in list(os.environ):
+        if secrecy.looks_secret(name):
+            monkeypatch.delenv(name)
 
 
 def test_streamed_tokens_are_published_in_pieces_of_at_least_64_characters(
