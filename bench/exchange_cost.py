@@ -9,8 +9,8 @@ of the rounds' ratios, against the 1.10 target.
     uv run python bench/exchange_cost.py [--steps 50] [--rounds 10]
 
 Switched off, the request's text and hash are still made (engine.calls makes them before it
-hands the exchange to the hooks): the figure is what storing the row (its answer, its request's
-text redacted and compressed, its number) adds. Uses SQLite + an embedded Valkey in a temporary
+hands the exchange to the hooks): the figure is what keeping them adds (the answers and the
+requests redacted, a step's calls framed into one row and written, numbered). Uses SQLite + an embedded Valkey in a temporary
 directory unless DATABASE_URL / REDIS_URL are set.
 """
 
@@ -31,7 +31,7 @@ def main() -> None:
     start_django("exchanges")
     from django.db import connection
 
-    from agents_app.models import ModelExchange
+    from agents_app.runs.exchanges import model_calls
     from agents_app.worker.hooks import DatabaseHooks
     from tests.support.instant import agentdesk_run
 
@@ -49,7 +49,7 @@ def main() -> None:
             DatabaseHooks.on_llm_exchange = sides[name]
             elapsed, _, run = agentdesk_run(args.steps, count=False)
             assert run.status == "succeeded", (run.status, run.error_message)
-            kept = ModelExchange.objects.filter(run=run).count()
+            kept = len(model_calls(run.pk))
             assert (kept > 0) == (name == "recorded"), (name, kept)
             per_step[name].append(elapsed * 1000 / args.steps)
     DatabaseHooks.on_llm_exchange = recording

@@ -176,6 +176,17 @@ def redact_all(value: Any, secrets: Iterable[str] = ()) -> Any:
     return _redact_with(pattern, value)
 
 
+def redaction() -> re.Pattern[str]:
+    """What `redact` replaces, as one pattern, for a caller that redacts many texts at once:
+    `redaction().sub(REDACTED, text)` is `redact(text)`."""
+    return _pattern(known_secrets())
+
+
+def redact_with(pattern: re.Pattern[str], value: Any) -> Any:
+    """redact_all with the pattern given (`redaction`)."""
+    return _redact_with(pattern, value)
+
+
 def _redact_with(pattern: re.Pattern[str], value: Any) -> Any:
     if isinstance(value, str):
         return pattern.sub(REDACTED, value) if value else value

@@ -12,8 +12,11 @@ prompt written by a worker and by `runs_replay` would otherwise never be the sam
 
 import hashlib
 import json
+import threading
 from dataclasses import dataclass, field
 from typing import Any
+
+import zstandard
 
 from agents_app.core.inputs import storable
 from agents_app.engine.llm import LLMError, LLMRequest, LLMResponse, Usage
@@ -46,6 +49,61 @@ def text_sha256(text: str) -> str:
 def request_sha256(request: LLMRequest) -> str:
     """The hex SHA-256 of `request`'s canonical JSON (request_text)."""
     return text_sha256(request_text(request))
+
+
+# ModelExchange.calls: a JSON line of the calls, each an array of these, in this order...
+CALL_FIELDS = (
+    "sha",  # the request's hash (request_sha256)
+    "content",
+    "tool_calls",
+    "reasoning",
+    "finish_reason",
+    "error_code",
+    "error",
+    "prompt_tokens",
+    "completion_tokens",
+    "model",
+    "connection",  # the LLMConnection's id, or null
+    "at",  # when it answered: seconds since the epoch
+)
+# ...then their requests' texts, one after another. A frame from this size on is compressed
+# (Zstandard, level 1): a step's few calls are written as they are (compressing a request of
+# 2 KB cost a step more time than anything else the recording does), a long tool loop's many
+# requests, most of each the one before again, to a fraction.
+COMPRESS_FROM = 8192
+ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+_compressors = threading.local()
+
+
+def pack_calls(calls: list[list[Any]], requests: list[str]) -> bytes:
+    """The model calls of one lane that one commit writes, as ModelExchange.calls keeps them:
+    {"calls": [[CALL_FIELDS...]...], "requests": [each request's length]}, a newline, then
+    the requests' canonical texts; compressed from COMPRESS_FROM bytes. Each thread keeps its
+    compressor (one is not safe to share, and making one costs twice the compressing)."""
+    header = json.dumps({"calls": calls, "requests": [len(r) for r in requests]})
+    payload = "\n".join([header, "".join(requests)]).encode()
+    if len(payload) < COMPRESS_FROM:
+        return payload
+    compressor = getattr(_compressors, "zstd", None)
+    if compressor is None:
+        compressor = _compressors.zstd = zstandard.ZstdCompressor(level=1)
+    return compressor.compress(payload)
+
+
+def unpack_calls(frame: bytes) -> list[dict[str, Any]]:
+    """The calls pack_calls kept: CALL_FIELDS and "request", its request's text."""
+    frame = bytes(frame)
+    if frame[:4] == ZSTD_MAGIC:
+        frame = zstandard.ZstdDecompressor().decompress(frame)
+    head, _, body = frame.decode().partition("\n")
+    header = json.loads(head)
+    found, at = [], 0
+    for values, length in zip(header["calls"], header["requests"], strict=True):
+        call = dict(zip(CALL_FIELDS, values, strict=True))
+        call["request"] = body[at : at + length]
+        at += length
+        found.append(call)
+    return found
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""What a run's model calls answered, one row a call (issue 36): the foundation of replay."""
+"""What a run's model calls answered (issue 36): the foundation of replay."""
 
 from django.db import models
 from django.utils import timezone
@@ -7,22 +7,28 @@ from agents_app.models.runs import Run, Step
 
 
 class ModelExchange(models.Model):
-    """One model request's outcome as received, written with the step's next commit (the
-    commit that counts its tokens: worker.commits.PendingWrites): what the model said (text,
-    tool calls, reasoning), why it stopped, what it cost, and a hash of what it was asked
-    (engine.exchanges.request_sha256), so a replay can answer the same request from here and
-    tell when a request drifted. Text from the model is redacted (core.secrecy) before it is
-    stored, like a tool's result.
+    """The model calls of one lane (a step's attempt, or a phase of no step) that one commit
+    wrote: the commit that counts their tokens (worker.commits.PendingWrites), at the step's
+    end for a step's calls. Each call's outcome as received: what the model said (text, tool
+    calls, reasoning), why it stopped, what it cost, which connection and model answered, and
+    what it was asked (its request's canonical text and its hash, engine.exchanges), so a
+    replay can answer the same request from here and tell, with a diff, when one drifted.
+    Text from the model and the requests are redacted (core.secrecy) before they are kept.
 
-    `seq` orders a run's calls (Run.exchange_seq, advanced under the run's row lock or fence
-    by the lease holder, who alone writes them). `step` is null for the calls that belong to
-    no step (analysis, planning, verifying, a team's decomposition, condensing a chat)."""
+    The calls are one frame (`calls`, engine.exchanges.pack_calls; read them with
+    runs.exchanges.model_calls), not a row each: with a row each, a step cost about a sixth
+    more than without the recording, against the tenth allowed (`uv run python
+    bench/exchange_cost.py`). A large frame (a long tool loop's requests, each the one before
+    again and more) is compressed.
+
+    `seq` is the first call's number; the run's calls are numbered in the order their commits
+    wrote them (Run.exchange_seq, advanced under the run's row lock or fence by the lease
+    holder, who alone writes them). `step` is null for the calls of no step (analysis,
+    planning, verifying, a team's decomposition, condensing a chat)."""
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="exchanges", db_index=False)
-    # The step and the connection as AuditEvent keeps its run: no database constraint, no
-    # index, nothing done when one is deleted (a step goes only with its run, whose exchanges
-    # go with it; a deleted connection's number stays, as the record of who answered). Each
-    # would otherwise cost every call's row an index entry and a constraint check.
+    # The step as AuditEvent keeps its run: no database constraint, no index, nothing done
+    # when one is deleted (a step goes only with its run, whose exchanges go with it).
     step = models.ForeignKey(
         Step,
         on_delete=models.DO_NOTHING,
@@ -33,35 +39,13 @@ class ModelExchange(models.Model):
         related_name="exchanges",
     )
     seq = models.PositiveIntegerField()
+    # How many calls `calls` holds: numbered seq, seq + 1, ...
+    count = models.PositiveIntegerField(default=1)
     # engine.hooks.StreamPhase: analysis, planning, execution, verification, condensation.
     phase = models.CharField(max_length=20)
-    # The step's retry_count at the call; for a call of no step, the run's attempt.
+    # The step's retry_count at the calls; for calls of no step, the run's attempt.
     attempt = models.PositiveIntegerField(default=0)
-    request_sha256 = models.CharField(max_length=64)
-    # The request's canonical text (engine.exchanges.request_text), redacted and compressed
-    # (zlib): what a replay shows a drifted request's diff against (engine.replay). Empty for
-    # an exchange recorded before it was kept.
-    request = models.BinaryField(default=b"", blank=True)
-    content = models.TextField(blank=True)
-    # [{id, name, arguments, arguments_error}] as the model asked for them.
-    tool_calls = models.JSONField(default=list, blank=True)
-    reasoning = models.TextField(blank=True)
-    finish_reason = models.CharField(max_length=20, blank=True)
-    # A call that failed after the provider's retries: its error code and AgentDesk's words.
-    error_code = models.CharField(max_length=40, blank=True)
-    error = models.TextField(blank=True)
-    prompt_tokens = models.PositiveIntegerField(default=0)
-    completion_tokens = models.PositiveIntegerField(default=0)
-    llm_model = models.CharField("model", max_length=200, blank=True)
-    connection = models.ForeignKey(
-        "agents_app.LLMConnection",
-        on_delete=models.DO_NOTHING,
-        db_constraint=False,
-        db_index=False,
-        null=True,
-        blank=True,
-        related_name="+",
-    )
+    calls = models.BinaryField()
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:

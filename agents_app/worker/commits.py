@@ -10,16 +10,18 @@ the step is run again.
 """
 
 import threading
-import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
+
+from django.utils import timezone
 
 from agents_app.core import rows
 from agents_app.core.event_payloads import LlmUsagePayload, ToolResultPayload
 from agents_app.core.events import EventType
-from agents_app.core.secrecy import redact_all
+from agents_app.core.secrecy import REDACTED, redact_all, redact_with, redaction
+from agents_app.engine.exchanges import Exchange, pack_calls
 from agents_app.models import AuditEvent, ModelExchange, Run, ToolCall, WorkspaceChange
 from agents_app.runs.journal import changes_write
 from agents_app.runs.lease import Lease
@@ -44,8 +46,8 @@ class PendingWrites:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     usage: list[tuple[LlmUsagePayload, AuditEvent]] = field(default_factory=list)
-    # The model calls' outcomes (ModelExchange rows, numbered when written), with the usage.
-    exchanges: list[ModelExchange] = field(default_factory=list)
+    # The model calls' outcomes (ModelExchange rows when written), with the usage.
+    exchanges: list["Heard"] = field(default_factory=list)
     # (tool call id, the row's fields, the event's payload, the audit row)
     results: list[tuple[int, dict[str, Any], ToolResultPayload, AuditEvent]] = field(
         default_factory=list
@@ -85,8 +87,7 @@ class PendingWrites:
                 w.event(EventType.LLM_USAGE, payload)
                 audit.append(row)
             if self.exchanges:
-                _number_and_redact(self.exchanges, w)
-                rows.insert(self.exchanges)
+                rows.insert(exchange_rows(self.exchanges, w))
         rows.insert(audit)
 
     def clear(self, *, usage: bool) -> None:
@@ -98,32 +99,64 @@ class PendingWrites:
             self.exchanges.clear()
 
 
-# What a model exchange holds of the model's own text: redacted before it is written (its
-# request's text too, then compressed).
-EXCHANGE_TEXT = ("content", "reasoning", "tool_calls", "error")
+class Heard(NamedTuple):
+    """A model call heard since the last commit (hooks.on_llm_exchange), and where it belongs."""
+
+    exchange: Exchange
+    step_id: int | None
+    attempt: int  # the step's retry_count, or the run's attempt for a call of no step
+    connection_id: int | None
+    at: float  # time.time() when it answered
 
 
-def _number_and_redact(exchanges: list[ModelExchange], w: RunWriter) -> None:
-    """The run's next exchange numbers, in the run's turn (only the lease holder writes
-    exchanges, so its count is the row's), and what the model said redacted (core.secrecy),
-    all of it at once: the secrets' pattern is looked up once a commit, not once a call."""
-    texts = redact_all(
-        [
-            [getattr(e, name) for name in EXCHANGE_TEXT] + [getattr(e, "request_text", "")]
-            for e in exchanges
-        ]
-    )
-    seq = w.run.exchange_seq
-    for exchange, text in zip(exchanges, texts, strict=True):
-        seq += 1
-        exchange.seq = seq
-        *said, request = text
-        for name, value in zip(EXCHANGE_TEXT, said, strict=True):
-            setattr(exchange, name, value)
-        # Fastest compression: most of a request is the one before it again (its messages
-        # so far), which only a per-run dictionary could share; this keeps a tenth or so.
-        exchange.request = zlib.compress(request.encode(), 1) if request else b""
+def exchange_rows(heard: list[Heard], w: RunWriter) -> list[ModelExchange]:
+    """The rows of the calls `heard`: one a lane (a step's attempt, or a phase of no step),
+    its calls numbered in the run's turn (only the lease holder writes them, so the run's
+    count is the rows'), what the model said and what it was asked redacted (core.secrecy),
+    the secrets' pattern looked up once a commit, not once a call."""
+    lanes: dict[tuple[int | None, str, int], list[Heard]] = {}
+    for call in heard:
+        lanes.setdefault((call.step_id, call.exchange.phase, call.attempt), []).append(call)
+    pattern = redaction()
+    hide = pattern.sub
+    seq, made = w.run.exchange_seq, []
+    for (step_id, phase, attempt), calls in lanes.items():
+        kept, requests = [], []
+        for call in calls:
+            e = call.exchange
+            kept.append(
+                [
+                    e.request_sha256,
+                    hide(REDACTED, e.content) if e.content else "",
+                    redact_with(pattern, e.tool_calls) if e.tool_calls else [],
+                    hide(REDACTED, e.reasoning) if e.reasoning else "",
+                    e.finish_reason,
+                    e.error_code,
+                    hide(REDACTED, e.error) if e.error else "",
+                    e.usage.prompt_tokens,
+                    e.usage.completion_tokens,
+                    e.model,
+                    call.connection_id,
+                    call.at,
+                ]
+            )
+            requests.append(hide(REDACTED, e.request) if e.request else "")
+        made.append(
+            rows.new(
+                ModelExchange,
+                run_id=w.run.pk,
+                step_id=step_id,
+                seq=seq + 1,
+                count=len(calls),
+                phase=phase,
+                attempt=attempt,
+                calls=pack_calls(kept, requests),
+                created_at=timezone.now(),
+            )
+        )
+        seq += len(calls)
     w.set(exchange_seq=seq)
+    return made
 
 
 class Turn:

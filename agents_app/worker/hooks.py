@@ -41,7 +41,6 @@ from agents_app.models import (
     ConversationEntry,
     DoubleTexting,
     EntryKind,
-    ModelExchange,
     Run,
     RunEvent,
     Step,
@@ -52,7 +51,7 @@ from agents_app.orchestration.children import tree_usage
 from agents_app.runs.journal import WorkspaceJournal
 from agents_app.runs.lease import Lease
 from agents_app.runs.recipes import recipe_for
-from agents_app.worker.commits import PendingWrites, Turn, committing, read_control_flags
+from agents_app.worker.commits import Heard, PendingWrites, Turn, committing, read_control_flags
 from tools_app.registry import ToolResult, ToolSpec
 from tools_app.sandbox import WORKSPACE
 
@@ -211,29 +210,16 @@ class DatabaseHooks:
         # Written with its usage by the step's next commit, which numbers it and redacts what
         # the model said, text from outside, like a tool's result (PendingWrites).
         step = self.step
-        row = rows.new(
-            ModelExchange,
-            run_id=self.run_id,
-            step_id=step.pk if step is not None else None,
-            seq=0,
-            phase=exchange.phase,
-            attempt=step.retry_count if step is not None else self.run.attempt,
-            request_sha256=exchange.request_sha256,
-            content=exchange.content,
-            tool_calls=exchange.tool_calls,
-            reasoning=exchange.reasoning,
-            finish_reason=exchange.finish_reason[:20],
-            error_code=exchange.error_code,
-            error=exchange.error,
-            prompt_tokens=exchange.usage.prompt_tokens,
-            completion_tokens=exchange.usage.completion_tokens,
-            llm_model=exchange.model[:200],
-            connection_id=exchange.connection_id or self.run.connection_id,
-            created_at=timezone.now(),
+        run = self.run
+        self.pending.exchanges.append(
+            Heard(
+                exchange,
+                step.pk if step is not None else None,
+                step.retry_count if step is not None else run.attempt,
+                exchange.connection_id or run.connection_id,
+                time.time(),
+            )
         )
-        # Its request's text, redacted and compressed when written (PendingWrites).
-        row.request_text = exchange.request
-        self.pending.exchanges.append(row)
 
     @property
     def lane(self) -> int | None:

@@ -8,7 +8,6 @@ and where its tools' results come from differ."""
 
 import json
 import threading
-import zlib
 from collections import Counter, deque
 from dataclasses import dataclass
 from typing import Any
@@ -32,13 +31,13 @@ from agents_app.models import (
     ApprovalStatus,
     AuditInterface,
     Decision,
-    ModelExchange,
     Run,
     RunStatus,
     Step,
     ToolCall,
     ToolCallStatus,
 )
+from agents_app.runs.exchanges import model_calls
 from agents_app.runs.lease import Lease
 from agents_app.runs.writer import locked_run
 from tools_app.registry import ToolContext, ToolRegistry, ToolResult, ToolSpec
@@ -80,20 +79,19 @@ def recorded_answers(source: Run) -> list[RecordedAnswer]:
     attempt (an interrupted attempt's calls are not what the step did)."""
     steps = _last_attempts(source)
     answers = []
-    for exchange in ModelExchange.objects.filter(run=source).order_by("seq"):
+    for exchange in model_calls(source.pk):
         lane = None
         if exchange.step_id is not None:
             index, retries = steps.get(exchange.step_id, (None, None))
             if index is None or exchange.attempt != retries:
                 continue
             lane = index
-        request = bytes(exchange.request)
         answers.append(
             RecordedAnswer(
                 phase=exchange.phase,
                 lane=lane,
                 request_sha256=exchange.request_sha256,
-                request=zlib.decompress(request).decode() if request else "",
+                request=exchange.request,
                 content=exchange.content,
                 tool_calls=exchange.tool_calls,
                 reasoning=exchange.reasoning,

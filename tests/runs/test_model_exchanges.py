@@ -3,13 +3,17 @@
 recorded before they were kept says it cannot be replayed."""
 
 import json
+import zlib
 
 import pytest
+from django.db import connection
+from django.db.migrations.executor import MigrationExecutor
 
 from agents_app.conversations.services import conversation_create, message_post
-from agents_app.engine.exchanges import request_sha256
+from agents_app.engine.exchanges import request_sha256, text_sha256
 from agents_app.engine.llm import LLMRequest, ToolSchema
 from agents_app.models import ModelExchange, Run, Step
+from agents_app.runs.exchanges import ModelCall, model_calls
 from agents_app.worker.execution import execute_run
 from tests.support.clients import logged_in
 from tests.support.runs import make_run
@@ -22,8 +26,8 @@ pytestmark = pytest.mark.django_db(transaction=True)
 SHA256_HEX = 64
 
 
-def exchanges(run) -> list[ModelExchange]:
-    return list(ModelExchange.objects.filter(run=run).order_by("seq"))
+def exchanges(run) -> list[ModelCall]:
+    return model_calls(run.pk)
 
 
 def planned_run(owner, text="Echo twice"):
@@ -90,6 +94,16 @@ def test_a_planned_run_keeps_each_model_answer_in_the_order_it_was_asked(owner):
     hashes = [e.request_sha256 for e in kept]
     assert all(len(h) == SHA256_HEX and int(h, 16) >= 0 for h in hashes)
     assert len(set(hashes)) == len(hashes)
+    # Each request's text is kept as it was hashed (no secret in it to redact)...
+    assert [text_sha256(e.request) for e in kept] == hashes
+    assert json.loads(answer.request)["messages"][-1]["role"] == "tool"
+    # ...a lane's calls written by one commit in one row: the plan, the step, the verdict.
+    rows = ModelExchange.objects.filter(run=run).order_by("seq")
+    assert [(r.seq, r.count, r.phase, r.step_id) for r in rows] == [
+        (1, 1, "planning", None),
+        (2, 3, "execution", step_row.pk),
+        (5, 1, "verification", None),
+    ]
 
 
 def test_the_request_hash_changes_with_the_prompt_and_not_otherwise():
@@ -190,6 +204,9 @@ def test_a_secret_in_the_model_s_answer_is_redacted_before_it_is_kept(owner):
     stored = json.dumps([[e.content, e.reasoning, e.tool_calls] for e in kept])
     assert token not in stored
     assert kept[1].reasoning == "the token is [redacted]"
+    # What the model was asked holds it too (the step's second request, the tool's result).
+    assert all(token not in e.request for e in kept)
+    assert "echoed" not in kept[2].request and kept[2].request.count("[redacted]") == 2
     assert kept[1].tool_calls[0]["arguments"] == {"text": "[redacted]"}
     assert kept[2].content == "echoed [redacted]"
 
@@ -234,10 +251,11 @@ def test_parallel_steps_keep_each_branch_s_answers_numbered_once(llm, owner):
     kept = exchanges(run)
     assert [e.seq for e in kept] == list(range(1, 7)) and run.exchange_seq == 6
     assert (kept[0].phase, kept[-1].phase) == ("planning", "verification")
-    by_step = {e.step.index: e.content for e in kept if e.step is not None}
+    index = dict(Step.objects.filter(run=run).values_list("pk", "index"))
+    by_step = {index[e.step_id]: e.content for e in kept if e.step_id is not None}
     assert by_step == {0: "sunny", 1: "quiet", 2: "jammed", 3: "sunny, quiet, jammed"}
     # The last step ran after the three, whose order among them is the commits'.
-    assert kept[4].step.index == 3
+    assert index[kept[4].step_id] == 3
     # Answered over the wire, through the run's connection.
     assert {e.connection_id for e in kept} == {run.connection_id} and run.connection_id
 
@@ -332,4 +350,36 @@ def test_a_deleted_run_takes_its_exchanges_with_it(owner):
     Run.objects.filter(pk=run.pk).delete()
 
     assert not ModelExchange.objects.filter(run_id=run.pk).exists()
-    assert ModelExchange.objects.filter(run=other).count() == 5
+    assert len(model_calls(other.pk)) == 5
+
+
+@pytest.mark.dialect
+def test_migration_0030_turns_a_row_a_call_into_frames_and_back(owner):
+    run, _ = planned_run(owner)
+    before = model_calls(run.pk)
+    rows_a_call, frames = [("agents_app", "0029_replay")], [("agents_app", "0030_exchange_frames")]
+    executor = MigrationExecutor(connection)
+    executor.migrate(rows_a_call)
+    try:
+        # Back to a row a call, each with its request's text (zlib) and its own columns.
+        old = executor.loader.project_state(rows_a_call).apps.get_model(
+            "agents_app", "ModelExchange"
+        )
+        kept = list(old.objects.filter(run_id=run.pk).order_by("seq"))
+        assert [(e.seq, e.phase, e.content) for e in kept] == [
+            (c.seq, c.phase, c.content) for c in before
+        ]
+        assert [zlib.decompress(bytes(e.request)).decode() for e in kept] == [
+            c.request for c in before
+        ]
+        assert kept[1].tool_calls == before[1].tool_calls and kept[1].llm_model == "scripted"
+
+        executor = MigrationExecutor(connection)
+        executor.migrate(frames)
+        # A frame a row (each of one call), read as they were kept.
+        assert ModelExchange.objects.filter(run=run).count() == len(before)
+        assert model_calls(run.pk) == before
+    finally:
+        # The tests after this one in this process need every migration again.
+        executor = MigrationExecutor(connection)
+        executor.migrate(executor.loader.graph.leaf_nodes())

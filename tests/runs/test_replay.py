@@ -13,6 +13,7 @@ from agents_app.core.errors import DomainError
 from agents_app.core.secrecy import secret_register
 from agents_app.engine import prompts
 from agents_app.models import Approval, AuditInterface, ModelExchange, Run, ToolCall
+from agents_app.runs.exchanges import model_calls
 from agents_app.runs.files import workspace_dir
 from agents_app.runs.lease import Lease
 from agents_app.runs.replays import run_replay
@@ -64,10 +65,7 @@ def test_a_replay_of_a_run_with_file_tools_asks_no_model_and_does_not_diverge(ow
     # Its tools ran again in its own workspace.
     assert (workspace_dir(replay) / "notes.txt").read_text() == "hello"
     # It recorded the same requests as its source, so it can be replayed in turn.
-    asked = [
-        list(ModelExchange.objects.filter(run=run).order_by("seq").values_list("request_sha256"))
-        for run in (source, replay)
-    ]
+    asked = [[call.request_sha256 for call in model_calls(run.pk)] for run in (source, replay)]
     assert asked[0] == asked[1] and len(asked[0]) == 6
 
 
