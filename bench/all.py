@@ -186,7 +186,7 @@ BENCHMARKS = [
     Benchmark(
         "exchange_cost",
         "exchange_cost",
-        ("--steps", "50", "--rounds", "10"),
+        ("--steps", "50", "--rounds", "20"),
         ("--steps", "20", "--rounds", "4"),
         (
             (r"^\s*(recorded|not recorded)\s+median.*", None),

@@ -6,7 +6,7 @@ one process: a round each, in turn recorded first and not, so a slower minute of
 falls on both. Prints each side's median ms per step, the ratio of the medians and the median
 of the rounds' ratios, against the 1.10 target.
 
-    uv run python bench/exchange_cost.py [--steps 50] [--rounds 10]
+    uv run python bench/exchange_cost.py [--steps 50] [--rounds 20]
 
 Switched off, the request's text and hash are still made (engine.calls makes them before it
 hands the exchange to the hooks): the figure is what keeping them adds (the answers and the
@@ -25,7 +25,7 @@ TARGET = 1.10
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--steps", type=int, default=50)
-    parser.add_argument("--rounds", type=int, default=10)
+    parser.add_argument("--rounds", type=int, default=20)
     args = parser.parse_args()
 
     start_django("exchanges")

@@ -190,6 +190,11 @@ MODULES = {
         ("tests/engine/test_replay_provider.py", "tests/runs/test_replay.py"),
         core=False,
     ),
+    "exchange_frames": Module(
+        "agents_app/engine/exchanges.py",
+        ("tests/engine/test_exchange_frames.py", "tests/runs/test_model_exchanges.py"),
+        core=False,
+    ),
     "fork_checks": Module(
         "agents_app/runs/forks/checks.py",
         ("tests/runs/test_fork.py", "tests/orchestration/test_team_fork.py"),

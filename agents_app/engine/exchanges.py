@@ -75,12 +75,23 @@ ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 _compressors = threading.local()
 
 
-def pack_calls(calls: list[list[Any]], requests: list[str]) -> bytes:
-    """The model calls of one lane that one commit writes, as ModelExchange.calls keeps them:
-    {"calls": [[CALL_FIELDS...]...], "requests": [each request's length]}, a newline, then
-    the requests' canonical texts; compressed from COMPRESS_FROM bytes. Each thread keeps its
-    compressor (one is not safe to share, and making one costs twice the compressing)."""
-    header = json.dumps({"calls": calls, "requests": [len(r) for r in requests]})
+def pack_calls(
+    calls: list[list[Any]], requests: list[str], *, seq: int, phase: str, attempt: int
+) -> bytes:
+    """The model calls of one lane that one commit writes, as one frame: {"seq": the first
+    call's number, "phase", "attempt", "calls": [[CALL_FIELDS...]...], "requests": [each
+    request's length]}, a newline, then the requests' canonical texts; compressed from
+    COMPRESS_FROM bytes. Each thread keeps its compressor (one is not safe to share, and
+    making one costs twice the compressing)."""
+    header = json.dumps(
+        {
+            "seq": seq,
+            "phase": phase,
+            "attempt": attempt,
+            "calls": calls,
+            "requests": [len(r) for r in requests],
+        }
+    )
     payload = "\n".join([header, "".join(requests)]).encode()
     if len(payload) < COMPRESS_FROM:
         return payload
@@ -91,19 +102,36 @@ def pack_calls(calls: list[list[Any]], requests: list[str]) -> bytes:
 
 
 def unpack_calls(frame: bytes) -> list[dict[str, Any]]:
-    """The calls pack_calls kept: CALL_FIELDS and "request", its request's text."""
+    """The calls of a frame pack_calls made: CALL_FIELDS, "seq" (each its own), "phase",
+    "attempt" and "request", its request's text."""
     frame = bytes(frame)
     if frame[:4] == ZSTD_MAGIC:
         frame = zstandard.ZstdDecompressor().decompress(frame)
     head, _, body = frame.decode().partition("\n")
     header = json.loads(head)
     found, at = [], 0
-    for values, length in zip(header["calls"], header["requests"], strict=True):
+    for i, (values, length) in enumerate(zip(header["calls"], header["requests"], strict=True)):
         call = dict(zip(CALL_FIELDS, values, strict=True))
         call["request"] = body[at : at + length]
+        call.update(seq=header["seq"] + i, phase=header["phase"], attempt=header["attempt"])
         at += length
         found.append(call)
     return found
+
+
+def framed(frame: bytes) -> bytes:
+    """`frame` as Step.model_calls appends it: its length (4 bytes, big-endian) first."""
+    return len(frame).to_bytes(4, "big") + frame
+
+
+def unframed(appended: bytes) -> list[bytes]:
+    """The frames `framed` appended one after another."""
+    appended, frames, at = bytes(appended), [], 0
+    while at < len(appended):
+        length = int.from_bytes(appended[at : at + 4], "big")
+        frames.append(appended[at + 4 : at + 4 + length])
+        at += 4 + length
+    return frames
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,7 @@ def to_frames(apps, schema_editor):
         call.append(row.created_at.timestamp())
         request = bytes(row.request)
         text = zlib.decompress(request).decode() if request else ""
-        row.calls = pack_calls([call], [text])
+        row.calls = pack_calls([call], [text], seq=row.seq, phase=row.phase, attempt=row.attempt)
         row.count = 1
         row.save(update_fields=["calls", "count"])
     checked_now(schema_editor)

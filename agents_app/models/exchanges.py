@@ -3,41 +3,33 @@
 from django.db import models
 from django.utils import timezone
 
-from agents_app.models.runs import Run, Step
+from agents_app.models.runs import Run
 
 
 class ModelExchange(models.Model):
-    """The model calls of one lane (a step's attempt, or a phase of no step) that one commit
-    wrote: the commit that counts their tokens (worker.commits.PendingWrites), at the step's
-    end for a step's calls. Each call's outcome as received: what the model said (text, tool
-    calls, reasoning), why it stopped, what it cost, which connection and model answered, and
-    what it was asked (its request's canonical text and its hash, engine.exchanges), so a
-    replay can answer the same request from here and tell, with a diff, when one drifted.
-    Text from the model and the requests are redacted (core.secrecy) before they are kept.
+    """The model calls of one phase of no step (analysis, planning, verifying, a team's
+    decomposition, a contract's evaluation, condensing a chat) that one commit wrote: the
+    commit that counts their tokens (worker.commits.PendingWrites). A step's calls are kept
+    the same way on the step's own row (Step.model_calls), written by the step's own UPDATE
+    (migration 0031 moved them there).
 
-    The calls are one frame (`calls`, engine.exchanges.pack_calls; read them with
+    Each call's outcome as received: what the model said (text, tool calls, reasoning), why
+    it stopped, what it cost, which connection and model answered, and what it was asked (its
+    request's canonical text and its hash, engine.exchanges), so a replay can answer the same
+    request from here and tell, with a diff, when one drifted. Text from the model and the
+    requests are redacted (core.secrecy) before they are kept.
+
+    The calls are one frame (`calls`, engine.exchanges.pack_calls; read a run's with
     runs.exchanges.model_calls), not a row each: with a row each, a step cost about a sixth
-    more than without the recording, against the tenth allowed (`uv run python
-    bench/exchange_cost.py`). A large frame (a long tool loop's requests, each the one before
+    more than without the recording, against the tenth allowed, and a row a step's calls
+    still a twelfth (`uv run python bench/exchange_cost.py`). A large frame (a long tool loop's requests, each the one before
     again and more) is compressed.
 
     `seq` is the first call's number; the run's calls are numbered in the order their commits
     wrote them (Run.exchange_seq, advanced under the run's row lock or fence by the lease
-    holder, who alone writes them). `step` is null for the calls of no step (analysis,
-    planning, verifying, a team's decomposition, condensing a chat)."""
+    holder, who alone writes them)."""
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="exchanges", db_index=False)
-    # The step as AuditEvent keeps its run: no database constraint, no index, nothing done
-    # when one is deleted (a step goes only with its run, whose exchanges go with it).
-    step = models.ForeignKey(
-        Step,
-        on_delete=models.DO_NOTHING,
-        db_constraint=False,
-        db_index=False,
-        null=True,
-        blank=True,
-        related_name="exchanges",
-    )
     seq = models.PositiveIntegerField()
     # How many calls `calls` holds: numbered seq, seq + 1, ...
     count = models.PositiveIntegerField(default=1)

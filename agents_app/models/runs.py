@@ -404,6 +404,14 @@ STEP_DONE_STATUSES = frozenset(
 )
 
 
+class StepManager(models.Manager["Step"]):
+    """Steps without their model calls (`model_calls`), which only a replay reads: a page, a
+    list or a worker loading a run's steps would otherwise read every call's request."""
+
+    def get_queryset(self) -> models.QuerySet["Step"]:
+        return super().get_queryset().defer("model_calls")
+
+
 class Step(models.Model):
     plan = models.ForeignKey(Plan, on_delete=models.CASCADE, related_name="steps")
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="steps")
@@ -423,6 +431,13 @@ class Step(models.Model):
     retry_count = models.PositiveIntegerField(default=0)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # The step's model calls (issue 36): the frames of engine.exchanges.pack_calls, each with
+    # its length before it, appended by the commits that wrote them (worker.commits; read by
+    # runs.exchanges.model_calls). Written with the step's own row, not a row of their own: a
+    # row cost a step more than everything else the recording does. Not loaded unless asked.
+    model_calls = models.BinaryField(default=b"", editable=False)
+
+    objects = StepManager()
 
     class Meta:
         ordering = ["plan", "index"]

@@ -5,8 +5,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from agents_app.engine.exchanges import unpack_calls
-from agents_app.models import ModelExchange
+from agents_app.engine.exchanges import unframed, unpack_calls
+from agents_app.models import ModelExchange, Step
 
 
 @dataclass(frozen=True)
@@ -35,29 +35,40 @@ class ModelCall:
 
 
 def model_calls(run_id: int) -> list[ModelCall]:
-    """Run `run_id`'s model calls in the order they were numbered."""
-    found = []
-    for row in ModelExchange.objects.filter(run_id=run_id).order_by("seq"):
-        for i, call in enumerate(unpack_calls(row.calls)):
-            found.append(
-                ModelCall(
-                    seq=row.seq + i,
-                    phase=row.phase,
-                    step_id=row.step_id,
-                    attempt=row.attempt,
-                    request_sha256=call["sha"],
-                    request=call["request"],
-                    content=call["content"],
-                    tool_calls=call["tool_calls"],
-                    reasoning=call["reasoning"],
-                    finish_reason=call["finish_reason"],
-                    error_code=call["error_code"],
-                    error=call["error"],
-                    prompt_tokens=call["prompt_tokens"],
-                    completion_tokens=call["completion_tokens"],
-                    llm_model=call["model"],
-                    connection_id=call["connection"],
-                    created_at=datetime.fromtimestamp(call["at"], UTC),
-                )
-            )
-    return found
+    """Run `run_id`'s model calls in the order they were numbered: its steps' (Step.model_calls)
+    and those of no step (ModelExchange)."""
+    frames: list[tuple[int | None, bytes]] = [
+        (None, calls)
+        for calls in ModelExchange.objects.filter(run_id=run_id).values_list("calls", flat=True)
+    ]
+    for step_id, appended in (
+        Step.objects.filter(run_id=run_id)
+        .exclude(model_calls=b"")
+        .values_list("pk", "model_calls")
+        .order_by("index")
+    ):
+        frames += [(step_id, frame) for frame in unframed(appended)]
+    found = [
+        ModelCall(
+            seq=call["seq"],
+            phase=call["phase"],
+            step_id=step_id,
+            attempt=call["attempt"],
+            request_sha256=call["sha"],
+            request=call["request"],
+            content=call["content"],
+            tool_calls=call["tool_calls"],
+            reasoning=call["reasoning"],
+            finish_reason=call["finish_reason"],
+            error_code=call["error_code"],
+            error=call["error"],
+            prompt_tokens=call["prompt_tokens"],
+            completion_tokens=call["completion_tokens"],
+            llm_model=call["model"],
+            connection_id=call["connection"],
+            created_at=datetime.fromtimestamp(call["at"], UTC),
+        )
+        for step_id, frame in frames
+        for call in unpack_calls(frame)
+    ]
+    return sorted(found, key=lambda call: call.seq)

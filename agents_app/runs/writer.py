@@ -40,6 +40,9 @@ class RunWriter:
         self.run = run
         self._fields: set[str] = set()
         self._events: list[RunEvent] = []
+        # step id -> what this commit appends to the step's Step.model_calls (worker.commits):
+        # written with the step's own UPDATE when the commit writes the step, else on its own.
+        self.step_calls: dict[int, bytes] = {}
 
     def set(self, **fields: Any) -> None:
         for name, value in fields.items():

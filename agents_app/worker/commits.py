@@ -21,12 +21,13 @@ from agents_app.core import rows
 from agents_app.core.event_payloads import LlmUsagePayload, ToolResultPayload
 from agents_app.core.events import EventType
 from agents_app.core.secrecy import REDACTED, redact_all, redact_with, redaction
-from agents_app.engine.exchanges import Exchange, pack_calls
+from agents_app.engine.exchanges import Exchange, framed, pack_calls
 from agents_app.models import AuditEvent, ModelExchange, Run, ToolCall, WorkspaceChange
 from agents_app.runs.journal import changes_write
 from agents_app.runs.lease import Lease
 from agents_app.runs.writer import RunWriter, fenced_run, locked_run
 from agents_app.worker.connections import give_back
+from agents_app.worker.steps import append_step_calls
 
 
 def read_control_flags(run: Run) -> None:
@@ -87,7 +88,7 @@ class PendingWrites:
                 w.event(EventType.LLM_USAGE, payload)
                 audit.append(row)
             if self.exchanges:
-                rows.insert(exchange_rows(self.exchanges, w))
+                write_exchanges(self.exchanges, w)
         rows.insert(audit)
 
     def clear(self, *, usage: bool) -> None:
@@ -109,11 +110,13 @@ class Heard(NamedTuple):
     at: float  # time.time() when it answered
 
 
-def exchange_rows(heard: list[Heard], w: RunWriter) -> list[ModelExchange]:
-    """The rows of the calls `heard`: one a lane (a step's attempt, or a phase of no step),
-    its calls numbered in the run's turn (only the lease holder writes them, so the run's
-    count is the rows'), what the model said and what it was asked redacted (core.secrecy),
-    the secrets' pattern looked up once a commit, not once a call."""
+def write_exchanges(heard: list[Heard], w: RunWriter) -> None:
+    """The calls `heard` written in `w`'s commit, one frame a lane (engine.exchanges.pack_calls):
+    a step's attempt, appended to the step's row (`w.step_calls`: the commit's UPDATE of the
+    step writes it, worker.steps.write_steps, or else one of its own, append_step_calls), or a
+    phase of no step, a ModelExchange row. Its calls numbered in the run's turn (only the
+    lease holder writes them, so the run's count is the rows'), what the model said and what
+    it was asked redacted (core.secrecy), the secrets' pattern looked up once a commit."""
     lanes: dict[tuple[int | None, str, int], list[Heard]] = {}
     for call in heard:
         lanes.setdefault((call.step_id, call.exchange.phase, call.attempt), []).append(call)
@@ -141,22 +144,25 @@ def exchange_rows(heard: list[Heard], w: RunWriter) -> list[ModelExchange]:
                 ]
             )
             requests.append(hide(REDACTED, e.request) if e.request else "")
-        made.append(
-            rows.new(
-                ModelExchange,
-                run_id=w.run.pk,
-                step_id=step_id,
-                seq=seq + 1,
-                count=len(calls),
-                phase=phase,
-                attempt=attempt,
-                calls=pack_calls(kept, requests),
-                created_at=timezone.now(),
+        frame = pack_calls(kept, requests, seq=seq + 1, phase=phase, attempt=attempt)
+        if step_id is not None:
+            w.step_calls[step_id] = w.step_calls.get(step_id, b"") + framed(frame)
+        else:
+            made.append(
+                rows.new(
+                    ModelExchange,
+                    run_id=w.run.pk,
+                    seq=seq + 1,
+                    count=len(calls),
+                    phase=phase,
+                    attempt=attempt,
+                    calls=frame,
+                    created_at=timezone.now(),
+                )
             )
-        )
         seq += len(calls)
     w.set(exchange_seq=seq)
-    return made
+    rows.insert(made)
 
 
 class Turn:
@@ -215,5 +221,6 @@ def committing(
         with lock as w:
             pending.apply(w, usage=usage)
             yield w
+            append_step_calls(w.step_calls)
         pending.clear(usage=usage)
     give_back()  # what follows a commit is a wait: a tool, the model, the next delivery

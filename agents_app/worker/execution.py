@@ -750,7 +750,11 @@ class RunExecutor:
             # A step of a parallel plan starts none: its fan decides what runs next.
             started = None if parallel else self.start_next(w, steps, parallel=False)
             # The step's outcome and the next step's start in one statement.
-            write_steps([step] if started is None else [step, started], STEP_WRITTEN_AT_ITS_END)
+            write_steps(
+                [step] if started is None else [step, started],
+                STEP_WRITTEN_AT_ITS_END,
+                w.step_calls,
+            )
             if judged and w.run.status == RunStatus.VERIFYING:
                 self.open = w
                 try:

@@ -59,30 +59,66 @@ def step_at(steps: list[Step], index: int) -> Step:
     return next(s for s in steps if s.index == index)
 
 
-def write_steps(steps: list[Step], fields: list[str]) -> None:
+def write_steps(
+    steps: list[Step], fields: list[str], calls: dict[int, bytes] | None = None
+) -> None:
     """Write `fields` of `steps` in one UPDATE (a CASE on the id per column): a step's outcome
-    and the next step's start. Django's bulk_update says the same, at ten times the CPU."""
-    if len(steps) == 1:
+    and the next step's start. Django's bulk_update says the same, at ten times the CPU. With
+    `calls` (RunWriter.step_calls), what the commit appends to these steps' model calls goes
+    in the same statement, and out of `calls`."""
+    appended = [calls.pop(step.pk, b"") for step in steps] if calls else []
+    if not any(appended):
+        appended = []
+    conn = connections[DEFAULT_DB_ALIAS]
+    if len(steps) == 1 and not appended:
         step = steps[0]
         rows.update(Step, step.pk, **{name: getattr(step, name) for name in fields})
         return
-    conn = connections[DEFAULT_DB_ALIAS]
-    sql, prepared = steps_statement(conn, tuple(fields), len(steps))
+    sql, prepared = steps_statement(conn, tuple(fields), len(steps), bool(appended))
     params: list[Any] = []
     for field, prepare in prepared:
         for step in steps:
             value = getattr(step, field.attname)
             params += [step.pk, value if prepare is None else prepare(value, conn)]
+    for step, more in zip(steps, appended, strict=False):
+        params += [step.pk, more]
     with conn.cursor() as cursor:
         cursor.execute(sql, [*params, *(step.pk for step in steps)])
 
 
-# write_steps' UPDATE for each (database, fields, number of steps): a run writes one or two.
-_statements: dict[tuple[str, tuple[str, ...], int], tuple[str, list[Any]]] = {}
+def append_step_calls(calls: dict[int, bytes]) -> None:
+    """What a commit appends to its steps' model calls and write_steps did not write: one
+    UPDATE a step (a commit that does not write the step: one where it waits for a person)."""
+    if not calls:
+        return
+    conn = connections[DEFAULT_DB_ALIAS]
+    quote = conn.ops.quote_name
+    sql = (
+        f"UPDATE {quote(Step._meta.db_table)} SET {quote('model_calls')} = "
+        f"{_appended(conn, '%s')} WHERE {quote('id')} = %s"
+    )
+    with conn.cursor() as cursor:
+        for step_id, more in calls.items():
+            cursor.execute(sql, [more, step_id])
+    calls.clear()
 
 
-def steps_statement(conn: Any, fields: tuple[str, ...], count: int) -> tuple[str, list[Any]]:
-    key = (conn.vendor, fields, count)
+def _appended(conn: Any, value: str) -> str:
+    """SQL for the step's model calls with `value` (bytes) after them."""
+    column = conn.ops.quote_name("model_calls")
+    if conn.vendor == "postgresql":
+        return f"{column} || {value}"
+    return f"CAST({column} || {value} AS BLOB)"  # SQLite joins blobs as text: the same bytes
+
+
+# write_steps' UPDATE for each (database, fields, number of steps, calls appended or not).
+_statements: dict[tuple[str, tuple[str, ...], int, bool], tuple[str, list[Any]]] = {}
+
+
+def steps_statement(
+    conn: Any, fields: tuple[str, ...], count: int, calls: bool = False
+) -> tuple[str, list[Any]]:
+    key = (conn.vendor, fields, count, calls)
     shape = _statements.get(key)
     if shape is None:
         quote = conn.ops.quote_name
@@ -95,6 +131,10 @@ def steps_statement(conn: Any, fields: tuple[str, ...], count: int) -> tuple[str
             whens = " ".join(f"WHEN %s THEN {value}" for _ in range(count))
             assignments.append(f"{quote(field.column)} = CASE {quote('id')} {whens} END")
             prepared.append((field, rows.preparer(field)))
+        if calls:
+            more = _appended(conn, "CAST(%s AS bytea)" if cast else "%s")
+            whens = " ".join(f"WHEN %s THEN {more}" for _ in range(count))
+            assignments.append(f"{quote('model_calls')} = CASE {quote('id')} {whens} END")
         ids = ", ".join("%s" for _ in range(count))
         sql = (
             f"UPDATE {quote(Step._meta.db_table)} SET {', '.join(assignments)} "

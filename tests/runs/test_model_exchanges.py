@@ -10,7 +10,7 @@ from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
 from agents_app.conversations.services import conversation_create, message_post
-from agents_app.engine.exchanges import request_sha256, text_sha256
+from agents_app.engine.exchanges import request_sha256, text_sha256, unframed, unpack_calls
 from agents_app.engine.llm import LLMRequest, ToolSchema
 from agents_app.models import ModelExchange, Run, Step
 from agents_app.runs.exchanges import ModelCall, model_calls
@@ -97,12 +97,14 @@ def test_a_planned_run_keeps_each_model_answer_in_the_order_it_was_asked(owner):
     # Each request's text is kept as it was hashed (no secret in it to redact)...
     assert [text_sha256(e.request) for e in kept] == hashes
     assert json.loads(answer.request)["messages"][-1]["role"] == "tool"
-    # ...a lane's calls written by one commit in one row: the plan, the step, the verdict.
+    # ...the calls of no step a row a phase, the step's three on the step's row, one frame.
     rows = ModelExchange.objects.filter(run=run).order_by("seq")
-    assert [(r.seq, r.count, r.phase, r.step_id) for r in rows] == [
-        (1, 1, "planning", None),
-        (2, 3, "execution", step_row.pk),
-        (5, 1, "verification", None),
+    assert [(r.seq, r.count, r.phase) for r in rows] == [(1, 1, "planning"), (5, 1, "verification")]
+    (frame,) = unframed(Step.objects.values_list("model_calls", flat=True).get(pk=step_row.pk))
+    assert [(c["seq"], c["phase"], c["attempt"]) for c in unpack_calls(frame)] == [
+        (2, "execution", 0),
+        (3, "execution", 0),
+        (4, "execution", 0),
     ]
 
 
@@ -354,10 +356,10 @@ def test_a_deleted_run_takes_its_exchanges_with_it(owner):
 
 
 @pytest.mark.dialect
-def test_migration_0030_turns_a_row_a_call_into_frames_and_back(owner):
+def test_migrations_0030_and_0031_turn_a_row_a_call_into_frames_and_back(owner):
     run, _ = planned_run(owner)
     before = model_calls(run.pk)
-    rows_a_call, frames = [("agents_app", "0029_replay")], [("agents_app", "0030_exchange_frames")]
+    rows_a_call = [("agents_app", "0029_replay")]
     executor = MigrationExecutor(connection)
     executor.migrate(rows_a_call)
     try:
@@ -366,20 +368,18 @@ def test_migration_0030_turns_a_row_a_call_into_frames_and_back(owner):
             "agents_app", "ModelExchange"
         )
         kept = list(old.objects.filter(run_id=run.pk).order_by("seq"))
-        assert [(e.seq, e.phase, e.content) for e in kept] == [
-            (c.seq, c.phase, c.content) for c in before
+        assert [(e.seq, e.phase, e.step_id, e.content) for e in kept] == [
+            (c.seq, c.phase, c.step_id, c.content) for c in before
         ]
         assert [zlib.decompress(bytes(e.request)).decode() for e in kept] == [
             c.request for c in before
         ]
         assert kept[1].tool_calls == before[1].tool_calls and kept[1].llm_model == "scripted"
-
-        executor = MigrationExecutor(connection)
-        executor.migrate(frames)
-        # A frame a row (each of one call), read as they were kept.
-        assert ModelExchange.objects.filter(run=run).count() == len(before)
-        assert model_calls(run.pk) == before
     finally:
-        # The tests after this one in this process need every migration again.
+        # Forward again, as the tests after this one in this process need every migration.
         executor = MigrationExecutor(connection)
         executor.migrate(executor.loader.graph.leaf_nodes())
+    # Frames of one call each: the calls of no step a row each, the step's on the step.
+    assert ModelExchange.objects.filter(run=run).count() == 2
+    assert len(unframed(Step.objects.values_list("model_calls", flat=True).get(run=run))) == 3
+    assert model_calls(run.pk) == before
