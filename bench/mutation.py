@@ -757,7 +757,8 @@ def _equivalent(module: Module, mutation, lines: list[str]) -> bool:
 
 
 def _test_command(module: Module, tree: Path) -> str:
-    tests = [t for t in module.tests if (tree / t).exists()]
+    # A test may be named by its node id (path::name): its file must exist.
+    tests = [t for t in module.tests if (tree / t.partition("::")[0]).exists()]
     # `env -C`: the tests run in the copy (its tests and modules, not this checkout's).
     return " ".join(
         ["env", "-C", str(tree), sys.executable, "-m", "pytest", "-n", "0", "-x", "-q"]
@@ -770,7 +771,7 @@ def _test_command(module: Module, tree: Path) -> str:
 def run_module(name: str, module: Module, ref: str, sample: int | None) -> Outcome:
     outcome = Outcome(name)
     tree = _tree(ref, name)
-    if not any((tree / t).exists() for t in module.tests):
+    if not any((tree / t.partition("::")[0]).exists() for t in module.tests):
         outcome.error = "none of its tests exist at this commit"
         return outcome
     command = _test_command(module, tree)

@@ -155,12 +155,9 @@ class Exchange:
     error: str = ""
 
 
-def exchange_of(
-    request: LLMRequest, response: LLMResponse, *, phase: str, text: str | None = None
-) -> Exchange:
+def exchange_of(request: LLMRequest, response: LLMResponse, *, phase: str, text: str) -> Exchange:
     """The exchange of a call that answered (`response` as engine.calls returns it); `text`:
-    the request's canonical text, when the caller made it already."""
-    text = request_text(request) if text is None else text
+    the request's canonical text (request_text), which the caller made for what it sends."""
     return Exchange(
         phase=phase,
         request_sha256=text_sha256(text),
@@ -185,10 +182,9 @@ def exchange_of(
 
 
 def failed_exchange(
-    request: LLMRequest, error: LLMError, model: str, *, phase: str, text: str | None = None
+    request: LLMRequest, error: LLMError, model: str, *, phase: str, text: str
 ) -> Exchange:
     """The exchange of a call that failed after its retries: its code and AgentDesk's words."""
-    text = request_text(request) if text is None else text
     return Exchange(
         phase=phase,
         request_sha256=text_sha256(text),

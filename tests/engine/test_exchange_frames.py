@@ -74,3 +74,13 @@ def test_a_long_tool_loop_is_compressed_and_read_back_exactly():
 def test_a_call_without_a_request_text_reads_back_empty():
     (read,) = unpack_calls(pack_calls([call("x")], [""], seq=1, phase="planning", attempt=0))
     assert (read["request"], read["content"]) == ("", "x")
+
+
+def test_a_frame_is_compressed_from_compress_from_bytes_on():
+    def payload_of(size: int) -> bytes:
+        # The JSON line and its newline, with a request of four digits' length.
+        header = len(pack_calls([call("")], ["r" * 1000], seq=1, phase="p", attempt=0)) - 1000
+        return pack_calls([call("")], ["r" * (size - header)], seq=1, phase="p", attempt=0)
+
+    assert payload_of(COMPRESS_FROM - 1)[:1] == b"{"
+    assert payload_of(COMPRESS_FROM)[:4] == ZSTD_MAGIC
