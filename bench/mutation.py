@@ -197,6 +197,7 @@ MODULES = {
             # Not its migrations' test: the mutants' runs have no migrations.
             "tests/runs/test_model_exchanges.py::test_a_planned_run_keeps_each_model_answer_in_the_order_it_was_asked",
             "tests/runs/test_model_exchanges.py::test_a_secret_in_the_model_s_answer_is_redacted_before_it_is_kept",
+            "tests/runs/test_model_exchanges.py::test_the_request_hash_changes_with_the_prompt_and_not_otherwise",
         ),
         core=False,
     ),

@@ -124,6 +124,12 @@ def test_the_request_hash_changes_with_the_prompt_and_not_otherwise():
     assert request_sha256(request("hi", tool_required=True)) != same
     assert request_sha256(request("hi", response_schema={"type": "object"})) != same
     assert request_sha256(LLMRequest(messages=request("hi").messages)) != same  # no tools
+    # The same message with its keys in another order (a result read back from PostgreSQL's
+    # JSON) is the same request.
+    reordered = request("hi")
+    reordered.messages[1] = {"content": "hi", "role": "user"}
+    assert list(reordered.messages[1]) != list(request("hi").messages[1])
+    assert request_sha256(reordered) == same
 
 
 def test_the_same_task_asks_the_same_requests_and_another_task_another_plan_request(owner):
