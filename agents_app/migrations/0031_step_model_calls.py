@@ -57,6 +57,11 @@ class Migration(migrations.Migration):
             name="model_calls",
             field=models.BinaryField(default=b"", editable=False),
         ),
+        # Steps reached through another row leave their calls out too (models.runs.Step).
+        migrations.AlterModelOptions(
+            name="step",
+            options={"base_manager_name": "objects", "ordering": ["plan", "index"]},
+        ),
         migrations.RunPython(onto_steps, into_rows),
         migrations.RemoveField(model_name="modelexchange", name="step"),
     ]

@@ -440,6 +440,9 @@ class Step(models.Model):
     objects = StepManager()
 
     class Meta:
+        # A step reached through another row (a tool call's) leaves them out too, so that no
+        # step saved whole can write back calls it read before more were appended.
+        base_manager_name = "objects"
         ordering = ["plan", "index"]
         constraints = [models.UniqueConstraint(fields=["plan", "index"], name="step_index_unique")]
 

@@ -47,7 +47,7 @@ class PendingWrites:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     usage: list[tuple[LlmUsagePayload, AuditEvent]] = field(default_factory=list)
-    # The model calls' outcomes (ModelExchange rows when written), with the usage.
+    # The model calls heard, with their usage: written by write_exchanges.
     exchanges: list["Heard"] = field(default_factory=list)
     # (tool call id, the row's fields, the event's payload, the audit row)
     results: list[tuple[int, dict[str, Any], ToolResultPayload, AuditEvent]] = field(

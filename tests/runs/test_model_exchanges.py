@@ -12,7 +12,7 @@ from django.db.migrations.executor import MigrationExecutor
 from agents_app.conversations.services import conversation_create, message_post
 from agents_app.engine.exchanges import request_sha256, text_sha256, unframed, unpack_calls
 from agents_app.engine.llm import LLMRequest, ToolSchema
-from agents_app.models import ModelExchange, Run, Step
+from agents_app.models import ModelExchange, Run, Step, ToolCall
 from agents_app.runs.exchanges import ModelCall, model_calls
 from agents_app.worker.execution import execute_run
 from tests.support.clients import logged_in
@@ -389,3 +389,16 @@ def test_migrations_0030_and_0031_turn_a_row_a_call_into_frames_and_back(owner):
     assert ModelExchange.objects.filter(run=run).count() == 2
     assert len(unframed(Step.objects.values_list("model_calls", flat=True).get(run=run))) == 3
     assert model_calls(run.pk) == before
+
+
+def test_a_step_s_calls_are_read_only_when_asked_for(owner):
+    run, _ = planned_run(owner)
+
+    # Loaded as pages and workers load steps, or reached through a tool call: left out, so a
+    # step saved whole cannot write back calls it read before more were appended.
+    assert "model_calls" in Step.objects.get(run=run).get_deferred_fields()
+    assert "model_calls" in run.steps.get().get_deferred_fields()
+    call = ToolCall.objects.filter(run=run).first()
+    assert "model_calls" in call.step.get_deferred_fields()
+    # Asked for, they are there.
+    assert unframed(Step.objects.only("model_calls").get(run=run).model_calls)
