@@ -106,9 +106,9 @@ def append_step_calls(calls: dict[int, bytes]) -> None:
 def _appended(conn: Any, value: str) -> str:
     """SQL for the step's model calls with `value` (bytes) after them."""
     column = conn.ops.quote_name("model_calls")
-    if conn.vendor == "postgresql":
-        return f"{column} || {value}"
-    return f"CAST({column} || {value} AS BLOB)"  # SQLite joins blobs as text: the same bytes
+    if conn.vendor == "sqlite":
+        return f"CAST({column} || {value} AS BLOB)"  # joined as text: the same bytes
+    return f"{column} || {value}"
 
 
 # write_steps' UPDATE for each (database, fields, number of steps, calls appended or not).
