@@ -187,7 +187,7 @@ BENCHMARKS = [
         "exchange_cost",
         "exchange_cost",
         ("--steps", "50", "--rounds", "20"),
-        ("--steps", "20", "--rounds", "4"),
+        ("--steps", "20", "--rounds", "10"),
         (
             (r"^\s*(recorded|not recorded)\s+median.*", None),
             (r"^\s*recorded / not: .*", None),
