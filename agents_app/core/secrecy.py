@@ -173,7 +173,7 @@ def redact(text: str, secrets: Iterable[str] = ()) -> str:
 def redact_all(value: Any, secrets: Iterable[str] = ()) -> Any:
     """Every string inside `value` (dicts, lists, tuples) redacted; other values as they are."""
     pattern = _pattern(known_secrets(secrets))
-    return _redact_with(pattern, value)
+    return redact_with(pattern, value)
 
 
 def redaction() -> re.Pattern[str]:
@@ -184,16 +184,12 @@ def redaction() -> re.Pattern[str]:
 
 def redact_with(pattern: re.Pattern[str], value: Any) -> Any:
     """redact_all with the pattern given (`redaction`)."""
-    return _redact_with(pattern, value)
-
-
-def _redact_with(pattern: re.Pattern[str], value: Any) -> Any:
     if isinstance(value, str):
         return pattern.sub(REDACTED, value) if value else value
     if isinstance(value, dict):
-        return {_redact_with(pattern, k): _redact_with(pattern, v) for k, v in value.items()}
+        return {redact_with(pattern, k): redact_with(pattern, v) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return type(value)(_redact_with(pattern, item) for item in value)
+        return type(value)(redact_with(pattern, item) for item in value)
     return value
 
 
