@@ -31,8 +31,7 @@ def to_frames(apps, schema_editor):
         request = bytes(row.request)
         text = zlib.decompress(request).decode() if request else ""
         row.calls = pack_calls([call], [text], seq=row.seq, phase=row.phase, attempt=row.attempt)
-        row.count = 1
-        row.save(update_fields=["calls", "count"])
+        row.save(update_fields=["calls"])
     checked_now(schema_editor)
 
 
@@ -70,11 +69,6 @@ class Migration(migrations.Migration):
             name="calls",
             field=models.BinaryField(default=b""),
             preserve_default=False,
-        ),
-        migrations.AddField(
-            model_name="modelexchange",
-            name="count",
-            field=models.PositiveIntegerField(default=1),
         ),
         migrations.RunPython(to_frames, to_rows),
         # Defaults for the columns that had none, so that going back can add them again to

@@ -26,12 +26,11 @@ def into_rows(apps, schema_editor):
     Step = apps.get_model("agents_app", "Step")
     for step in Step.objects.exclude(model_calls=b"").iterator(chunk_size=500):
         for frame in unframed(step.model_calls):
-            (first, *rest) = unpack_calls(frame)
+            first = unpack_calls(frame)[0]
             ModelExchange.objects.create(
                 run_id=step.run_id,
                 step_id=step.pk,
                 seq=first["seq"],
-                count=1 + len(rest),
                 phase=first["phase"],
                 attempt=first["attempt"],
                 calls=frame,

@@ -22,17 +22,15 @@ class ModelExchange(models.Model):
     The calls are one frame (`calls`, engine.exchanges.pack_calls; read a run's with
     runs.exchanges.model_calls), not a row each: with a row each, a step cost about a sixth
     more than without the recording, against the tenth allowed, and a row a step's calls
-    still a twelfth (`uv run python bench/exchange_cost.py`). A large frame (a long tool loop's requests, each the one before
-    again and more) is compressed.
+    still a twelfth (`uv run python bench/exchange_cost.py`). A large frame (a long tool
+    loop's requests, each the one before again and more) is compressed.
 
-    `seq` is the first call's number; the run's calls are numbered in the order their commits
+    `seq` is the first call's number (the others follow it); the run's calls are numbered in the order their commits
     wrote them (Run.exchange_seq, advanced under the run's row lock or fence by the lease
     holder, who alone writes them)."""
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="exchanges", db_index=False)
     seq = models.PositiveIntegerField()
-    # How many calls `calls` holds: numbered seq, seq + 1, ...
-    count = models.PositiveIntegerField(default=1)
     # engine.hooks.StreamPhase: analysis, planning, execution, verification, condensation.
     phase = models.CharField(max_length=20)
     # The step's retry_count at the calls; for calls of no step, the run's attempt.

@@ -153,7 +153,6 @@ def write_exchanges(heard: list[Heard], w: RunWriter) -> None:
                     ModelExchange,
                     run_id=w.run.pk,
                     seq=seq + 1,
-                    count=len(calls),
                     phase=phase,
                     attempt=attempt,
                     calls=frame,

@@ -99,7 +99,10 @@ def test_a_planned_run_keeps_each_model_answer_in_the_order_it_was_asked(owner):
     assert json.loads(answer.request)["messages"][-1]["role"] == "tool"
     # ...the calls of no step a row a phase, the step's three on the step's row, one frame.
     rows = ModelExchange.objects.filter(run=run).order_by("seq")
-    assert [(r.seq, r.count, r.phase) for r in rows] == [(1, 1, "planning"), (5, 1, "verification")]
+    assert [(r.seq, len(unpack_calls(r.calls)), r.phase) for r in rows] == [
+        (1, 1, "planning"),
+        (5, 1, "verification"),
+    ]
     (frame,) = unframed(Step.objects.values_list("model_calls", flat=True).get(pk=step_row.pk))
     assert [(c["seq"], c["phase"], c["attempt"]) for c in unpack_calls(frame)] == [
         (2, "execution", 0),
